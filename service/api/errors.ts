@@ -1,0 +1,88 @@
+/**
+ * The one error shape of the API: `{error:{code,message,details,timestamp,request_id}}`.
+ * Domain code throws ApiError (or lets a database error escape); the error
+ * middleware turns anything into that body with the right status, and never
+ * leaks a stack trace.
+ */
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
+import type { Logger } from 'pino';
+import type { z } from 'zod';
+import { isDatabaseError } from '../db/connection';
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+export const notFound = (code: string, message: string, details: Record<string, unknown> = {}) => new ApiError(404, code, message, details);
+export const conflict = (code: string, message: string, details: Record<string, unknown> = {}) => new ApiError(409, code, message, details);
+
+export type Location = 'path' | 'query' | 'body';
+
+/** Query and path problems are 400, body problems 422; both carry the offending fields. */
+export function validationError(location: Location, error: z.ZodError): ApiError {
+  const fields = error.issues.flatMap((issue) => {
+    const base = issue.path.map(String).join('.');
+    if (issue.code === 'unrecognized_keys') {
+      return issue.keys.map((key) => ({ field: base ? `${base}.${key}` : key, message: 'unknown field', code: 'unknown_field' }));
+    }
+    return [{ field: base || '(root)', message: issue.message, code: issue.code }];
+  });
+  const list = fields.map((f) => `${f.field}: ${f.message}`).join('; ');
+  return new ApiError(location === 'body' ? 422 : 400, 'VALIDATION_ERROR', `Invalid ${location === 'path' ? 'path parameter' : location}: ${list}`, {
+    location,
+    fields,
+  });
+}
+
+export function errorBody(res: Response, code: string, message: string, details: Record<string, unknown>) {
+  return {
+    error: { code, message, details, timestamp: new Date().toISOString(), request_id: String(res.locals.requestId ?? '') },
+  };
+}
+
+export function sendError(res: Response, err: ApiError): void {
+  if (res.headersSent) return;
+  res.status(err.status).json(errorBody(res, err.code, err.message, err.details));
+}
+
+export const unknownRoute: RequestHandler = (req, _res, next) => {
+  next(notFound('NOT_FOUND', `No route ${req.method} ${req.path}`, { method: req.method, path: req.path }));
+};
+
+/** Turns whatever was thrown into the spec's error body. */
+export function errorHandler(log: Logger): ErrorRequestHandler {
+  return (err, req: Request, res: Response, _next) => {
+    sendError(res, toApiError(err, req, log));
+  };
+}
+
+function toApiError(err: unknown, req: Request, log: Logger): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as { type?: string; status?: number; message?: string; limit?: number; body?: unknown };
+  // body-parser's errors carry a `type`.
+  if (e.type === 'entity.parse.failed') {
+    return new ApiError(422, 'VALIDATION_ERROR', 'Request body is not valid JSON', { location: 'body', reason: e.message });
+  }
+  if (e.type === 'entity.too.large') {
+    return new ApiError(413, 'PAYLOAD_TOO_LARGE', `Request body exceeds ${e.limit} bytes`, { location: 'body', limit_bytes: e.limit });
+  }
+  if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {
+    return new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', e.message ?? 'Unsupported body encoding', { location: 'body' });
+  }
+  if (isDatabaseError(err)) {
+    log.error({ err, req_id: req.res?.locals.requestId }, 'database error');
+    return new ApiError(500, 'DATABASE_ERROR', 'A database operation failed', { sqlite_code: (err as { code?: string }).code });
+  }
+  if (typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
+    return new ApiError(e.status, 'BAD_REQUEST', e.message ?? 'Bad request', {});
+  }
+  log.error({ err, req_id: req.res?.locals.requestId }, 'unhandled error');
+  return new ApiError(500, 'INTERNAL_ERROR', 'Internal server error', {});
+}

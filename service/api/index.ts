@@ -1,0 +1,109 @@
+/**
+ * The HTTP application: request ids and access log, the start/stop gate,
+ * JSON bodies, the /api/v1 routes, the OpenAPI document and docs, and the
+ * error body for everything that goes wrong.
+ */
+import { randomUUID } from 'node:crypto';
+import express, { type Express, type RequestHandler } from 'express';
+import type { Logger } from 'pino';
+import type { ServiceContext } from '../context';
+import { docsRouter } from './docs';
+import { ApiError, errorHandler, sendError, unknownRoute } from './errors';
+import { jobRoutes } from './jobs';
+import { buildOpenApi } from './openapi';
+import { printerRoutes } from './printers';
+import { defineRoute, mountRoutes, type AnyRoute } from './route';
+import { settingsRoutes } from './settings';
+import { OpenApiDocument, systemRoutes } from './system';
+
+export const API_BASE = '/api/v1';
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+export type Phase = 'starting' | 'ready' | 'stopping';
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** Gives every request an id (the client's X-Request-Id when sane) and logs one line when it ends. */
+function requestLog(log: Logger): RequestHandler {
+  return (req, res, next) => {
+    const incoming = req.get('x-request-id');
+    const id = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    res.locals.requestId = id;
+    res.setHeader('X-Request-Id', id);
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      // The path only: query strings are the client's business, and bodies (access codes) are never logged.
+      log.info({ req_id: id, method: req.method, path: req.originalUrl.split('?')[0], status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
+    });
+    next();
+  };
+}
+
+/** Requests that arrive while the service starts or stops get 503. */
+function phaseGate(phase: () => Phase): RequestHandler {
+  return (_req, res, next) => {
+    const now = phase();
+    if (now === 'ready') return next();
+    res.setHeader('Retry-After', '5');
+    if (now === 'stopping') res.setHeader('Connection', 'close');
+    sendError(res, new ApiError(503, 'SERVICE_UNAVAILABLE', now === 'starting' ? 'The service is starting' : 'The service is shutting down', { phase: now }));
+  };
+}
+
+export interface Api {
+  app: Express;
+  /** Mounts the routes once the context exists (the app answers 503 until then). */
+  mount(ctx: ServiceContext): void;
+  routes(): AnyRoute[];
+}
+
+export function createApi(log: Logger, phase: () => Phase): Api {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(requestLog(log));
+  app.use(phaseGate(phase));
+  app.use(express.json({ limit: BODY_LIMIT_BYTES }));
+  const inner = express.Router();
+  app.use(inner);
+  app.use(unknownRoute);
+  app.use(errorHandler(log));
+
+  let routes: AnyRoute[] = [];
+  return {
+    app,
+    routes: () => routes,
+    mount(ctx) {
+      let document: object | undefined;
+      const openapiRoute = defineRoute({
+        method: 'get',
+        path: '/openapi.json',
+        tag: 'System',
+        summary: 'This OpenAPI 3.1 document',
+        response: OpenApiDocument,
+        handler: () => document,
+      });
+      routes = [...systemRoutes(ctx), ...printerRoutes(ctx), ...jobRoutes(ctx), ...settingsRoutes(ctx), openapiRoute];
+      document = buildOpenApi(routes, API_BASE, {
+        version: ctx.version,
+        extraPaths: {
+          '/ws': {
+            get: {
+              tags: ['Real-time'],
+              summary: 'WebSocket upgrade for real-time events',
+              description:
+                'Upgrade to a WebSocket. Server frames: `{type, timestamp, data}` with type printer_status, job_update, job_auto_created, file_update or system_alert. Client frames: `{"type":"subscribe","printer_ids":[...]}`, `{"type":"ping"}`.',
+              operationId: 'getWs',
+              responses: { '101': { description: 'Switching protocols' }, '404': { description: 'Not a WebSocket upgrade' } },
+            },
+          },
+        },
+      });
+      const api = express.Router();
+      mountRoutes(api, routes);
+      inner.use(API_BASE, api);
+      inner.use(docsRouter(document));
+    },
+  };
+}

@@ -1,0 +1,90 @@
+/** Writes the OpenAPI 3.1 document from the route declarations and their zod schemas. */
+import { z } from 'zod';
+import { ErrorBody } from '../schemas/common';
+import type { AnyRoute } from './route';
+
+type JsonSchema = Record<string, unknown>;
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+  return rest;
+}
+
+const ERROR_TEXT: Record<number, string> = {
+  400: 'Invalid path or query parameters (VALIDATION_ERROR) or an unusable configuration',
+  404: 'Not found',
+  409: 'Conflict',
+  413: 'Body too large',
+  422: 'Invalid body (VALIDATION_ERROR)',
+  429: 'Too many requests (RATE_LIMIT_EXCEEDED)',
+  500: 'Server or database error',
+  502: 'Printer communication error',
+  503: 'Starting up or shutting down',
+};
+
+function parameters(schema: z.ZodType | undefined, where: 'path' | 'query') {
+  if (!(schema instanceof z.ZodObject)) return [];
+  return Object.entries(schema.shape as Record<string, z.ZodType>).map(([name, field]) => {
+    const { description, ...fieldSchema } = jsonSchema(field, 'input');
+    return {
+      name,
+      in: where,
+      required: where === 'path' || !field.safeParse(undefined).success,
+      ...(description ? { description } : {}),
+      schema: fieldSchema,
+    };
+  });
+}
+
+export interface OpenApiInfo {
+  version: string;
+  /** Extra paths that are not JSON routes (the WebSocket upgrade). */
+  extraPaths?: Record<string, unknown>;
+}
+
+export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApiInfo) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  const tags = new Set<string>();
+  for (const route of routes) {
+    tags.add(route.tag);
+    const errorStatuses = new Set<number>([500, 503, ...(route.errors ?? [])]);
+    if (route.params || route.query) errorStatuses.add(400);
+    if (route.body) errorStatuses.add(422);
+    if (route.params) errorStatuses.add(404);
+    const status = route.status ?? 200;
+    const responses: Record<string, unknown> = {
+      [status]: { description: 'Success', content: { 'application/json': { schema: jsonSchema(route.response, 'output') } } },
+    };
+    for (const code of [...errorStatuses].sort()) {
+      responses[code] = { description: ERROR_TEXT[code] ?? 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+    }
+    const fullPath = basePath + route.path;
+    paths[fullPath] ??= {};
+    paths[fullPath][route.method] = {
+      tags: [route.tag],
+      summary: route.summary,
+      ...(route.description ? { description: route.description } : {}),
+      operationId: `${route.method}${fullPath.replace(/\/api\/v1/, '').replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
+      parameters: [...parameters(route.params, 'path'), ...parameters(route.query, 'query')],
+      ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } } } : {}),
+      responses,
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Printfarm API',
+      version: info.version,
+      description:
+        'Print-farm manager for Bambu Lab (`bambu_lab`) and Prusa (`prusa_core`) printers. ' +
+        'Real-time updates: a plain WebSocket at `/ws` carrying JSON frames `{type, timestamp, data}` ' +
+        '(`printer_status`, `job_update`, `job_auto_created`, `file_update`, `system_alert`); send ' +
+        '`{"type":"subscribe","printer_ids":["..."]}` to narrow printer events. No authentication: deploy on a trusted LAN.',
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
+    },
+    servers: [{ url: '/', description: 'This service' }],
+    tags: [...tags].sort().map((name) => ({ name, description: `${name} operations` })),
+    paths: { ...paths, ...(info.extraPaths ?? {}) },
+    components: { schemas: { Error: jsonSchema(ErrorBody, 'output') } },
+  };
+}

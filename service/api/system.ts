@@ -1,0 +1,62 @@
+import { z } from 'zod';
+import type { ServiceContext } from '../context';
+import { Health, SystemInfo, UpdateCheck } from '../schemas/system';
+import { defineRoute, Reply, type AnyRoute } from './route';
+
+export function systemRoutes(ctx: ServiceContext): AnyRoute[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/health',
+      tag: 'System',
+      summary: 'Service health',
+      description: 'Answers 200 while the database answers, 503 (same body, status "unhealthy") when it does not.',
+      response: Health,
+      async handler() {
+        const dbOk = ctx.store.ping();
+        const active = dbOk ? (await ctx.store.printers.counts()).active : 0;
+        const body = {
+          status: dbOk ? 'healthy' : 'unhealthy',
+          timestamp: new Date().toISOString(),
+          version: ctx.version,
+          database: dbOk ? 'connected' : 'error',
+          active_printers: active,
+          uptime_seconds: Math.floor((Date.now() - ctx.startedAt) / 1000),
+        };
+        return dbOk ? body : new Reply(503, body);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/system/info',
+      tag: 'System',
+      summary: 'Version, settings summary, database counts and features',
+      response: SystemInfo,
+      async handler() {
+        const [jobs, files, printers] = await Promise.all([ctx.store.jobs.count(), ctx.store.files.count(), ctx.store.printers.counts()]);
+        const s = ctx.settings;
+        return {
+          system: { version: ctx.version, timezone: s.get('timezone'), language: s.get('language'), business_mode: s.get('business_mode') },
+          database: { type: 'sqlite', jobs_count: jobs, files_count: files, printers_count: printers.total },
+          features: {
+            job_monitoring: s.get('job_creation_auto_create'),
+            file_management: true,
+            business_analytics: s.get('business_mode'),
+            preview_system: true,
+          },
+        };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/update-check',
+      tag: 'System',
+      summary: 'Is a newer release available?',
+      description: 'Asks the configured update source (UPDATE_CHECK_URL) with a short timeout; when it cannot be reached, latest_version equals current_version.',
+      response: UpdateCheck,
+      handler: () => ctx.updates.check(),
+    }),
+  ];
+}
+
+export const OpenApiDocument = z.record(z.string(), z.unknown()).meta({ description: 'This OpenAPI 3.1 document' });

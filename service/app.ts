@@ -1,0 +1,125 @@
+/**
+ * createService(options) -> { url, server, close() }: the one entry that the
+ * CLI, the Node-RED config node and the tests use to run the service.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import pino, { type DestinationStream, type Logger } from 'pino';
+import { createApi, type Phase } from './api';
+import { startupOptions, VERSION, type StartupOptions } from './config';
+import type { ServiceContext } from './context';
+import { openStore } from './db';
+import { EventBus } from './events';
+import { JobService } from './jobs/service';
+import { StatusCache } from './monitoring/status-cache';
+import { PrinterRegistry } from './printers/registry';
+import { RealtimeHub } from './realtime';
+import { SettingsService } from './settings';
+import { UpdateChecker } from './system/update-check';
+
+export interface ServiceOptions {
+  /** A number, or the text of a flag (validated like PORT). */
+  port?: number | string;
+  host?: string;
+  dataDir?: string;
+  /** Environment to read settings from (default process.env). */
+  env?: NodeJS.ProcessEnv;
+  logLevel?: StartupOptions['log_level'];
+  /** Where log lines go (default stdout). */
+  logStream?: DestinationStream;
+  updateCheckUrl?: string;
+  /** Seconds. */
+  updateCheckTimeout?: number;
+  /** WebSocket heartbeat period in ms (default 30 s). */
+  heartbeatMs?: number;
+}
+
+export interface Service {
+  url: string;
+  port: number;
+  server: http.Server;
+  context: ServiceContext;
+  close(): Promise<void>;
+}
+
+/** How long in-flight requests may take to finish on shutdown before their connections are cut. */
+const DRAIN_MS = 10_000;
+
+export async function createService(options: ServiceOptions = {}): Promise<Service> {
+  const str = (v: number | string | undefined) => (v === undefined ? undefined : String(v));
+  const config = startupOptions(options.env ?? process.env, {
+    port: str(options.port),
+    host: options.host,
+    data_dir: options.dataDir,
+    log_level: options.logLevel,
+    update_check_url: options.updateCheckUrl,
+    update_check_timeout: str(options.updateCheckTimeout),
+  });
+  const log: Logger = pino({ level: config.log_level, base: { service: 'printfarm' } }, options.logStream ?? pino.destination(1));
+  const dataDir = path.resolve(config.data_dir);
+
+  let phase: Phase = 'starting';
+  const api = createApi(log, () => phase);
+  const server = http.createServer(api.app);
+  // Listen first: a request that arrives while the database opens gets a 503, not a refused connection.
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+
+  let store;
+  try {
+    store = await openStore(dataDir);
+  } catch (err) {
+    await new Promise((resolve) => server.close(resolve));
+    throw err;
+  }
+  const bus = new EventBus((err, type) => log.error({ err, type }, 'event listener failed'));
+  const settings = await SettingsService.load(store.settings, options.env ?? process.env);
+  const cache = new StatusCache();
+  const context: ServiceContext = {
+    version: VERSION,
+    dataDir,
+    startedAt: Date.now(),
+    log,
+    store,
+    bus,
+    settings,
+    cache,
+    printers: new PrinterRegistry(store, cache, bus),
+    jobs: new JobService(store, settings, bus),
+    updates: new UpdateChecker(VERSION, config.update_check_url, config.update_check_timeout * 1000, log),
+  };
+  api.mount(context);
+  const realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs });
+  realtime.attach(server);
+  phase = 'ready';
+
+  const { port } = server.address() as AddressInfo;
+  const shownHost = ['0.0.0.0', '::'].includes(config.host) ? 'localhost' : config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${shownHost}:${port}`;
+  log.info({ url, data_dir: dataDir, version: VERSION }, 'printfarm service ready');
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      phase = 'stopping';
+      context.updates.close();
+      await realtime.close();
+      // In-flight requests finish; idle keep-alive connections close now, busy ones after their response.
+      const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const cut = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
+      await drained;
+      clearTimeout(cut);
+      await store.close();
+      log.info('printfarm service stopped');
+      log.flush?.();
+    })());
+
+  return { url, port, server, context, close };
+}

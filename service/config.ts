@@ -1,0 +1,137 @@
+/**
+ * Every setting Printfarm knows: its key, type, default, environment variable
+ * and range. Two kinds:
+ *  - startup options (port, data dir...) are read once when the service starts;
+ *  - runtime settings live in the database, can be changed through
+ *    `PUT /api/v1/settings`, and take their environment variable as default.
+ * The README's configuration table and the settings schemas are derived from
+ * these tables, so they cannot drift apart.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** The package root: the folder of our package.json, found from here whether running from TypeScript sources or dist/. */
+export const PACKAGE_ROOT: string = (() => {
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    const candidate = path.join(dir, 'package.json');
+    if (fs.existsSync(candidate) && JSON.parse(fs.readFileSync(candidate, 'utf8')).name === '@printfarm/node-red-printfarm') return dir;
+    if (path.dirname(dir) === dir) throw new Error('package.json of @printfarm/node-red-printfarm not found');
+  }
+})();
+
+export const VERSION: string = JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')).version;
+
+export type SettingType = 'boolean' | 'integer' | 'string' | 'url' | 'enum';
+
+export interface SettingDef {
+  type: SettingType;
+  default: boolean | number | string;
+  env: string;
+  description: string;
+  min?: number;
+  max?: number;
+  values?: readonly string[];
+  /** Secret values are never logged or exported. */
+  secret?: boolean;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** Read once at start; flags of `printfarm serve` win over these variables. */
+export const STARTUP_OPTIONS = {
+  port: { type: 'integer', default: 8000, env: 'PORT', min: 0, max: 65535, description: 'HTTP port of the API, /ws and the docs (0 picks a free port)' },
+  host: { type: 'string', default: '0.0.0.0', env: 'HOST', description: 'Address to listen on' },
+  data_dir: { type: 'string', default: './data', env: 'DATA_DIR', description: 'Folder for the SQLite database (printfarm.db) and downloaded files' },
+  log_level: { type: 'enum', default: 'info', env: 'LOG_LEVEL', values: LOG_LEVELS, description: 'pino log level' },
+  update_check_url: {
+    type: 'url',
+    default: 'https://api.github.com/repos/printfarm/node-red-printfarm/releases/latest',
+    env: 'UPDATE_CHECK_URL',
+    description: 'Where GET /update-check learns the latest version (GitHub release or npm "latest" JSON)',
+  },
+  update_check_timeout: { type: 'integer', default: 3, env: 'UPDATE_CHECK_TIMEOUT', min: 1, max: 30, description: 'Seconds before an unreachable update source counts as "no update"' },
+} as const satisfies Record<string, SettingDef>;
+
+/** Stored in the database; the environment variable is the default until a value is set through the API. */
+export const RUNTIME_SETTINGS = {
+  job_creation_auto_create: { type: 'boolean', default: true, env: 'JOB_CREATION_AUTO_CREATE', description: 'Create a job automatically when a print is detected' },
+  monitoring_interval: { type: 'integer', default: 30, env: 'MONITORING_INTERVAL', min: 5, max: 3600, description: 'Seconds between printer status polls' },
+  gcode_optimize_print_only: { type: 'boolean', default: true, env: 'GCODE_OPTIMIZE_PRINT_ONLY', description: 'Skip the warm-up phase in G-code previews' },
+  gcode_optimization_max_lines: { type: 'integer', default: 1000, env: 'GCODE_OPTIMIZATION_MAX_LINES', min: 10, max: 1_000_000, description: 'Lines examined for a print-start marker' },
+  gcode_render_max_lines: { type: 'integer', default: 10000, env: 'GCODE_RENDER_MAX_LINES', min: 100, max: 10_000_000, description: 'Lines rendered at most in a preview' },
+  timezone: { type: 'string', default: Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC', env: 'TIMEZONE', description: 'IANA time zone used for "today" in summaries' },
+  language: { type: 'enum', default: 'en', env: 'PRINTFARM_LANGUAGE', values: ['en', 'de'], description: 'Language of messages and the editor' },
+  business_mode: { type: 'boolean', default: false, env: 'BUSINESS_MODE', description: 'Enable business analytics (costs, customers)' },
+  rate_limit_enabled: { type: 'boolean', default: false, env: 'RATE_LIMIT_ENABLED', description: 'Per-client-IP rate limits of the v1.0 specification' },
+  usage_stats_endpoint: { type: 'url', default: 'https://stats.printfarm.invalid/submit', env: 'USAGE_STATS_ENDPOINT', description: 'Aggregation service submit address' },
+  usage_stats_api_key: { type: 'string', default: '', env: 'USAGE_STATS_API_KEY', secret: true, description: 'X-API-Key sent with usage statistics' },
+  usage_stats_timeout: { type: 'integer', default: 10, env: 'USAGE_STATS_TIMEOUT', min: 5, max: 60, description: 'Seconds per submission attempt' },
+  usage_stats_retry_count: { type: 'integer', default: 3, env: 'USAGE_STATS_RETRY_COUNT', min: 0, max: 10, description: 'Retries of a failed submission' },
+  usage_stats_submission_interval_days: { type: 'integer', default: 7, env: 'USAGE_STATS_SUBMISSION_INTERVAL_DAYS', min: 1, max: 30, description: 'Days between automatic submissions' },
+} as const satisfies Record<string, SettingDef>;
+
+export type RuntimeSettingKey = keyof typeof RUNTIME_SETTINGS;
+type ValueOf<D extends SettingDef> = D['type'] extends 'boolean' ? boolean : D['type'] extends 'integer' ? number : string;
+export type RuntimeSettings = { [K in RuntimeSettingKey]: ValueOf<(typeof RUNTIME_SETTINGS)[K]> };
+
+export class ConfigError extends Error {}
+
+/** Parses one value (from the environment or a flag) against its definition. */
+export function parseSettingValue(key: string, def: SettingDef, raw: string): boolean | number | string {
+  const fail = (why: string) => new ConfigError(`${def.env} (${key}) ${why}, got "${raw}"`);
+  switch (def.type) {
+    case 'boolean': {
+      const v = raw.trim().toLowerCase();
+      if (['true', '1', 'yes', 'on'].includes(v)) return true;
+      if (['false', '0', 'no', 'off'].includes(v)) return false;
+      throw fail('must be true or false');
+    }
+    case 'integer': {
+      if (!/^-?\d+$/.test(raw.trim())) throw fail('must be a whole number');
+      const n = Number(raw);
+      if ((def.min !== undefined && n < def.min) || (def.max !== undefined && n > def.max)) {
+        throw fail(`must be between ${def.min} and ${def.max}`);
+      }
+      return n;
+    }
+    case 'enum':
+      if (!def.values!.includes(raw)) throw fail(`must be one of ${def.values!.join(', ')}`);
+      return raw;
+    case 'url':
+      if (!URL.canParse(raw) || !/^https?:$/.test(new URL(raw).protocol)) throw fail('must be an http(s) URL');
+      return raw;
+    default:
+      return raw;
+  }
+}
+
+function fromEnv<T extends Record<string, SettingDef>>(defs: T, env: NodeJS.ProcessEnv): { [K in keyof T]: T[K]['default'] } {
+  const out: Record<string, unknown> = {};
+  for (const [key, def] of Object.entries(defs)) {
+    const raw = env[def.env];
+    out[key] = raw === undefined || raw === '' ? def.default : parseSettingValue(key, def, raw);
+  }
+  return out as { [K in keyof T]: T[K]['default'] };
+}
+
+/** Defaults of the runtime settings: the environment, else the built-in default. Throws ConfigError on a bad value. */
+export function runtimeDefaults(env: NodeJS.ProcessEnv = process.env): RuntimeSettings {
+  return fromEnv(RUNTIME_SETTINGS, env) as RuntimeSettings;
+}
+
+export interface StartupOptions {
+  port: number;
+  host: string;
+  data_dir: string;
+  log_level: (typeof LOG_LEVELS)[number];
+  update_check_url: string;
+  update_check_timeout: number;
+}
+
+export function startupOptions(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Record<keyof StartupOptions, string>> = {}): StartupOptions {
+  const merged: NodeJS.ProcessEnv = { ...env };
+  for (const [key, value] of Object.entries(overrides)) {
+    if (value !== undefined) merged[STARTUP_OPTIONS[key as keyof StartupOptions].env] = value;
+  }
+  return fromEnv(STARTUP_OPTIONS, merged) as StartupOptions;
+}

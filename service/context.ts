@@ -1,0 +1,23 @@
+/** What the routers and background work share: one per running service. */
+import type { Logger } from 'pino';
+import type { Store } from './db';
+import type { EventBus } from './events';
+import type { JobService } from './jobs/service';
+import type { StatusCache } from './monitoring/status-cache';
+import type { PrinterRegistry } from './printers/registry';
+import type { SettingsService } from './settings';
+import type { UpdateChecker } from './system/update-check';
+
+export interface ServiceContext {
+  version: string;
+  dataDir: string;
+  startedAt: number;
+  log: Logger;
+  store: Store;
+  bus: EventBus;
+  settings: SettingsService;
+  cache: StatusCache;
+  printers: PrinterRegistry;
+  jobs: JobService;
+  updates: UpdateChecker;
+}

@@ -1,0 +1,46 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, Migrator, SqliteDialect } from 'kysely';
+import type { DB } from './schema';
+import { MIGRATIONS } from './migrations';
+
+export type Db = Kysely<DB>;
+
+export interface Connection {
+  db: Db;
+  /** The raw handle, for pragmas and tests that need to break the database on purpose. */
+  sqlite: BetterSqlite3.Database;
+  file: string;
+  close(): Promise<void>;
+}
+
+/** Opens (creating if needed) `file` with WAL and foreign keys, and applies pending migrations. */
+export async function openDatabase(file: string): Promise<Connection> {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const sqlite = new BetterSqlite3(file);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('synchronous = NORMAL');
+  // A second process (or a backup) holding a lock makes writers wait instead of failing at once.
+  sqlite.pragma('busy_timeout = 5000');
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
+  try {
+    const migrator = new Migrator({ db, provider: { getMigrations: async () => MIGRATIONS } });
+    const { error } = await migrator.migrateToLatest();
+    if (error) throw error;
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  return { db, sqlite, file, close: () => db.destroy() };
+}
+
+/** True for errors raised by SQLite itself (better-sqlite3's SqliteError). */
+export function isDatabaseError(err: unknown): boolean {
+  return err instanceof BetterSqlite3.SqliteError;
+}
+
+export function isUniqueViolation(err: unknown): boolean {
+  return err instanceof BetterSqlite3.SqliteError && /^SQLITE_CONSTRAINT_(PRIMARYKEY|UNIQUE)$/.test(err.code);
+}

@@ -1,0 +1,41 @@
+/** The storage layer: one connection and a repository per table. Nothing outside service/db/ writes SQL. */
+import path from 'node:path';
+import { openDatabase, type Connection } from './connection';
+import { FilesRepository } from './repositories/files';
+import { JobsRepository } from './repositories/jobs';
+import { PrintersRepository } from './repositories/printers';
+import { SettingsRepository } from './repositories/settings';
+
+export interface Store {
+  connection: Connection;
+  printers: PrintersRepository;
+  jobs: JobsRepository;
+  settings: SettingsRepository;
+  files: FilesRepository;
+  /** A trivial query: true while the database answers. */
+  ping(): boolean;
+  close(): Promise<void>;
+}
+
+export const DB_FILENAME = 'printfarm.db';
+
+export async function openStore(dataDir: string): Promise<Store> {
+  const connection = await openDatabase(path.join(dataDir, DB_FILENAME));
+  const { db } = connection;
+  return {
+    connection,
+    printers: new PrintersRepository(db),
+    jobs: new JobsRepository(db),
+    settings: new SettingsRepository(db),
+    files: new FilesRepository(db),
+    ping() {
+      try {
+        connection.sqlite.prepare('SELECT 1').get();
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    close: () => connection.close(),
+  };
+}

@@ -1,0 +1,10 @@
+/**
+ * Numbered migrations, applied in order at start. Add a file `NNN_what.ts`
+ * with an `up(db)` and list it here; never edit one that has shipped.
+ */
+import type { Migration } from 'kysely';
+import * as m001 from './001_initial';
+
+export const MIGRATIONS: Record<string, Migration> = {
+  '001_initial': m001,
+};

@@ -1,0 +1,78 @@
+import type { Selectable } from 'kysely';
+import type { Db } from '../connection';
+import type { PrintersTable } from '../schema';
+
+export interface PrinterRecord {
+  id: string;
+  name: string;
+  type: 'bambu_lab' | 'prusa_core';
+  model: string | null;
+  ip_address: string;
+  serial_number: string | null;
+  access_code: string | null;
+  is_active: boolean;
+  status: string;
+  connection_status: string;
+  status_message: string | null;
+  firmware_version: string | null;
+  last_seen: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export type PrinterPatch = Partial<Omit<PrinterRecord, 'id' | 'type' | 'created_at'>>;
+
+const toRecord = (row: Selectable<PrintersTable>): PrinterRecord => ({
+  ...row,
+  type: row.type as PrinterRecord['type'],
+  is_active: row.is_active === 1,
+});
+
+function toRow(patch: PrinterPatch): Partial<PrintersTable> {
+  const { is_active, ...rest } = patch;
+  return { ...rest, ...(is_active === undefined ? {} : { is_active: is_active ? 1 : 0 }) };
+}
+
+export class PrintersRepository {
+  constructor(private readonly db: Db) {}
+
+  async list(filter: { active?: boolean; type?: string } = {}): Promise<PrinterRecord[]> {
+    let q = this.db.selectFrom('printers').selectAll();
+    if (filter.active !== undefined) q = q.where('is_active', '=', filter.active ? 1 : 0);
+    if (filter.type !== undefined) q = q.where('type', '=', filter.type);
+    const rows = await q.orderBy('created_at').orderBy('id').execute();
+    return rows.map(toRecord);
+  }
+
+  async get(id: string): Promise<PrinterRecord | undefined> {
+    const row = await this.db.selectFrom('printers').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && toRecord(row);
+  }
+
+  async exists(id: string): Promise<boolean> {
+    return (await this.db.selectFrom('printers').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
+  }
+
+  /** Throws a unique-constraint error when the id is taken. */
+  async insert(record: PrinterRecord): Promise<void> {
+    await this.db.insertInto('printers').values(toRow(record) as PrintersTable).execute();
+  }
+
+  async update(id: string, patch: PrinterPatch): Promise<boolean> {
+    const result = await this.db.updateTable('printers').set(toRow(patch)).where('id', '=', id).executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const result = await this.db.deleteFrom('printers').where('id', '=', id).executeTakeFirst();
+    return result.numDeletedRows > 0n;
+  }
+
+  async counts(): Promise<{ total: number; active: number }> {
+    const row = await this.db
+      .selectFrom('printers')
+      .select((eb) => [eb.fn.countAll<number>().as('total'), eb.fn.sum<number>('is_active').as('active')])
+      .executeTakeFirstOrThrow();
+    return { total: Number(row.total), active: Number(row.active ?? 0) };
+  }
+}

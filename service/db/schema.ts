@@ -1,0 +1,89 @@
+/** Table types for kysely: one interface per table, exactly as the migrations create them. */
+import type { Generated } from 'kysely';
+
+export interface PrintersTable {
+  id: string;
+  name: string;
+  type: string;
+  model: string | null;
+  ip_address: string;
+  serial_number: string | null;
+  access_code: string | null;
+  is_active: number;
+  status: string;
+  connection_status: string;
+  status_message: string | null;
+  firmware_version: string | null;
+  last_seen: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface JobsTable {
+  id: Generated<number>;
+  printer_id: string;
+  printer_name: string | null;
+  job_name: string;
+  filename: string | null;
+  status: string;
+  progress: number;
+  layer_current: number | null;
+  layer_total: number | null;
+  start_time: string | null;
+  end_time: string | null;
+  estimated_duration: number | null;
+  actual_duration: number | null;
+  estimated_completion: string | null;
+  material_type: string | null;
+  material_brand: string | null;
+  material_color: string | null;
+  material_estimated_usage: number | null;
+  material_actual_usage: number | null;
+  material_cost_per_gram: number | null;
+  file_size: number | null;
+  file_path: string | null;
+  file_hash: string | null;
+  file_uploaded_at: string | null;
+  print_settings: string | null;
+  material_cost: number | null;
+  power_cost: number | null;
+  labor_cost: number | null;
+  quality_metrics: string | null;
+  is_business: number;
+  customer_info: string | null;
+  notes: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface SettingsTable {
+  key: string;
+  value: string;
+  updated_at: string;
+}
+
+export interface FilesTable {
+  id: string;
+  printer_id: string | null;
+  filename: string;
+  file_type: string;
+  file_size: number;
+  status: string;
+  printer_path: string | null;
+  local_path: string | null;
+  checksum: string | null;
+  created_on_printer: string | null;
+  downloaded_at: string | null;
+  last_accessed: string | null;
+  download_attempts: number;
+  metadata: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DB {
+  printers: PrintersTable;
+  jobs: JobsTable;
+  settings: SettingsTable;
+  files: FilesTable;
+}

@@ -1,0 +1,199 @@
+/**
+ * The printer configurations and their views: create, change, delete, and
+ * the list/detail shapes of the API (stored configuration + the live state
+ * the drivers report + the job on the printer).
+ */
+import { ApiError, conflict, notFound } from '../api/errors';
+import { isUniqueViolation } from '../db/connection';
+import type { Store } from '../db';
+import type { PrinterRecord } from '../db/repositories/printers';
+import type { JobRecord } from '../db/repositories/jobs';
+import type { EventBus } from '../events';
+import type { StatusCache } from '../monitoring/status-cache';
+import type { CreatePrinterInput, PrinterDetailView, PrinterView, UpdatePrinterInput } from '../schemas/printers';
+import { nowIso } from '../util/time';
+import { capabilitiesOf } from './capabilities';
+import { isHost } from './host';
+
+export class PrinterRegistry {
+  constructor(
+    private readonly store: Store,
+    private readonly cache: StatusCache,
+    private readonly bus: EventBus,
+  ) {}
+
+  async list(filter: { active?: boolean; type?: string }) {
+    const [records, counts] = await Promise.all([this.store.printers.list(filter), this.store.printers.counts()]);
+    const jobs = await this.store.jobs.activeByPrinter(records.map((r) => r.id));
+    return {
+      printers: records.map((r) => this.view(r, jobs.get(r.id))),
+      total_count: counts.total,
+      active_count: counts.active,
+    };
+  }
+
+  async detail(id: string): Promise<PrinterDetailView> {
+    const record = await this.require(id);
+    const [jobs, statistics] = await Promise.all([this.store.jobs.activeByPrinter([id]), this.store.jobs.printerTotals(id)]);
+    const job = jobs.get(id);
+    const base = this.view(record, job);
+    const live = this.cache.get(id);
+    return {
+      ...base,
+      access_code: record.access_code,
+      firmware_version: record.firmware_version,
+      status_message: record.status_message,
+      temperatures: { ...base.temperatures, nozzle_target: live.temperatures.nozzle_target, bed_target: live.temperatures.bed_target },
+      current_job:
+        base.current_job && job
+          ? {
+              ...base.current_job,
+              layer_current: live.layer_current ?? job.layer_current,
+              layer_total: live.layer_total ?? job.layer_total,
+              started_at: job.start_time,
+            }
+          : null,
+      statistics,
+      capabilities: capabilitiesOf(record.type, record.model),
+      updated_at: record.updated_at,
+    };
+  }
+
+  async create(input: CreatePrinterInput) {
+    this.checkConfig(input.type, input);
+    const id = input.id ?? (await this.freeId(input.name));
+    const now = nowIso();
+    const record: PrinterRecord = {
+      id,
+      name: input.name,
+      type: input.type,
+      model: input.model ?? null,
+      ip_address: input.ip_address,
+      serial_number: input.serial_number ?? null,
+      access_code: input.access_code ?? null,
+      is_active: input.is_active,
+      // A new printer is "configuring" while its connection test runs; an inactive one is not contacted.
+      status: input.is_active ? 'configuring' : 'offline',
+      connection_status: input.is_active ? 'testing' : 'disconnected',
+      status_message: null,
+      firmware_version: null,
+      last_seen: null,
+      created_at: now,
+      updated_at: now,
+    };
+    try {
+      await this.store.printers.insert(record);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict('PRINTER_EXISTS', `A printer with id "${id}" already exists`, { printer_id: id });
+      throw err;
+    }
+    this.publish(record, 'created');
+    return {
+      id,
+      name: record.name,
+      type: record.type,
+      status: record.status,
+      connection_status: record.connection_status,
+      message: record.is_active ? 'Printer created; connection test started' : 'Printer created (inactive)',
+      created_at: now,
+    };
+  }
+
+  async update(id: string, input: UpdatePrinterInput) {
+    const current = await this.require(id);
+    this.checkConfig(current.type, { ...current, ...input });
+    const now = nowIso();
+    const patch: Partial<PrinterRecord> = { ...input, updated_at: now };
+    if (input.is_active === false) Object.assign(patch, { status: 'offline', connection_status: 'disconnected', status_message: 'deactivated' });
+    const reconnect = input.is_active === true && !current.is_active;
+    if (reconnect) Object.assign(patch, { status: 'configuring', connection_status: 'testing', status_message: null });
+    await this.store.printers.update(id, patch);
+    this.publish({ ...current, ...patch } as PrinterRecord, 'updated');
+    return { id, message: 'Printer updated', updated_at: now };
+  }
+
+  async remove(id: string) {
+    const current = await this.require(id);
+    await this.store.printers.delete(id);
+    this.cache.delete(id);
+    const now = nowIso();
+    this.publish({ ...current, status: 'offline', connection_status: 'disconnected' }, 'deleted');
+    return { id, message: 'Printer deleted', deleted_at: now };
+  }
+
+  async require(id: string): Promise<PrinterRecord> {
+    const record = await this.store.printers.get(id);
+    if (!record) throw notFound('PRINTER_NOT_FOUND', `Printer "${id}" not found`, { printer_id: id });
+    return record;
+  }
+
+  /** Well-formed but unusable configurations are 400 INVALID_PRINTER_CONFIG. */
+  private checkConfig(type: string, c: { ip_address?: string; serial_number?: string | null; access_code?: string | null }): void {
+    const problems: { field: string; message: string }[] = [];
+    if (c.ip_address !== undefined && !isHost(c.ip_address)) problems.push({ field: 'ip_address', message: 'must be an IP address or host name' });
+    if (type === 'bambu_lab' && !c.serial_number) problems.push({ field: 'serial_number', message: 'is required for bambu_lab printers' });
+    if (type === 'bambu_lab' && !c.access_code) problems.push({ field: 'access_code', message: 'is required for bambu_lab printers (LAN access code)' });
+    if (problems.length) {
+      throw new ApiError(400, 'INVALID_PRINTER_CONFIG', `Invalid printer configuration: ${problems.map((p) => `${p.field} ${p.message}`).join('; ')}`, {
+        fields: problems,
+      });
+    }
+  }
+
+  /** An id from the name ("Prusa MK4 #2" -> "prusa-mk4-2"), numbered when taken. */
+  private async freeId(name: string): Promise<string> {
+    const base = name.normalize('NFKD').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 56) || 'printer';
+    for (let n = 1; ; n++) {
+      const candidate = n === 1 ? base : `${base}-${n}`;
+      if (!(await this.store.printers.exists(candidate))) return candidate;
+    }
+  }
+
+  private view(record: PrinterRecord, job: JobRecord | undefined): PrinterView {
+    const live = this.cache.get(record.id);
+    const { nozzle, bed, chamber } = live.temperatures;
+    return {
+      id: record.id,
+      name: record.name,
+      type: record.type,
+      model: record.model,
+      ip_address: record.ip_address,
+      serial_number: record.serial_number,
+      status: record.status as PrinterView['status'],
+      connection_status: record.connection_status as PrinterView['connection_status'],
+      current_job: job
+        ? {
+            id: job.id,
+            name: job.job_name,
+            status: job.status,
+            progress: this.cache.has(record.id) ? live.progress : job.progress,
+            estimated_remaining: live.remaining_seconds ?? remainingFrom(job),
+          }
+        : null,
+      temperatures: record.type === 'bambu_lab' ? { nozzle, bed, chamber: chamber ?? 0 } : { nozzle, bed },
+      is_active: record.is_active,
+      last_seen: record.last_seen,
+      created_at: record.created_at,
+    };
+  }
+
+  private publish(record: PrinterRecord, change: 'created' | 'updated' | 'deleted'): void {
+    const live = this.cache.get(record.id);
+    this.bus.emit('printer_status', {
+      printer_id: record.id,
+      change,
+      name: record.name,
+      type: record.type,
+      status: record.status,
+      connection_status: record.connection_status,
+      is_active: record.is_active,
+      progress: live.progress,
+      temperatures: { nozzle: live.temperatures.nozzle, bed: live.temperatures.bed },
+    });
+  }
+}
+
+function remainingFrom(job: JobRecord): number | null {
+  if (!job.estimated_completion) return null;
+  return Math.max(0, Math.round((Date.parse(job.estimated_completion) - Date.now()) / 1000));
+}

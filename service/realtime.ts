@@ -1,0 +1,138 @@
+/**
+ * The /ws hub: a plain WebSocket (RFC 6455) on the service's own port, so that
+ * browsers, Node-RED and Home Assistant connect without a client library.
+ * Frames are JSON `{type, timestamp, data}`. Heartbeats drop dead clients.
+ * A client may send `{"type":"subscribe","printer_ids":[...]}` to receive
+ * printer-bound events of those printers only (an empty list or `null` means all).
+ */
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import { WebSocket, WebSocketServer } from 'ws';
+import type { EventBus, EventMap, EventType } from './events';
+
+interface Client {
+  socket: WebSocket;
+  alive: boolean;
+  printerIds: Set<string> | null;
+}
+
+export interface RealtimeOptions {
+  path?: string;
+  heartbeatMs?: number;
+  /** Incoming frames larger than this are refused (clients only send small control messages). */
+  maxPayload?: number;
+}
+
+export class RealtimeHub {
+  private readonly wss: WebSocketServer;
+  private readonly clients = new Set<Client>();
+  private readonly heartbeat: NodeJS.Timeout;
+  private readonly unsubscribe: () => void;
+  readonly path: string;
+
+  constructor(
+    bus: EventBus,
+    private readonly log: Logger,
+    options: RealtimeOptions = {},
+  ) {
+    this.path = options.path ?? '/ws';
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: options.maxPayload ?? 64 * 1024 });
+    this.wss.on('connection', (socket) => this.accept(socket));
+    this.unsubscribe = bus.onAny((type, data) => this.broadcast(type, data));
+    this.heartbeat = setInterval(() => this.beat(), options.heartbeatMs ?? 30_000);
+    this.heartbeat.unref();
+  }
+
+  get clientCount(): number {
+    return this.clients.size;
+  }
+
+  /** Handles HTTP upgrades for our path on `server`; other paths are refused. */
+  attach(server: Server): void {
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
+      if (pathname !== this.path) {
+        socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        return;
+      }
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req));
+    });
+  }
+
+  private accept(socket: WebSocket): void {
+    const client: Client = { socket, alive: true, printerIds: null };
+    this.clients.add(client);
+    socket.on('pong', () => (client.alive = true));
+    socket.on('message', (raw, isBinary) => this.receive(client, isBinary ? null : raw.toString()));
+    socket.on('close', () => this.clients.delete(client));
+    socket.on('error', (err) => this.log.debug({ err }, 'ws client error'));
+  }
+
+  private receive(client: Client, text: string | null): void {
+    client.alive = true;
+    let msg: { type?: unknown; printer_ids?: unknown } | null = null;
+    try {
+      msg = text === null ? null : JSON.parse(text);
+    } catch {
+      msg = null;
+    }
+    if (!msg || typeof msg !== 'object') return this.reply(client, 'error', { code: 'VALIDATION_ERROR', message: 'frames must be JSON objects' });
+    switch (msg.type) {
+      case 'ping':
+        return this.reply(client, 'pong', {});
+      case 'subscribe': {
+        const ids = msg.printer_ids;
+        if (ids !== null && ids !== undefined && !(Array.isArray(ids) && ids.length <= 10_000 && ids.every((id) => typeof id === 'string'))) {
+          return this.reply(client, 'error', { code: 'VALIDATION_ERROR', message: 'printer_ids must be an array of strings' });
+        }
+        client.printerIds = ids && ids.length > 0 ? new Set(ids) : null;
+        return this.reply(client, 'subscribed', { printer_ids: client.printerIds ? [...client.printerIds] : null });
+      }
+      default:
+        return this.reply(client, 'error', { code: 'VALIDATION_ERROR', message: `unknown message type ${JSON.stringify(msg.type)}` });
+    }
+  }
+
+  private reply(client: Client, type: string, data: object): void {
+    this.send(client, JSON.stringify({ type, timestamp: new Date().toISOString(), data }));
+  }
+
+  private send(client: Client, frame: string): void {
+    if (client.socket.readyState === WebSocket.OPEN) client.socket.send(frame);
+  }
+
+  private broadcast<K extends EventType>(type: K, data: EventMap[K]): void {
+    if (this.clients.size === 0) return;
+    const frame = JSON.stringify({ type, timestamp: new Date().toISOString(), data });
+    const printerId = (data as { printer_id?: unknown }).printer_id;
+    for (const client of this.clients) {
+      // Events of one printer reach the clients that follow it; job_auto_created goes to everyone (spec).
+      if (client.printerIds && typeof printerId === 'string' && type !== 'job_auto_created' && !client.printerIds.has(printerId)) continue;
+      this.send(client, frame);
+    }
+  }
+
+  private beat(): void {
+    for (const client of this.clients) {
+      if (!client.alive) {
+        client.socket.terminate();
+        this.clients.delete(client);
+        continue;
+      }
+      client.alive = false;
+      client.socket.ping();
+    }
+  }
+
+  /** Closes every connection (1001 going away) and stops the heartbeat. */
+  async close(): Promise<void> {
+    clearInterval(this.heartbeat);
+    this.unsubscribe();
+    for (const client of this.clients) client.socket.close(1001, 'server shutting down');
+    const deadline = setTimeout(() => this.clients.forEach((c) => c.socket.terminate()), 1000);
+    await new Promise<void>((resolve) => this.wss.close(() => resolve()));
+    await Promise.all([...this.clients].map((c) => (c.socket.readyState === WebSocket.CLOSED ? undefined : new Promise((r) => c.socket.once('close', r)))));
+    clearTimeout(deadline);
+  }
+}

@@ -1,0 +1,123 @@
+import { z } from 'zod';
+import { nullableTimestamp, queryBoolean, timestamp } from './common';
+
+export const PRINTER_TYPES = ['bambu_lab', 'prusa_core'] as const;
+export const PRINTER_STATUSES = ['configuring', 'online', 'idle', 'printing', 'paused', 'error', 'offline'] as const;
+export const CONNECTION_STATUSES = ['testing', 'connected', 'disconnected', 'error'] as const;
+
+export const PrinterType = z.enum(PRINTER_TYPES);
+export const PrinterStatus = z.enum(PRINTER_STATUSES);
+export const ConnectionStatus = z.enum(CONNECTION_STATUSES);
+
+export const printerId = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'letters, digits, ".", "_" and "-" (at most 64, starting with a letter or digit)')
+  .meta({ description: 'Identifier chosen by the client', example: 'x1c-01' });
+
+export const PrinterIdParams = z.object({ printer_id: z.string().min(1).max(128) });
+
+export const PrinterListQuery = z.object({
+  active: queryBoolean.optional(),
+  type: PrinterType.optional(),
+});
+
+export const CreatePrinterBody = z.strictObject({
+  id: printerId.optional().meta({ description: 'Identifier; derived from the name when omitted' }),
+  name: z.string().trim().min(1).max(100),
+  type: PrinterType,
+  model: z.string().trim().max(100).optional(),
+  ip_address: z.string().trim().min(1).max(253).meta({ description: 'IPv4/IPv6 address or host name' }),
+  access_code: z.string().max(256).optional().meta({ description: 'Bambu LAN access code, or PrusaLink password / API key' }),
+  serial_number: z.string().trim().max(64).optional().meta({ description: 'Required for bambu_lab' }),
+  is_active: z.boolean().default(true),
+});
+
+export const UpdatePrinterBody = z
+  .strictObject({
+    name: z.string().trim().min(1).max(100).optional(),
+    model: z.string().trim().max(100).optional(),
+    ip_address: z.string().trim().min(1).max(253).optional(),
+    access_code: z.string().max(256).optional(),
+    serial_number: z.string().trim().max(64).optional(),
+    is_active: z.boolean().optional(),
+  })
+  .refine((b) => Object.keys(b).length > 0, { message: 'give at least one field to change' });
+
+const Temperatures = z.object({
+  nozzle: z.number(),
+  bed: z.number(),
+  chamber: z.number().optional().meta({ description: 'bambu_lab only' }),
+});
+
+const CurrentJob = z.object({
+  id: z.number().int(),
+  name: z.string(),
+  status: z.string(),
+  progress: z.number(),
+  estimated_remaining: z.number().int().nullable().meta({ description: 'Seconds' }),
+});
+
+export const Printer = z.object({
+  id: z.string(),
+  name: z.string(),
+  type: PrinterType,
+  model: z.string().nullable(),
+  ip_address: z.string(),
+  serial_number: z.string().nullable(),
+  status: PrinterStatus,
+  connection_status: ConnectionStatus,
+  current_job: CurrentJob.nullable(),
+  temperatures: Temperatures,
+  is_active: z.boolean(),
+  last_seen: nullableTimestamp,
+  created_at: timestamp,
+});
+
+export const PrinterDetail = Printer.extend({
+  access_code: z.string().nullable(),
+  firmware_version: z.string().nullable(),
+  status_message: z.string().nullable().meta({ description: 'Why the printer is offline or in error, when known' }),
+  current_job: CurrentJob.extend({
+    layer_current: z.number().int().nullable(),
+    layer_total: z.number().int().nullable(),
+    started_at: nullableTimestamp,
+  }).nullable(),
+  temperatures: Temperatures.extend({ nozzle_target: z.number(), bed_target: z.number() }),
+  statistics: z.object({
+    total_jobs: z.number().int(),
+    successful_jobs: z.number().int(),
+    failed_jobs: z.number().int(),
+    total_print_time: z.number().meta({ description: 'Seconds of finished prints' }),
+    material_used_total: z.number().meta({ description: 'Grams' }),
+  }),
+  capabilities: z.object({
+    has_camera: z.boolean(),
+    has_ams: z.boolean(),
+    supports_remote_control: z.boolean(),
+  }),
+  updated_at: timestamp,
+});
+
+export const PrinterList = z.object({
+  printers: z.array(Printer),
+  total_count: z.number().int(),
+  active_count: z.number().int(),
+});
+
+export const PrinterCreated = z.object({
+  id: z.string(),
+  name: z.string(),
+  type: PrinterType,
+  status: PrinterStatus,
+  connection_status: ConnectionStatus,
+  message: z.string(),
+  created_at: timestamp,
+});
+
+export const PrinterUpdated = z.object({ id: z.string(), message: z.string(), updated_at: timestamp });
+export const PrinterDeleted = z.object({ id: z.string(), message: z.string(), deleted_at: timestamp });
+
+export type CreatePrinterInput = z.output<typeof CreatePrinterBody>;
+export type UpdatePrinterInput = z.output<typeof UpdatePrinterBody>;
+export type PrinterView = z.output<typeof Printer>;
+export type PrinterDetailView = z.output<typeof PrinterDetail>;

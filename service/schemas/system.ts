@@ -1,0 +1,35 @@
+import { z } from 'zod';
+import { timestamp } from './common';
+
+export const Health = z.object({
+  status: z.enum(['healthy', 'unhealthy']),
+  timestamp,
+  version: z.string(),
+  database: z.enum(['connected', 'error']),
+  active_printers: z.number().int(),
+  uptime_seconds: z.number().int(),
+});
+
+export const SystemInfo = z.object({
+  system: z.object({ version: z.string(), timezone: z.string(), language: z.string(), business_mode: z.boolean() }),
+  database: z.object({
+    type: z.string(),
+    jobs_count: z.number().int(),
+    files_count: z.number().int(),
+    printers_count: z.number().int(),
+  }),
+  features: z.object({
+    job_monitoring: z.boolean(),
+    file_management: z.boolean(),
+    business_analytics: z.boolean(),
+    preview_system: z.boolean(),
+  }),
+});
+
+export const UpdateCheck = z.object({
+  current_version: z.string(),
+  latest_version: z.string(),
+  update_available: z.boolean(),
+  release_url: z.string(),
+  checked_at: timestamp.meta({ description: 'When the update source was last asked' }),
+});

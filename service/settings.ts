@@ -1,0 +1,60 @@
+/**
+ * Runtime settings: the stored values over the environment defaults.
+ * Reads come from memory (settings are read on hot paths such as every status
+ * update); writes go to the database first and then to memory, so a failed
+ * write changes nothing.
+ */
+import { ApiError } from './api/errors';
+import { RUNTIME_SETTINGS, runtimeDefaults, type RuntimeSettingKey, type RuntimeSettings } from './config';
+import type { SettingsRepository } from './db/repositories/settings';
+import { isValidTimeZone, nowIso } from './util/time';
+
+export const MASK = '********';
+
+export class SettingsService {
+  private values: RuntimeSettings;
+
+  private constructor(
+    private readonly repo: SettingsRepository,
+    defaults: RuntimeSettings,
+    stored: Record<string, unknown>,
+  ) {
+    this.values = { ...defaults };
+    for (const [key, value] of Object.entries(stored)) {
+      // Keys of settings that no longer exist are ignored rather than fatal.
+      if (key in RUNTIME_SETTINGS) (this.values as Record<string, unknown>)[key] = value;
+    }
+  }
+
+  static async load(repo: SettingsRepository, env: NodeJS.ProcessEnv): Promise<SettingsService> {
+    return new SettingsService(repo, runtimeDefaults(env), await repo.all());
+  }
+
+  get<K extends RuntimeSettingKey>(key: K): RuntimeSettings[K] {
+    return this.values[key];
+  }
+
+  /** Every setting, with secrets masked: what GET /settings shows. */
+  all(): RuntimeSettings {
+    const out = { ...this.values };
+    for (const [key, def] of Object.entries(RUNTIME_SETTINGS)) {
+      if ('secret' in def && def.secret && out[key as RuntimeSettingKey]) (out as Record<string, unknown>)[key] = MASK;
+    }
+    return out;
+  }
+
+  /** Validated values (types and ranges come from the schema); checks what a schema cannot, then persists. */
+  async update(patch: Partial<RuntimeSettings>): Promise<string[]> {
+    if (patch.timezone !== undefined && !isValidTimeZone(patch.timezone)) {
+      throw new ApiError(422, 'VALIDATION_ERROR', `Invalid body: timezone: unknown time zone "${patch.timezone}"`, {
+        location: 'body',
+        fields: [{ field: 'timezone', message: 'unknown IANA time zone', code: 'invalid_value' }],
+      });
+    }
+    // Writing back the mask shown by GET must not replace the real secret.
+    const changes = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined && v !== MASK));
+    await this.repo.setMany(changes, nowIso());
+    this.values = { ...this.values, ...changes };
+    return Object.keys(changes);
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * Asks a configurable URL for the latest release. Answers are cached (an hour
+ * when the source answered, a minute when it did not), concurrent requests
+ * share one lookup, and an unreachable source costs at most the timeout:
+ * then the latest version is the current one and no update is offered.
+ */
+import type { Logger } from 'pino';
+import { nowIso } from '../util/time';
+
+export interface UpdateInfo {
+  current_version: string;
+  latest_version: string;
+  update_available: boolean;
+  release_url: string;
+  checked_at: string;
+}
+
+const SUCCESS_TTL_MS = 60 * 60 * 1000;
+const FAILURE_TTL_MS = 60 * 1000;
+
+/** Compares dotted versions (a leading "v" and pre-release suffixes are tolerated). */
+export function isNewer(candidate: string, current: string): boolean {
+  const parse = (v: string) => {
+    const [core, pre] = v.trim().replace(/^v/i, '').split('-', 2);
+    return { nums: core.split('.').map((p) => Number.parseInt(p, 10) || 0), pre };
+  };
+  const a = parse(candidate);
+  const b = parse(current);
+  for (let i = 0; i < Math.max(a.nums.length, b.nums.length); i++) {
+    const d = (a.nums[i] ?? 0) - (b.nums[i] ?? 0);
+    if (d !== 0) return d > 0;
+  }
+  // Same numbers: a release is newer than its pre-release.
+  return !a.pre && !!b.pre;
+}
+
+/** Reads a GitHub release (`tag_name`, `html_url`) or an npm registry document (`version`). */
+function parseRelease(body: unknown): { version: string; url?: string } | null {
+  if (!body || typeof body !== 'object') return null;
+  const b = body as Record<string, unknown>;
+  const version = typeof b.tag_name === 'string' ? b.tag_name : typeof b.version === 'string' ? b.version : null;
+  if (!version || !/^v?\d+(\.\d+)*/.test(version)) return null;
+  return { version: version.replace(/^v/i, ''), url: typeof b.html_url === 'string' ? b.html_url : undefined };
+}
+
+export class UpdateChecker {
+  private cached: { info: UpdateInfo; until: number } | null = null;
+  private inflight: Promise<UpdateInfo> | null = null;
+  private readonly controller = new AbortController();
+
+  constructor(
+    private readonly currentVersion: string,
+    private readonly url: string,
+    private readonly timeoutMs: number,
+    private readonly log: Logger,
+    private readonly releasePage = 'https://github.com/printfarm/node-red-printfarm/releases',
+  ) {}
+
+  async check(): Promise<UpdateInfo> {
+    if (this.cached && this.cached.until > Date.now()) return this.cached.info;
+    this.inflight ??= this.lookup().finally(() => (this.inflight = null));
+    return this.inflight;
+  }
+
+  /** Aborts a lookup in flight (service shutdown). */
+  close(): void {
+    this.controller.abort();
+  }
+
+  private async lookup(): Promise<UpdateInfo> {
+    let release: { version: string; url?: string } | null = null;
+    try {
+      const res = await fetch(this.url, {
+        headers: { accept: 'application/json', 'user-agent': `printfarm/${this.currentVersion}` },
+        signal: AbortSignal.any([this.controller.signal, AbortSignal.timeout(this.timeoutMs)]),
+      });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      release = parseRelease(await res.json());
+      if (!release) throw new Error('no version in the answer');
+    } catch (err) {
+      this.log.info({ url: this.url, reason: (err as Error).message }, 'update check: source not reachable');
+    }
+    const latest = release?.version ?? this.currentVersion;
+    const info: UpdateInfo = {
+      current_version: this.currentVersion,
+      latest_version: latest,
+      update_available: isNewer(latest, this.currentVersion),
+      release_url: release?.url ?? this.releasePage,
+      checked_at: nowIso(),
+    };
+    this.cached = { info, until: Date.now() + (release ? SUCCESS_TTL_MS : FAILURE_TTL_MS) };
+    return info;
+  }
+}

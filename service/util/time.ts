@@ -1,0 +1,58 @@
+/** Time helpers. Stored timestamps are always `Date#toISOString()` (UTC, ms, "Z"), so they sort as strings. */
+
+export const nowIso = (): string => new Date().toISOString();
+
+/** Offset of `timeZone` from UTC at `instant`, in ms (positive east of Greenwich). */
+function zoneOffset(instant: number, timeZone: string): number {
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+  }).formatToParts(new Date(instant));
+  const get = (type: string) => Number(parts.find((p) => p.type === type)?.value);
+  const asUtc = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second'));
+  return asUtc - Math.floor(instant / 1000) * 1000;
+}
+
+/** The instant a calendar day (YYYY-MM-DD) starts in `timeZone`. */
+export function dayStart(date: string, timeZone: string): Date {
+  const [y, m, d] = date.split('-').map(Number);
+  const guess = Date.UTC(y, m - 1, d);
+  let instant = guess - zoneOffset(guess, timeZone);
+  // Across a DST change the offset at the guess may differ from the offset at midnight.
+  instant = guess - zoneOffset(instant, timeZone);
+  return new Date(instant);
+}
+
+/** Today's calendar date (YYYY-MM-DD) in `timeZone`. */
+export function calendarDate(instant: Date, timeZone: string): string {
+  return new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(instant);
+}
+
+export const isDateOnly = (value: string): boolean => /^\d{4}-\d{2}-\d{2}$/.test(value);
+
+/** The first instant of a query date bound: a date means its whole day in `timeZone`. */
+export function rangeStart(value: string, timeZone: string): string {
+  return isDateOnly(value) ? dayStart(value, timeZone).toISOString() : new Date(value).toISOString();
+}
+
+/** The last instant of a query date bound (inclusive). */
+export function rangeEnd(value: string, timeZone: string): string {
+  if (!isDateOnly(value)) return new Date(value).toISOString();
+  const next = new Date(Date.parse(`${value}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+  return new Date(dayStart(next, timeZone).getTime() - 1).toISOString();
+}
+
+export function isValidTimeZone(timeZone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone });
+    return true;
+  } catch {
+    return false;
+  }
+}
