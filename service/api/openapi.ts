@@ -83,6 +83,8 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     servers: [{ url: '/', description: 'This service' }],
+    // The API is open by design (spec section 5: trusted LAN, no authentication).
+    security: [],
     tags: [...tags].sort().map((name) => ({ name, description: `${name} operations` })),
     paths: { ...paths, ...(info.extraPaths ?? {}) },
     components: { schemas: { Error: jsonSchema(ErrorBody, 'output') } },
