@@ -7,9 +7,9 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { createApi, type Phase } from './api';
-import { startupOptions, VERSION, type StartupOptions } from './config';
+import { runtimeDefaults, startupOptions, VERSION, type StartupOptions } from './config';
 import type { ServiceContext } from './context';
-import { openStore } from './db';
+import { openStore, type Store } from './db';
 import { EventBus } from './events';
 import { JobService } from './jobs/service';
 import { StatusCache } from './monitoring/status-cache';
@@ -43,6 +43,16 @@ export interface Service {
   close(): Promise<void>;
 }
 
+async function openStorage(dataDir: string, env: NodeJS.ProcessEnv): Promise<{ store: Store; settings: SettingsService }> {
+  const store = await openStore(dataDir);
+  try {
+    return { store, settings: await SettingsService.load(store.settings, env) };
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+}
+
 /** How long in-flight requests may take to finish on shutdown before their connections are cut. */
 const DRAIN_MS = 10_000;
 
@@ -56,6 +66,9 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     update_check_url: options.updateCheckUrl,
     update_check_timeout: str(options.updateCheckTimeout),
   });
+  const env = options.env ?? process.env;
+  // Fail on a bad environment variable before anything is opened.
+  runtimeDefaults(env);
   const log: Logger = pino({ level: config.log_level, base: { service: 'printfarm' } }, options.logStream ?? pino.destination(1));
   const dataDir = path.resolve(config.data_dir);
 
@@ -71,15 +84,11 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     });
   });
 
-  let store;
-  try {
-    store = await openStore(dataDir);
-  } catch (err) {
+  const { store, settings } = await openStorage(dataDir, env).catch(async (err) => {
     await new Promise((resolve) => server.close(resolve));
     throw err;
-  }
+  });
   const bus = new EventBus((err, type) => log.error({ err, type }, 'event listener failed'));
-  const settings = await SettingsService.load(store.settings, options.env ?? process.env);
   const cache = new StatusCache();
   const context: ServiceContext = {
     version: VERSION,

@@ -1,0 +1,65 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { tempDir } from '../helpers/service';
+
+const BIN = path.join(__dirname, '../../bin/printfarm.js');
+
+/** Starts `printfarm serve` and resolves with the URL it prints. */
+function serve(args: string[], env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+  const child = spawn(process.execPath, [BIN, 'serve', ...args], { env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', ...env } });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = out.match(/REST API\s+(http:\/\/\S+)\/api\/v1/);
+      if (m) resolve({ child, url: m[1], output: () => out });
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    child.once('exit', (code) => reject(new Error(`exited with ${code} before serving:\n${out}`)));
+  });
+}
+
+describe('printfarm serve', () => {
+  let dir: string;
+  beforeEach(() => (dir = tempDir()));
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  test('serves on the given port and data dir, prints the URLs, and stops cleanly on SIGTERM', async () => {
+    // Flags win over the environment: PORT and DATA_DIR here point elsewhere.
+    const { child, url, output } = await serve(['--port', '0', '--host', '127.0.0.1', '--data-dir', dir], { PORT: '1', DATA_DIR: '/nonexistent/x' });
+    expect(output()).toContain('/docs');
+    expect(output()).toContain('/redoc');
+    const health = await fetch(`${url}/api/v1/health`);
+    expect(health.status).toBe(200);
+    expect(fs.existsSync(path.join(dir, 'printfarm.db'))).toBe(true);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
+
+  test('environment variables work without flags', async () => {
+    const { child, url } = await serve([], { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir });
+    expect((await fetch(`${url}/api/v1/health`)).status).toBe(200);
+    expect(fs.existsSync(path.join(dir, 'printfarm.db'))).toBe(true);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+  });
+
+  test('bad configuration exits with status 2 and says what is wrong', () => {
+    const bad = spawnSync(process.execPath, [BIN, 'serve', '--port', 'eighty'], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/PORT.*whole number/);
+    const badEnv = spawnSync(process.execPath, [BIN, 'serve', '--port', '0', '--data-dir', dir], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH, GCODE_RENDER_MAX_LINES: '5' },
+    });
+    expect(badEnv.status).toBe(2);
+    expect(badEnv.stderr).toMatch(/GCODE_RENDER_MAX_LINES/);
+    const unknown = spawnSync(process.execPath, [BIN, 'frobnicate'], { encoding: 'utf8' });
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toContain('Usage');
+  });
+});
