@@ -9,6 +9,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { isValidTimeZone } from './util/time';
 
 /** The package root: the folder of our package.json, found from here whether running from TypeScript sources or dist/. */
 export const PACKAGE_ROOT: string = (() => {
@@ -62,7 +63,6 @@ export const RUNTIME_SETTINGS = {
   timezone: { type: 'string', default: Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC', env: 'TIMEZONE', description: 'IANA time zone used for "today" in summaries' },
   language: { type: 'enum', default: 'en', env: 'PRINTFARM_LANGUAGE', values: ['en', 'de'], description: 'Language of messages and the editor' },
   business_mode: { type: 'boolean', default: false, env: 'BUSINESS_MODE', description: 'Enable business analytics (costs, customers)' },
-  rate_limit_enabled: { type: 'boolean', default: false, env: 'RATE_LIMIT_ENABLED', description: 'Per-client-IP rate limits of the v1.0 specification' },
   usage_stats_endpoint: { type: 'url', default: 'https://stats.printfarm.invalid/submit', env: 'USAGE_STATS_ENDPOINT', description: 'Aggregation service submit address' },
   usage_stats_api_key: { type: 'string', default: '', env: 'USAGE_STATS_API_KEY', secret: true, description: 'X-API-Key sent with usage statistics' },
   usage_stats_timeout: { type: 'integer', default: 10, env: 'USAGE_STATS_TIMEOUT', min: 5, max: 60, description: 'Seconds per submission attempt' },
@@ -101,6 +101,8 @@ export function parseSettingValue(key: string, def: SettingDef, raw: string): bo
       if (!URL.canParse(raw) || !/^https?:$/.test(new URL(raw).protocol)) throw fail('must be an http(s) URL');
       return raw;
     default:
+      // The API refuses unknown zones (PUT /settings); the environment must not smuggle one in.
+      if (key === 'timezone' && !isValidTimeZone(raw)) throw fail('must be an IANA time zone such as Europe/Berlin');
       return raw;
   }
 }
