@@ -10,6 +10,14 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
   return rest;
 }
 
+const TAG_TEXT: Record<string, string> = {
+  System: 'Health, version, update check and this document',
+  Printers: 'Printer configuration, live state, statistics and capabilities',
+  Jobs: 'Print jobs: history, progress, material, costs, business data; cancel',
+  Settings: 'Runtime settings; values set here persist across restarts',
+  'Real-time': 'The /ws WebSocket channel',
+};
+
 const ERROR_TEXT: Record<number, string> = {
   400: 'Invalid path or query parameters (VALIDATION_ERROR) or an unusable configuration',
   404: 'Not found',
@@ -85,7 +93,7 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
     servers: [{ url: '/', description: 'This service' }],
     // The API is open by design (spec section 5: trusted LAN, no authentication).
     security: [],
-    tags: [...tags].sort().map((name) => ({ name, description: `${name} operations` })),
+    tags: [...tags, 'Real-time'].sort().map((name) => ({ name, description: TAG_TEXT[name] ?? name })),
     paths: { ...paths, ...(info.extraPaths ?? {}) },
     components: { schemas: { Error: jsonSchema(ErrorBody, 'output') } },
   };

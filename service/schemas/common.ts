@@ -10,10 +10,17 @@ export const queryBoolean = z
   .transform((v) => v === 'true' || v === '1')
   .meta({ description: 'true or false' });
 
+/** Whether the YYYY-MM-DD at the start of `v` is a day of the calendar (Date.parse rolls 2026-02-30 over to March 2). */
+function isCalendarDay(v: string): boolean {
+  const [y, m, d] = v.slice(0, 10).split('-').map(Number);
+  const day = new Date(Date.UTC(y, m - 1, d));
+  return day.getUTCFullYear() === y && day.getUTCMonth() === m - 1 && day.getUTCDate() === d;
+}
+
 /** A calendar date (YYYY-MM-DD) or a full ISO 8601 timestamp. */
 export const queryDate = z
   .string()
-  .refine((v) => /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(v) && !Number.isNaN(Date.parse(v)), {
+  .refine((v) => /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(v) && !Number.isNaN(Date.parse(v)) && isCalendarDay(v), {
     message: 'must be an ISO date (YYYY-MM-DD) or timestamp',
   })
   .meta({ description: 'ISO 8601 date (YYYY-MM-DD) or timestamp' });

@@ -18,10 +18,13 @@ export interface UpdateInfo {
 const SUCCESS_TTL_MS = 60 * 60 * 1000;
 const FAILURE_TTL_MS = 60 * 1000;
 
-/** Compares dotted versions (a leading "v" and pre-release suffixes are tolerated). */
+/** Compares dotted versions (a leading "v", pre-release suffixes and build metadata are tolerated). */
 export function isNewer(candidate: string, current: string): boolean {
   const parse = (v: string) => {
-    const [core, pre] = v.trim().replace(/^v/i, '').split('-', 2);
+    const text = v.trim().replace(/^v/i, '').split('+')[0];
+    const dash = text.indexOf('-');
+    const core = dash < 0 ? text : text.slice(0, dash);
+    const pre = dash < 0 ? '' : text.slice(dash + 1);
     return { nums: core.split('.').map((p) => Number.parseInt(p, 10) || 0), pre };
   };
   const a = parse(candidate);
@@ -31,7 +34,23 @@ export function isNewer(candidate: string, current: string): boolean {
     if (d !== 0) return d > 0;
   }
   // Same numbers: a release is newer than its pre-release.
-  return !a.pre && !!b.pre;
+  if (!a.pre || !b.pre) return !a.pre && !!b.pre;
+  return comparePre(a.pre, b.pre) > 0;
+}
+
+/** Semver precedence of two pre-release tags: numeric parts numerically and below word parts; more parts win when the rest is equal. */
+function comparePre(a: string, b: string): number {
+  const pa = a.split('.');
+  const pb = b.split('.');
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    if (pa[i] === undefined || pb[i] === undefined) return pa[i] === undefined ? -1 : 1;
+    const na = /^\d+$/.test(pa[i]);
+    const nb = /^\d+$/.test(pb[i]);
+    if (na && nb && Number(pa[i]) !== Number(pb[i])) return Number(pa[i]) - Number(pb[i]);
+    if (na !== nb) return na ? -1 : 1;
+    if (!na && pa[i] !== pb[i]) return pa[i] < pb[i] ? -1 : 1;
+  }
+  return 0;
 }
 
 /** Reads a GitHub release (`tag_name`, `html_url`) or an npm registry document (`version`). */

@@ -23,10 +23,13 @@ function zoneOffset(instant: number, timeZone: string): number {
 export function dayStart(date: string, timeZone: string): Date {
   const [y, m, d] = date.split('-').map(Number);
   const guess = Date.UTC(y, m - 1, d);
-  let instant = guess - zoneOffset(guess, timeZone);
+  const first = guess - zoneOffset(guess, timeZone);
   // Across a DST change the offset at the guess may differ from the offset at midnight.
-  instant = guess - zoneOffset(instant, timeZone);
-  return new Date(instant);
+  const second = guess - zoneOffset(first, timeZone);
+  // Where the clocks jump forward at midnight (America/Santiago, Atlantic/Azores...), local midnight does not
+  // exist: `second` then falls on the day before, and the day starts at the jump, which is `first`.
+  if (second < first && calendarDate(new Date(second), timeZone) !== date) return new Date(first);
+  return new Date(second);
 }
 
 /** Today's calendar date (YYYY-MM-DD) in `timeZone`. */

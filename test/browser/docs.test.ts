@@ -1,0 +1,66 @@
+/**
+ * The API docs as a person sees them: headless Chromium (Debian's package)
+ * opens /docs and /redoc; every request stays on this service, nothing fails,
+ * the console stays clean and the operations are on the page.
+ */
+import fs from 'node:fs';
+import { chromium, type Browser } from 'playwright-core';
+import { startService, type Harness } from '../helpers/service';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const haveChromium = fs.existsSync(CHROMIUM);
+if (!haveChromium) console.warn(`browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, as .ci/run does)`);
+const describeBrowser = haveChromium ? describe : describe.skip;
+
+describeBrowser('API docs in a browser', () => {
+  let h: Harness;
+  let browser: Browser;
+  beforeAll(async () => {
+    h = await startService();
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  }, 30_000);
+  afterAll(async () => {
+    await browser?.close();
+    await h?.close();
+  });
+
+  async function open(pagePath: string, ready: string) {
+    const page = await browser.newPage();
+    const foreign: string[] = [];
+    const failed: string[] = [];
+    const errors: string[] = [];
+    page.on('request', (r) => {
+      // data: and blob: URLs are made in the page itself (ReDoc's worker).
+      if (!r.url().startsWith(h.base) && !/^(data|blob):/.test(r.url())) foreign.push(r.url());
+    });
+    page.on('requestfailed', (r) => failed.push(r.url()));
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
+    await page.goto(h.base + pagePath);
+    await page.waitForSelector(ready, { timeout: 15_000 });
+    return { page, foreign, failed, errors };
+  }
+
+  test('Swagger UI at /docs shows every operation, loading nothing from elsewhere', async () => {
+    const { page, foreign, failed, errors } = await open('/docs/', '.opblock');
+    const operations = await page.locator('.opblock').count();
+    expect(operations).toBeGreaterThanOrEqual(18);
+    expect(await page.locator('.info .title').innerText()).toContain('Printfarm API');
+    if (process.env.SCREENSHOTS) await page.screenshot({ path: `${process.env.SCREENSHOTS}/docs.png`, fullPage: false });
+    expect({ foreign, failed, errors }).toEqual({ foreign: [], failed: [], errors: [] });
+    await page.close();
+  }, 30_000);
+
+  test('ReDoc at /redoc renders the document, loading nothing from elsewhere', async () => {
+    const { page, foreign, failed, errors } = await open('/redoc', 'h1');
+    expect(await page.locator('h1').first().innerText()).toContain('Printfarm API');
+    await page.locator('h2', { hasText: 'List printers' }).waitFor();
+    if (process.env.SCREENSHOTS) await page.screenshot({ path: `${process.env.SCREENSHOTS}/redoc.png`, fullPage: false });
+    expect({ foreign, failed, errors }).toEqual({ foreign: [], failed: [], errors: [] });
+    await page.close();
+  }, 30_000);
+});
