@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { createApi, type Phase } from './api';
+import { answerClientError } from './api/errors';
 import { runtimeDefaults, startupOptions, VERSION, type StartupOptions } from './config';
 import type { ServiceContext } from './context';
 import { openStore, type Store } from './db';
@@ -75,6 +76,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   let phase: Phase = 'starting';
   const api = createApi(log, () => phase);
   const server = http.createServer(api.app);
+  server.on('clientError', answerClientError);
   // Listen first: a request that arrives while the database opens gets a 503, not a refused connection.
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -4,6 +4,9 @@
  * middleware turns anything into that body with the right status, and never
  * leaks a stack trace.
  */
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
@@ -80,9 +83,36 @@ function toApiError(err: unknown, req: Request, log: Logger): ApiError {
     log.error({ err, req_id: req.res?.locals.requestId }, 'database error');
     return new ApiError(500, 'DATABASE_ERROR', 'A database operation failed', { sqlite_code: (err as { code?: string }).code });
   }
+  // The router's percent-decoding of a path parameter (e.g. /printers/%E0%A4%A) fails like any other bad path parameter.
+  if ((err as Error | undefined)?.name === 'URIError' && e.status === 400) {
+    return new ApiError(400, 'VALIDATION_ERROR', e.message ?? 'Invalid path parameter', { location: 'path' });
+  }
   if (typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
     return new ApiError(e.status, 'BAD_REQUEST', e.message ?? 'Bad request', {});
   }
   log.error({ err, req_id: req.res?.locals.requestId }, 'unhandled error');
   return new ApiError(500, 'INTERNAL_ERROR', 'Internal server error', {});
+}
+
+/**
+ * Requests that Node's HTTP parser refuses (headers over its limit, a path of 20 kB, broken HTTP) never
+ * reach express. Node would answer them with an empty 400/431; this gives them the error body too.
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  // As Node does: never write into a response that has already started on this connection.
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const code = status === 431 ? 'HEADERS_TOO_LARGE' : status === 408 ? 'REQUEST_TIMEOUT' : 'BAD_REQUEST';
+  const requestId = randomUUID();
+  const body = JSON.stringify({
+    error: { code, message: `Malformed HTTP request (${STATUS_CODES[status]})`, details: { reason: err.code ?? 'unknown' }, timestamp: new Date().toISOString(), request_id: requestId },
+  });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

@@ -51,6 +51,20 @@ function phaseGate(phase: () => Phase): RequestHandler {
   };
 }
 
+/** In "u" mode a surrogate pair is one code point, so this matches unpaired surrogates only. */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+/**
+ * JSON escapes can carry lone UTF-16 surrogates ("\ud800"), which are no text: SQLite would store them
+ * as invalid UTF-8 and give back something else. Such a body is refused as not valid JSON (422).
+ */
+function refuseLoneSurrogates(key: string, value: unknown): unknown {
+  if ((typeof value === 'string' && LONE_SURROGATE.test(value)) || LONE_SURROGATE.test(key)) {
+    throw new SyntaxError('string with a lone UTF-16 surrogate (not valid Unicode)');
+  }
+  return value;
+}
+
 export interface Api {
   app: Express;
   /** Mounts the routes once the context exists (the app answers 503 until then). */
@@ -64,7 +78,7 @@ export function createApi(log: Logger, phase: () => Phase): Api {
   app.set('etag', false);
   app.use(requestLog(log));
   app.use(phaseGate(phase));
-  app.use(express.json({ limit: BODY_LIMIT_BYTES }));
+  app.use(express.json({ limit: BODY_LIMIT_BYTES, reviver: refuseLoneSurrogates }));
   const inner = express.Router();
   app.use(inner);
   app.use(unknownRoute);

@@ -36,11 +36,17 @@ export async function openDatabase(file: string): Promise<Connection> {
   return { db, sqlite, file, close: () => db.destroy() };
 }
 
-/** True for errors raised by SQLite itself (better-sqlite3's SqliteError). */
-export function isDatabaseError(err: unknown): boolean {
-  return err instanceof BetterSqlite3.SqliteError;
+/**
+ * True for errors raised by SQLite itself (better-sqlite3's SqliteError). Recognised by shape, not with
+ * `instanceof`: the native addon keeps the SqliteError class of the first copy of better-sqlite3 loaded in
+ * the process, so a second copy (jest loads one per test file) would not recognise its own errors.
+ */
+export function isDatabaseError(err: unknown): err is Error & { code: string } {
+  if (typeof err !== 'object' || err === null) return false;
+  const e = err as { name?: unknown; code?: unknown };
+  return err instanceof BetterSqlite3.SqliteError || (e.name === 'SqliteError' && typeof e.code === 'string' && e.code.startsWith('SQLITE_'));
 }
 
 export function isUniqueViolation(err: unknown): boolean {
-  return err instanceof BetterSqlite3.SqliteError && /^SQLITE_CONSTRAINT_(PRIMARYKEY|UNIQUE)$/.test(err.code);
+  return isDatabaseError(err) && /^SQLITE_CONSTRAINT_(PRIMARYKEY|UNIQUE)$/.test(err.code);
 }

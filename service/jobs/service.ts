@@ -195,7 +195,8 @@ export function jobView(job: JobRecord): JobView {
     costs: {
       material_cost: num(job.material_cost),
       power_cost: num(job.power_cost),
-      total_cost: num(job.material_cost) + num(job.power_cost) + num(job.labor_cost),
+      // Money: rounded to cents so that 0.1 + 0.2 shows as 0.3.
+      total_cost: Math.round((num(job.material_cost) + num(job.power_cost) + num(job.labor_cost)) * 100) / 100,
     },
     is_business: job.is_business,
     customer_info: job.customer_info,

@@ -57,7 +57,17 @@ export const MessageResponse = z.object({ message: z.string() });
 export function boundedObject(maxBytes: number) {
   return z
     .record(z.string(), z.unknown())
-    .refine((v) => JSON.stringify(v).length <= maxBytes, { message: `must be at most ${maxBytes} bytes as JSON` });
+    .refine(
+      (v) => {
+        // Nesting deep enough to overflow JSON.stringify's stack is refused like an oversized value (not a 500).
+        try {
+          return JSON.stringify(v).length <= maxBytes;
+        } catch {
+          return false;
+        }
+      },
+      { message: `must be at most ${maxBytes} bytes as JSON` },
+    );
 }
 
 /** A finite, non-negative number (money, grams...). */

@@ -1,0 +1,136 @@
+/**
+ * One interface for every printer family. A driver owns the connection to
+ * one printer (MQTT+FTPS for bambu_lab, PrusaLink HTTP for prusa_core), turns
+ * what the printer says into PrinterState, and carries out commands.
+ * Nothing outside printers/ knows topics, FTP paths or PrusaLink URLs.
+ */
+import type { EventEmitter } from 'node:events';
+
+/** The printer's own machine state, normalised across families. */
+export type MachineState =
+  | 'idle' // ready, no job
+  | 'preparing' // job accepted: downloading, heating, levelling
+  | 'printing'
+  | 'paused'
+  | 'finished' // the last job ended well (until the next one starts)
+  | 'failed' // the last job ended with an error
+  | 'stopped' // the last job was cancelled
+  | 'busy' // doing something that is not a print (calibration, homing...)
+  | 'error'; // the printer reports an error that needs attention
+
+export interface Temperatures {
+  nozzle: number;
+  bed: number;
+  chamber?: number;
+  nozzle_target: number;
+  bed_target: number;
+}
+
+export interface PrintProgress {
+  /** Job name as the printer shows it (Bambu subtask_name, PrusaLink display name). */
+  name: string;
+  /** File the printer prints, as the printer names it (path or short name). */
+  file: string | null;
+  /** Display file name when the printer has a short and a long one (PrusaLink). */
+  display_name?: string | null;
+  progress: number;
+  layer_current: number | null;
+  layer_total: number | null;
+  remaining_seconds: number | null;
+  /** The print's start as the printer reports it (Bambu gcode_start_time), ISO 8601. */
+  started_at: string | null;
+  /** The printer's own id of the job (PrusaLink job id), when it has one. */
+  printer_job_id: string | null;
+  /** Seconds printed so far, when reported. */
+  time_printing: number | null;
+}
+
+export interface PrinterError {
+  /** The printer's own code, e.g. a Bambu HMS code or print_error, a PrusaLink state. */
+  code: string;
+  message: string;
+}
+
+export interface PrinterState {
+  state: MachineState;
+  /** The state word as the printer sent it (gcode_state, PrusaLink state). */
+  raw_state: string;
+  temperatures: Temperatures;
+  job: PrintProgress | null;
+  error: PrinterError | null;
+  firmware_version: string | null;
+  model: string | null;
+  capabilities: { has_camera: boolean; has_ams: boolean; supports_remote_control: boolean } | null;
+}
+
+export interface PrinterFile {
+  /** Path on the printer, usable with download() and startPrint(). */
+  path: string;
+  name: string;
+  size: number;
+  modified: string | null;
+  /** Storage or folder it lives in ("/", "cache", "usb"...). */
+  storage: string;
+}
+
+export type ConnectionState = 'connected' | 'disconnected' | 'error';
+
+export interface ConnectionChange {
+  connection: ConnectionState;
+  /** Readable reason for disconnected/error (wrong access code, timeout...). */
+  message: string | null;
+}
+
+export type DriverErrorCode = 'OFFLINE' | 'AUTH' | 'REJECTED' | 'TIMEOUT' | 'NOT_FOUND' | 'PROTOCOL';
+
+export class DriverError extends Error {
+  constructor(
+    readonly code: DriverErrorCode,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+export interface DriverConfig {
+  id: string;
+  ip_address: string;
+  serial_number: string | null;
+  access_code: string | null;
+  /** Port overrides (simulators, NAT); undefined means the printer's real port. */
+  ports: { mqtt?: number; ftps?: number; http?: number };
+  /** A link silent for longer than this is offline (ms). */
+  watchdog_ms: number;
+  /** How long a command waits for the printer's answer (ms). */
+  command_timeout_ms: number;
+  /** Poll cadence for polling drivers (ms). */
+  poll_ms: number;
+}
+
+/**
+ * Events: 'state' (PrinterState, after every report that changed something)
+ * and 'connection' (ConnectionChange).
+ */
+export interface PrinterDriver extends EventEmitter {
+  readonly config: DriverConfig;
+  /** The last merged state, or null before the first report. */
+  readonly state: PrinterState | null;
+  readonly connection: ConnectionState;
+  /** Starts connecting; resolves once connected, rejects with a DriverError (AUTH, OFFLINE, TIMEOUT). Keeps reconnecting in the background either way until close(). */
+  connect(): Promise<void>;
+  close(): Promise<void>;
+  listFiles(): Promise<PrinterFile[]>;
+  /** Streams a file to `destination` (a path written by the caller's temp-file logic), reporting bytes. */
+  download(path: string, destination: string, onProgress?: (bytes: number, total: number) => void, signal?: AbortSignal): Promise<void>;
+  pause(): Promise<void>;
+  resume(): Promise<void>;
+  stop(): Promise<void>;
+  startPrint(path: string): Promise<void>;
+}
+
+/** Exponential backoff with full jitter, 1 s doubling to 60 s. */
+export function backoffDelay(attempt: number, random: () => number = Math.random, baseMs = 1000, maxMs = 60_000): number {
+  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt));
+  return Math.max(baseMs, Math.round(ceiling / 2 + (random() * ceiling) / 2));
+}
