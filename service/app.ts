@@ -14,6 +14,8 @@ import { openStore, type Store } from './db';
 import { EventBus } from './events';
 import { JobService } from './jobs/service';
 import { StatusCache } from './monitoring/status-cache';
+import { createDriver } from './printers/drivers';
+import { Fleet, type DriverFactory, type FleetTimings } from './printers/fleet';
 import { PrinterRegistry } from './printers/registry';
 import { RealtimeHub } from './realtime';
 import { SettingsService } from './settings';
@@ -34,6 +36,10 @@ export interface ServiceOptions {
   updateCheckTimeout?: number;
   /** WebSocket heartbeat period in ms (default 30 s). */
   heartbeatMs?: number;
+  /** Printer connection timings (tests shorten them). */
+  fleet?: FleetTimings;
+  /** Makes printer drivers (default: the real Bambu Lab and PrusaLink drivers). */
+  driverFactory?: DriverFactory;
 }
 
 export interface Service {
@@ -92,6 +98,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   });
   const bus = new EventBus((err, type) => log.error({ err, type }, 'event listener failed'));
   const cache = new StatusCache();
+  const fleet = new Fleet(store, cache, bus, settings, log, options.driverFactory ?? createDriver, options.fleet);
   const context: ServiceContext = {
     version: VERSION,
     dataDir,
@@ -101,7 +108,8 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     bus,
     settings,
     cache,
-    printers: new PrinterRegistry(store, cache, bus),
+    fleet,
+    printers: new PrinterRegistry(store, cache, bus, fleet),
     jobs: new JobService(store, settings, bus),
     updates: new UpdateChecker(VERSION, config.update_check_url, config.update_check_timeout * 1000, log),
   };
@@ -109,6 +117,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs });
   realtime.attach(server);
   phase = 'ready';
+  await fleet.start();
 
   const { port } = server.address() as AddressInfo;
   const shownHost = ['0.0.0.0', '::'].includes(config.host) ? 'localhost' : config.host.includes(':') ? `[${config.host}]` : config.host;
@@ -121,6 +130,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       phase = 'stopping';
       context.updates.close();
       await realtime.close();
+      await fleet.close();
       // In-flight requests finish; idle keep-alive connections close now, busy ones after their response.
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();

@@ -5,12 +5,19 @@
 import { parseArgs } from 'node:util';
 import { createService, type Service } from './app';
 import { ConfigError, VERSION } from './config';
+import type { CreatePrinterInput } from './schemas/printers';
+import { startFarm, type SimulatedFarm } from './simulators';
 
 const USAGE = `Printfarm ${VERSION}
 
 Usage:
-  printfarm serve [--port 8000] [--host 0.0.0.0] [--data-dir ./data]
+  printfarm serve [--port 8000] [--host 0.0.0.0] [--data-dir ./data] [--demo]
+  printfarm simulate [--bambu N] [--prusa N] [--speed X] [--json]
   printfarm --version
+
+serve --demo  also starts 3 simulated Bambu Lab and 2 PrusaLink printers and registers them.
+simulate      starts simulated printers on 127.0.0.1 (real MQTT/FTPS and PrusaLink protocols);
+              --json prints one line {"printers":[{"printer":{...},"control_url":"..."}]}.
 
 Environment: PORT, HOST, DATA_DIR, LOG_LEVEL and the settings listed in the README.
 `;
@@ -22,6 +29,7 @@ async function serve(args: string[]): Promise<void> {
       port: { type: 'string', short: 'p' },
       host: { type: 'string' },
       'data-dir': { type: 'string', short: 'd' },
+      demo: { type: 'boolean' },
     },
     strict: true,
   });
@@ -30,6 +38,7 @@ async function serve(args: string[]): Promise<void> {
     host: values.host,
     dataDir: values['data-dir'],
   });
+  const farm = values.demo ? await startDemo(service) : null;
   const { url } = service;
   process.stdout.write(
     `\nPrintfarm ${VERSION} is running\n` +
@@ -47,7 +56,7 @@ async function serve(args: string[]): Promise<void> {
       process.exit(1);
     }
     stopping = true;
-    service.close().then(
+    Promise.all([service.close(), farm?.close()]).then(
       () => process.exit(0),
       (err) => {
         process.stderr.write(`shutdown failed: ${(err as Error).message}\n`);
@@ -59,12 +68,69 @@ async function serve(args: string[]): Promise<void> {
   process.on('SIGTERM', stop);
 }
 
+/** Simulated printers registered with the service (ports change every start, so existing demo printers are updated). */
+async function startDemo(service: Service): Promise<SimulatedFarm> {
+  const farm = await startFarm({ bambu: 3, prusa: 2, speed: 20 });
+  const { printers } = service.context;
+  for (const { printer } of farm.printers) {
+    const body = printer as unknown as CreatePrinterInput;
+    const { id, name: _name, type: _type, model: _model, is_active: _active, ...link } = body;
+    if (id && (await service.context.store.printers.exists(id))) await printers.update(id, { ...link, is_active: true });
+    else await printers.create({ ...body, is_active: true });
+  }
+  // Two printers start printing so that the farm is alive from the first second.
+  for (const { printer, control_url } of farm.printers.filter((_, i) => i === 0 || i === 3)) {
+    const { files } = (await (await fetch(`${control_url}/state`)).json()) as { files: string[] };
+    const printable = printer.type === 'bambu_lab' ? /\.3mf$/i : /\.bgcode$/i;
+    const file = files.find((f) => printable.test(f)) ?? files[0];
+    await fetch(`${control_url}/print`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ file }) });
+  }
+  process.stdout.write(`Demo: ${farm.printers.length} simulated printers (${farm.printers.map((p) => p.printer.id).join(', ')})\n`);
+  return farm;
+}
+
+async function simulate(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      bambu: { type: 'string', default: '1' },
+      prusa: { type: 'string', default: '1' },
+      speed: { type: 'string', default: '1' },
+      json: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  const count = (name: string, v: string) => {
+    if (!/^\d+$/.test(v) || Number(v) > 2000) throw new ConfigError(`--${name} must be a whole number from 0 to 2000, got "${v}"`);
+    return Number(v);
+  };
+  const speed = Number(values.speed);
+  if (!(speed > 0 && speed <= 10_000)) throw new ConfigError(`--speed must be a number above 0 (at most 10000), got "${values.speed}"`);
+  const farm = await startFarm({ bambu: count('bambu', values.bambu), prusa: count('prusa', values.prusa), speed });
+  if (values.json) {
+    process.stdout.write(JSON.stringify({ printers: farm.printers }) + '\n');
+  } else {
+    for (const { printer, control_url } of farm.printers) process.stdout.write(`${printer.type}  ${printer.id}  control ${control_url}\n`);
+    process.stdout.write('Add them with POST /api/v1/printers (--json prints ready bodies). Ctrl+C stops.\n');
+  }
+  const stop = () => {
+    farm.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
 export async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   try {
     switch (command) {
       case 'serve':
         return await serve(rest);
+      case 'simulate':
+        return await simulate(rest);
       case '--version':
       case '-v':
         process.stdout.write(`${VERSION}\n`);

@@ -4,6 +4,7 @@ import type { Store } from './db';
 import type { EventBus } from './events';
 import type { JobService } from './jobs/service';
 import type { StatusCache } from './monitoring/status-cache';
+import type { Fleet } from './printers/fleet';
 import type { PrinterRegistry } from './printers/registry';
 import type { SettingsService } from './settings';
 import type { UpdateChecker } from './system/update-check';
@@ -17,6 +18,7 @@ export interface ServiceContext {
   bus: EventBus;
   settings: SettingsService;
   cache: StatusCache;
+  fleet: Fleet;
   printers: PrinterRegistry;
   jobs: JobService;
   updates: UpdateChecker;

@@ -2,7 +2,7 @@ import type { ServiceContext } from '../context';
 import { CreateJobBody, JobCancelled, JobDeleted, JobDetail, JobIdParams, JobList, JobListQuery, JobUpdated, UpdateJobBody } from '../schemas/jobs';
 import { defineRoute, type AnyRoute } from './route';
 
-export function jobRoutes({ jobs }: ServiceContext): AnyRoute[] {
+export function jobRoutes({ jobs, fleet }: ServiceContext): AnyRoute[] {
   return [
     defineRoute({
       method: 'get',
@@ -58,11 +58,12 @@ export function jobRoutes({ jobs }: ServiceContext): AnyRoute[] {
       path: '/jobs/{job_id}/cancel',
       tag: 'Jobs',
       summary: 'Cancel an active job',
-      description: '409 JOB_NOT_ACTIVE when the job is not queued, printing or paused.',
+      description:
+        'Stops the print on the printer first when it is printing: 502 PRINTER_OFFLINE when the printer cannot be reached (the job stays as it is), 409 PRINTER_BUSY when it refuses. 409 JOB_NOT_ACTIVE when the job is not queued, printing or paused.',
       params: JobIdParams,
       response: JobCancelled,
       errors: [409, 502],
-      handler: ({ params }) => jobs.cancel(params.job_id),
+      handler: ({ params }) => jobs.cancel(params.job_id, (printerId) => fleet.stopIfPrinting(printerId)),
     }),
   ];
 }

@@ -1,6 +1,8 @@
 import type { ServiceContext } from '../context';
 import {
+  ConnectionTestResult,
   CreatePrinterBody,
+  PrinterCommandResult,
   PrinterCreated,
   PrinterDeleted,
   PrinterDetail,
@@ -12,8 +14,41 @@ import {
 } from '../schemas/printers';
 import { defineRoute, type AnyRoute } from './route';
 
-export function printerRoutes({ printers }: ServiceContext): AnyRoute[] {
+export function printerRoutes({ printers, fleet }: ServiceContext): AnyRoute[] {
+  const control = (action: 'pause' | 'resume' | 'stop', summary: string) =>
+    defineRoute({
+      method: 'post',
+      path: `/printers/{printer_id}/${action}`,
+      tag: 'Printers',
+      summary,
+      description: 'Waits for the printer to acknowledge. 502 PRINTER_OFFLINE when it cannot be reached or does not answer, 409 PRINTER_BUSY when it refuses.',
+      params: PrinterIdParams,
+      response: PrinterCommandResult,
+      errors: [409, 502],
+      async handler({ params }) {
+        await printers.require(params.printer_id);
+        await fleet[action](params.printer_id);
+        return { id: params.printer_id, action, success: true, message: `Printer acknowledged ${action}`, requested_at: new Date().toISOString() };
+      },
+    });
   return [
+    control('pause', 'Pause the current print'),
+    control('resume', 'Resume a paused print'),
+    control('stop', 'Stop (cancel) the current print'),
+    defineRoute({
+      method: 'post',
+      path: '/printers/{printer_id}/test-connection',
+      tag: 'Printers',
+      summary: 'Reconnect and test the connection now',
+      description: 'Answers when the printer answered or the connection test gave up; `success` says which, `message` why not.',
+      params: PrinterIdParams,
+      response: ConnectionTestResult,
+      async handler({ params }) {
+        await printers.require(params.printer_id);
+        const result = await fleet.testConnection(params.printer_id);
+        return { id: params.printer_id, success: result.ok, status: result.status, connection_status: result.connection_status, message: result.message ?? 'connected', tested_at: new Date().toISOString() };
+      },
+    }),
     defineRoute({
       method: 'get',
       path: '/printers',

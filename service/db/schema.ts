@@ -17,6 +17,9 @@ export interface PrintersTable {
   last_seen: string | null;
   created_at: string;
   updated_at: string;
+  mqtt_port: number | null;
+  ftps_port: number | null;
+  http_port: number | null;
 }
 
 export interface JobsTable {

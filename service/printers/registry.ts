@@ -13,13 +13,24 @@ import type { StatusCache } from '../monitoring/status-cache';
 import type { CreatePrinterInput, PrinterDetailView, PrinterView, UpdatePrinterInput } from '../schemas/printers';
 import { nowIso } from '../util/time';
 import { capabilitiesOf } from './capabilities';
+import type { PrinterState } from './driver';
 import { isHost } from './host';
+
+/** What the registry needs of the fleet: keep drivers in line with the configuration, and what printers reported. */
+export interface FleetView {
+  sync(printerId: string): Promise<void>;
+  stateOf(printerId: string): PrinterState | undefined;
+}
+
+/** Changing one of these reconnects the printer (and tests the connection again). */
+const CONNECTION_FIELDS = ['ip_address', 'access_code', 'serial_number', 'mqtt_port', 'ftps_port', 'http_port'] as const;
 
 export class PrinterRegistry {
   constructor(
     private readonly store: Store,
     private readonly cache: StatusCache,
     private readonly bus: EventBus,
+    private readonly fleet: FleetView,
   ) {}
 
   async list(filter: { active?: boolean; type?: string }) {
@@ -54,8 +65,11 @@ export class PrinterRegistry {
             }
           : null,
       statistics,
-      capabilities: capabilitiesOf(record.type, record.model),
+      capabilities: this.fleet.stateOf(id)?.capabilities ?? capabilitiesOf(record.type, record.model),
       updated_at: record.updated_at,
+      mqtt_port: record.mqtt_port,
+      ftps_port: record.ftps_port,
+      http_port: record.http_port,
     };
   }
 
@@ -80,6 +94,9 @@ export class PrinterRegistry {
       last_seen: null,
       created_at: now,
       updated_at: now,
+      mqtt_port: input.mqtt_port ?? null,
+      ftps_port: input.ftps_port ?? null,
+      http_port: input.http_port ?? null,
     };
     try {
       await this.store.printers.insert(record);
@@ -88,6 +105,7 @@ export class PrinterRegistry {
       throw err;
     }
     this.publish(record, 'created');
+    await this.fleet.sync(id);
     return {
       id,
       name: record.name,
@@ -105,16 +123,19 @@ export class PrinterRegistry {
     const now = nowIso();
     const patch: Partial<PrinterRecord> = { ...input, updated_at: now };
     if (input.is_active === false) Object.assign(patch, { status: 'offline', connection_status: 'disconnected', status_message: 'deactivated' });
-    const reconnect = input.is_active === true && !current.is_active;
+    const linkChanged = CONNECTION_FIELDS.some((k) => input[k] !== undefined && input[k] !== current[k]);
+    const reconnect = (input.is_active === true && !current.is_active) || (current.is_active && input.is_active !== false && linkChanged);
     if (reconnect) Object.assign(patch, { status: 'configuring', connection_status: 'testing', status_message: null });
     await this.store.printers.update(id, patch);
     this.publish({ ...current, ...patch } as PrinterRecord, 'updated');
+    await this.fleet.sync(id);
     return { id, message: 'Printer updated', updated_at: now };
   }
 
   async remove(id: string) {
     const current = await this.require(id);
     await this.store.printers.delete(id);
+    await this.fleet.sync(id);
     this.cache.delete(id);
     const now = nowIso();
     this.publish({ ...current, status: 'offline', connection_status: 'disconnected' }, 'deleted');
@@ -128,8 +149,15 @@ export class PrinterRegistry {
   }
 
   /** Well-formed but unusable configurations are 400 INVALID_PRINTER_CONFIG. */
-  private checkConfig(type: string, c: { ip_address?: string; serial_number?: string | null; access_code?: string | null }): void {
+  private checkConfig(
+    type: string,
+    c: { ip_address?: string; serial_number?: string | null; access_code?: string | null; mqtt_port?: number | null; ftps_port?: number | null; http_port?: number | null },
+  ): void {
     const problems: { field: string; message: string }[] = [];
+    const foreignPorts = type === 'bambu_lab' ? ['http_port'] : ['mqtt_port', 'ftps_port'];
+    for (const field of foreignPorts) {
+      if (c[field as keyof typeof c] != null) problems.push({ field, message: `does not apply to ${type} printers` });
+    }
     if (c.ip_address !== undefined && !isHost(c.ip_address)) problems.push({ field: 'ip_address', message: 'must be an IP address or host name' });
     if (type === 'bambu_lab' && !c.serial_number) problems.push({ field: 'serial_number', message: 'is required for bambu_lab printers' });
     if (type === 'bambu_lab' && !c.access_code) problems.push({ field: 'access_code', message: 'is required for bambu_lab printers (LAN access code)' });

@@ -14,6 +14,13 @@ export const printerId = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'letters, digits, ".", "_" and "-" (at most 64, starting with a letter or digit)')
   .meta({ description: 'Identifier chosen by the client', example: 'x1c-01' });
 
+const port = z.number().int().min(1).max(65535);
+const portOverrides = {
+  mqtt_port: port.optional().meta({ description: 'bambu_lab: MQTT over TLS port (default 8883)' }),
+  ftps_port: port.optional().meta({ description: 'bambu_lab: implicit FTPS port (default 990)' }),
+  http_port: port.optional().meta({ description: 'prusa_core: PrusaLink HTTP port (default 80)' }),
+};
+
 export const PrinterIdParams = z.object({ printer_id: z.string().min(1).max(128) });
 
 export const PrinterListQuery = z.object({
@@ -30,6 +37,7 @@ export const CreatePrinterBody = z.strictObject({
   access_code: z.string().max(256).optional().meta({ description: 'Bambu LAN access code, or PrusaLink password / API key' }),
   serial_number: z.string().trim().max(64).optional().meta({ description: 'Required for bambu_lab' }),
   is_active: z.boolean().default(true),
+  ...portOverrides,
 });
 
 export const UpdatePrinterBody = z
@@ -40,6 +48,9 @@ export const UpdatePrinterBody = z
     access_code: z.string().max(256).optional(),
     serial_number: z.string().trim().max(64).optional(),
     is_active: z.boolean().optional(),
+    mqtt_port: port.nullable().optional().meta({ description: 'null returns to the default port' }),
+    ftps_port: port.nullable().optional(),
+    http_port: port.nullable().optional(),
   })
   .refine((b) => Object.keys(b).length > 0, { message: 'give at least one field to change' });
 
@@ -96,6 +107,9 @@ export const PrinterDetail = Printer.extend({
     supports_remote_control: z.boolean(),
   }),
   updated_at: timestamp,
+  mqtt_port: z.number().int().nullable().meta({ description: 'Port override, null for the default' }),
+  ftps_port: z.number().int().nullable(),
+  http_port: z.number().int().nullable(),
 });
 
 export const PrinterList = z.object({
@@ -121,3 +135,20 @@ export type CreatePrinterInput = z.output<typeof CreatePrinterBody>;
 export type UpdatePrinterInput = z.output<typeof UpdatePrinterBody>;
 export type PrinterView = z.output<typeof Printer>;
 export type PrinterDetailView = z.output<typeof PrinterDetail>;
+
+export const PrinterCommandResult = z.object({
+  id: z.string(),
+  action: z.enum(['pause', 'resume', 'stop']),
+  success: z.boolean(),
+  message: z.string(),
+  requested_at: timestamp,
+});
+
+export const ConnectionTestResult = z.object({
+  id: z.string(),
+  success: z.boolean(),
+  status: z.string(),
+  connection_status: z.string(),
+  message: z.string(),
+  tested_at: timestamp,
+});

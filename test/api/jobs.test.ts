@@ -57,8 +57,10 @@ describe('jobs API', () => {
   let h: Harness;
   beforeEach(async () => {
     h = await startService({ env: { TIMEZONE: TZ } });
-    expect((await h.post('/api/v1/printers', bambu('x1c-01'))).status).toBe(201);
-    expect((await h.post('/api/v1/printers', prusa('mk4-01'))).status).toBe(201);
+    // Inactive printers: the service does not connect to them, so a cancel changes the job in the db only
+    // (cancels that reach a printer are proven against the simulators in test/e2e).
+    expect((await h.post('/api/v1/printers', bambu('x1c-01', { is_active: false }))).status).toBe(201);
+    expect((await h.post('/api/v1/printers', prusa('mk4-01', { is_active: false }))).status).toBe(201);
   });
   afterEach(() => h.close());
 
@@ -689,5 +691,20 @@ describe('jobs API', () => {
     expect(await list()).toEqual(listed);
     const d = await createJob();
     expect(d.id).toBeGreaterThan(c.id);
+  });
+});
+
+describe('cancelling a job on a printer the service cannot reach', () => {
+  test('is 502 PRINTER_OFFLINE and leaves the job printing', async () => {
+    const h = await startService();
+    try {
+      await h.post('/api/v1/printers', bambu('x1c-02'));
+      const job = (await h.post('/api/v1/jobs', { printer_id: 'x1c-02', job_name: 'Stuck', status: 'printing' })).body;
+      const err = expectError(await h.post(`/api/v1/jobs/${job.id}/cancel`), 502, 'PRINTER_OFFLINE');
+      expect(err.details.printer_id).toBe('x1c-02');
+      expect((await h.get(`/api/v1/jobs/${job.id}`)).body).toMatchObject({ status: 'printing', end_time: null });
+    } finally {
+      await h.close();
+    }
   });
 });

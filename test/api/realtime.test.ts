@@ -33,7 +33,7 @@ describe('/ws real-time channel', () => {
 
   test('job changes send job_update', async () => {
     h = await startService();
-    await h.post('/api/v1/printers', prusa());
+    await h.post('/api/v1/printers', prusa('mk4-01', { is_active: false }));
     const ws = await connectWs(h.base);
     const job = await h.post('/api/v1/jobs', { printer_id: 'mk4-01', job_name: 'Gear', status: 'printing' });
     const created = await ws.next((f) => f.type === 'job_update' && f.data.change === 'created');

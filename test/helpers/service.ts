@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { createService, type Service, type ServiceOptions } from '../../service/app';
+import { silentDriverFactory } from './silent-driver';
 
 export interface Harness {
   service: Service;
@@ -55,6 +56,8 @@ export async function startService(options: ServiceOptions = {}, dataDir = tempD
     logStream,
     updateCheckUrl: 'http://127.0.0.1:9/unreachable',
     updateCheckTimeout: 1,
+    // API tests never reach out to the printer addresses they store; e2e tests pass real drivers and simulators.
+    driverFactory: silentDriverFactory,
     ...options,
   });
   const base = `http://127.0.0.1:${service.port}`;

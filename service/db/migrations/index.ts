@@ -4,7 +4,9 @@
  */
 import type { Migration } from 'kysely';
 import * as m001 from './001_initial';
+import * as m002 from './002_printer_ports';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001_initial': m001,
+  '002_printer_ports': m002,
 };

@@ -18,6 +18,9 @@ export interface PrinterRecord {
   last_seen: string | null;
   created_at: string;
   updated_at: string;
+  mqtt_port: number | null;
+  ftps_port: number | null;
+  http_port: number | null;
 }
 
 export type PrinterPatch = Partial<Omit<PrinterRecord, 'id' | 'type' | 'created_at'>>;

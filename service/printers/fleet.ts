@@ -1,0 +1,347 @@
+/**
+ * The fleet: one driver per active printer. It starts and stops drivers as
+ * printers are added, changed, (de)activated and removed; turns what drivers
+ * report into the printer's stored status, the live status cache and /ws
+ * frames; and carries out commands. A printer that hangs never blocks the
+ * API or another printer: every driver call has its own timeout.
+ */
+import type { Logger } from 'pino';
+import { ApiError } from '../api/errors';
+import type { Store } from '../db';
+import type { PrinterRecord } from '../db/repositories/printers';
+import type { EventBus } from '../events';
+import type { StatusCache } from '../monitoring/status-cache';
+import type { SettingsService } from '../settings';
+import { nowIso } from '../util/time';
+import { DriverError, type ConnectionChange, type DriverConfig, type MachineState, type PrinterDriver, type PrinterState } from './driver';
+
+export type DriverFactory = (type: PrinterRecord['type'], config: DriverConfig) => PrinterDriver;
+
+export interface FleetTimings {
+  /** A link silent this long is offline (default: 60 s, or 3 polls for polling drivers). */
+  watchdogMs?: number;
+  /** How long a command waits for the printer (default 10 s). */
+  commandTimeoutMs?: number;
+  /** Poll cadence override in ms (default: the monitoring_interval setting). */
+  pollMs?: number;
+  /** How long the connection test of a new printer waits before it reports the printer offline (default 15 s). */
+  connectTimeoutMs?: number;
+}
+
+/** The printer status the API shows for a machine state. */
+export function printerStatusOf(state: MachineState): 'online' | 'printing' | 'paused' | 'error' {
+  switch (state) {
+    case 'preparing':
+    case 'printing':
+      return 'printing';
+    case 'paused':
+      return 'paused';
+    case 'failed':
+    case 'error':
+      return 'error';
+    default:
+      return 'online';
+  }
+}
+
+/** What a printer_status frame carries; a frame goes out only when this changes. */
+function frameKey(status: string, connection: string, state: PrinterState | null): string {
+  const t = state?.temperatures;
+  const half = (v: number | undefined) => (v === undefined ? '' : Math.round(v * 2) / 2);
+  return [status, connection, Math.floor(state?.job?.progress ?? 0), half(t?.nozzle), half(t?.bed), half(t?.chamber), state?.error?.code ?? ''].join('|');
+}
+
+/** How often last_seen is written while a printer keeps reporting (it is kept in memory in between). */
+const LAST_SEEN_WRITE_MS = 30_000;
+
+interface Member {
+  record: PrinterRecord;
+  driver: PrinterDriver;
+  status: string;
+  connection: string;
+  message: string | null;
+  lastFrame: string;
+  lastSeenWritten: number;
+  /** Serialises db writes of one printer so that they land in report order. */
+  writes: Promise<unknown>;
+}
+
+export class Fleet {
+  private readonly members = new Map<string, Member>();
+  private closed = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly cache: StatusCache,
+    private readonly bus: EventBus,
+    private readonly settings: SettingsService,
+    private readonly log: Logger,
+    private readonly createDriver: DriverFactory,
+    private readonly timings: FleetTimings = {},
+  ) {}
+
+  /** Connects every active printer (without waiting for them). */
+  async start(): Promise<void> {
+    for (const record of await this.store.printers.list({ active: true })) this.launch(record);
+  }
+
+  /** Brings the running driver in line with the stored configuration: start, restart or stop. */
+  async sync(printerId: string): Promise<void> {
+    if (this.closed) return;
+    const record = await this.store.printers.get(printerId);
+    const member = this.members.get(printerId);
+    if (member && (!record || !record.is_active || connectionChanged(member.record, record))) await this.retire(printerId);
+    else if (member && record) member.record = record;
+    if (record?.is_active && !this.members.has(printerId)) this.launch(record);
+  }
+
+  /** The last state a printer reported, or undefined when it has no running driver or no report yet. */
+  stateOf(printerId: string): PrinterState | undefined {
+    return this.members.get(printerId)?.driver.state ?? undefined;
+  }
+
+  async pause(printerId: string): Promise<void> {
+    await this.command(printerId, 'pause', (d) => d.pause());
+  }
+
+  async resume(printerId: string): Promise<void> {
+    await this.command(printerId, 'resume', (d) => d.resume());
+  }
+
+  async stop(printerId: string): Promise<void> {
+    await this.command(printerId, 'stop', (d) => d.stop());
+  }
+
+  async startPrint(printerId: string, path: string): Promise<void> {
+    await this.command(printerId, 'print', (d) => d.startPrint(path));
+  }
+
+  /**
+   * Stops the print on a printer that is printing, for a job cancel: nothing to do when the printer
+   * is idle or not managed (inactive, removed); 502 when it should be printing but can't be reached.
+   */
+  async stopIfPrinting(printerId: string): Promise<void> {
+    const member = this.members.get(printerId);
+    if (!member) return;
+    if (member.driver.connection !== 'connected') throw this.offline(printerId, member);
+    const state = member.driver.state?.state;
+    if (state === 'printing' || state === 'paused' || state === 'preparing') await this.stop(printerId);
+  }
+
+  /** The driver of a connected printer, for file transfers. */
+  driverOf(printerId: string): PrinterDriver {
+    const member = this.members.get(printerId);
+    if (!member || member.driver.connection !== 'connected') throw this.offline(printerId, member);
+    return member.driver;
+  }
+
+  /** Reconnects a printer now and reports whether it answers. */
+  async testConnection(printerId: string): Promise<{ ok: boolean; status: string; connection_status: string; message: string | null }> {
+    const record = await this.store.printers.get(printerId);
+    if (!record) throw new ApiError(404, 'PRINTER_NOT_FOUND', `Printer "${printerId}" not found`, { printer_id: printerId });
+    if (!record.is_active) return { ok: false, status: 'offline', connection_status: 'disconnected', message: 'printer is inactive' };
+    await this.retire(printerId);
+    const member = this.launch(record);
+    await member.connected;
+    const m = this.members.get(printerId);
+    const ok = m?.connection === 'connected';
+    return { ok, status: m?.status ?? 'offline', connection_status: m?.connection ?? 'disconnected', message: m?.message ?? null };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.members.keys()].map((id) => this.retire(id)));
+  }
+
+  private launch(record: PrinterRecord): Member & { connected: Promise<void> } {
+    const pollMs = this.timings.pollMs ?? this.settings.get('monitoring_interval') * 1000;
+    const config: DriverConfig = {
+      id: record.id,
+      ip_address: record.ip_address,
+      serial_number: record.serial_number,
+      access_code: record.access_code,
+      ports: {
+        mqtt: record.mqtt_port ?? undefined,
+        ftps: record.ftps_port ?? undefined,
+        http: record.http_port ?? undefined,
+      },
+      watchdog_ms: this.timings.watchdogMs ?? (record.type === 'prusa_core' ? Math.max(60_000, 3 * pollMs) : 60_000),
+      command_timeout_ms: this.timings.commandTimeoutMs ?? 10_000,
+      poll_ms: pollMs,
+    };
+    const driver = this.createDriver(record.type, config);
+    const member: Member = {
+      record,
+      driver,
+      status: record.status,
+      connection: 'testing',
+      message: null,
+      lastFrame: '',
+      lastSeenWritten: 0,
+      writes: Promise.resolve(),
+    };
+    this.members.set(record.id, member);
+    driver.on('connection', (change: ConnectionChange) => this.onConnection(member, change));
+    driver.on('state', (state: PrinterState) => this.onState(member, state));
+    // The connection test: the first connect either succeeds or says why not. The driver keeps retrying after a failure.
+    const deadline = this.timings.connectTimeoutMs ?? 15_000;
+    let timer: NodeJS.Timeout | undefined;
+    const connected = Promise.race([
+      driver.connect(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new DriverError('TIMEOUT', `no answer within ${Math.round(deadline / 1000)} s`)), deadline);
+      }),
+    ])
+      .then(() => this.onConnection(member, { connection: 'connected', message: null }))
+      .catch((err: unknown) => {
+        const e = err instanceof DriverError ? err : new DriverError('OFFLINE', (err as Error).message);
+        this.onConnection(member, { connection: e.code === 'AUTH' ? 'error' : 'disconnected', message: e.message });
+      })
+      .finally(() => clearTimeout(timer));
+    return Object.assign(member, { connected });
+  }
+
+  private async retire(printerId: string): Promise<void> {
+    const member = this.members.get(printerId);
+    if (!member) return;
+    this.members.delete(printerId);
+    member.driver.removeAllListeners('state');
+    member.driver.removeAllListeners('connection');
+    await member.driver.close().catch((err) => this.log.warn({ err, printer_id: printerId }, 'driver close failed'));
+    await member.writes;
+  }
+
+  private isCurrent(member: Member): boolean {
+    return this.members.get(member.record.id) === member;
+  }
+
+  private onConnection(member: Member, change: ConnectionChange): void {
+    if (!this.isCurrent(member)) return;
+    const before = { status: member.status, connection: member.connection };
+    member.connection = change.connection;
+    member.message = change.message;
+    if (change.connection === 'connected') {
+      member.status = member.driver.state ? printerStatusOf(member.driver.state.state) : 'online';
+    } else {
+      member.status = change.connection === 'error' ? 'error' : 'offline';
+    }
+    if (before.status === member.status && before.connection === member.connection) return;
+    const id = member.record.id;
+    this.persist(member, {
+      status: member.status,
+      connection_status: member.connection,
+      status_message: member.message,
+      ...(change.connection === 'connected' ? { last_seen: nowIso() } : {}),
+    });
+    this.frame(member, true);
+    if (change.connection !== 'connected') {
+      this.alert('warning', `Printer ${member.record.name} is ${member.status}${change.message ? `: ${change.message}` : ''}`, id, {
+        status: member.status,
+        reason: change.message,
+      });
+    } else if (before.connection !== 'testing') {
+      this.alert('info', `Printer ${member.record.name} is back online`, id, { status: member.status });
+    }
+  }
+
+  private onState(member: Member, state: PrinterState): void {
+    if (!this.isCurrent(member)) return;
+    const id = member.record.id;
+    this.cache.set(id, {
+      temperatures: { ...state.temperatures },
+      progress: state.job?.progress ?? 0,
+      layer_current: state.job?.layer_current ?? null,
+      layer_total: state.job?.layer_total ?? null,
+      remaining_seconds: state.job?.remaining_seconds ?? null,
+    });
+    const status = member.connection === 'connected' ? printerStatusOf(state.state) : member.status;
+    const now = Date.now();
+    const patch: Partial<PrinterRecord> = {};
+    if (status !== member.status) {
+      const wasError = member.status === 'error';
+      member.status = status;
+      patch.status = status;
+      patch.status_message = state.error?.message ?? null;
+      if (status === 'error' && state.error) {
+        this.alert('error', `Printer ${member.record.name} reports an error: ${state.error.message}`, id, { error_code: state.error.code, status });
+      } else if (wasError) {
+        this.alert('info', `Printer ${member.record.name} recovered`, id, { status });
+      }
+    }
+    if (state.firmware_version && state.firmware_version !== member.record.firmware_version) patch.firmware_version = member.record.firmware_version = state.firmware_version;
+    if (state.model && state.model !== member.record.model) patch.model = member.record.model = state.model;
+    if (now - member.lastSeenWritten > LAST_SEEN_WRITE_MS) {
+      member.lastSeenWritten = now;
+      patch.last_seen = new Date(now).toISOString();
+    }
+    if (Object.keys(patch).length) this.persist(member, patch);
+    this.frame(member, false);
+  }
+
+  /** Sends printer_status when what it shows changed (state, whole percent, temperatures to 0.5 °C). */
+  private frame(member: Member, force: boolean): void {
+    const state = member.driver.state;
+    const key = frameKey(member.status, member.connection, state);
+    if (!force && key === member.lastFrame) return;
+    member.lastFrame = key;
+    const live = this.cache.get(member.record.id);
+    this.bus.emit('printer_status', {
+      printer_id: member.record.id,
+      change: 'state',
+      status: member.status,
+      connection_status: member.connection,
+      progress: live.progress,
+      temperatures: { nozzle: live.temperatures.nozzle, bed: live.temperatures.bed },
+      ...(state?.job ? { job_name: state.job.name, layer_current: state.job.layer_current, layer_total: state.job.layer_total, estimated_remaining: state.job.remaining_seconds } : {}),
+      ...(state?.error ? { error: state.error } : {}),
+    });
+  }
+
+  private persist(member: Member, patch: Partial<PrinterRecord>): void {
+    const id = member.record.id;
+    member.writes = member.writes
+      .then(() => this.store.printers.update(id, { ...patch, updated_at: patch.status ? nowIso() : member.record.updated_at }))
+      .catch((err) => this.log.error({ err, printer_id: id }, 'could not store printer status'));
+  }
+
+  private alert(level: 'info' | 'warning' | 'error', message: string, printerId: string, extra: Record<string, unknown>): void {
+    this.log.info({ printer_id: printerId, level, ...extra }, message);
+    this.bus.emit('system_alert', { level, message, printer_id: printerId, ...extra });
+  }
+
+  private offline(printerId: string, member: Member | undefined): ApiError {
+    return new ApiError(502, 'PRINTER_OFFLINE', `Printer "${printerId}" is not reachable${member?.message ? `: ${member.message}` : ''}`, {
+      printer_id: printerId,
+      connection_status: member?.connection ?? 'disconnected',
+      last_seen: member?.record.last_seen ?? null,
+    });
+  }
+
+  private async command(printerId: string, name: string, run: (d: PrinterDriver) => Promise<void>): Promise<void> {
+    const driver = this.driverOf(printerId);
+    try {
+      await run(driver);
+    } catch (err) {
+      if (!(err instanceof DriverError)) throw err;
+      if (err.code === 'REJECTED') {
+        throw new ApiError(409, 'PRINTER_BUSY', `Printer "${printerId}" refused ${name}: ${err.message}`, { printer_id: printerId, command: name });
+      }
+      throw new ApiError(502, 'PRINTER_OFFLINE', `Printer "${printerId}" did not carry out ${name}: ${err.message}`, {
+        printer_id: printerId,
+        command: name,
+        reason: err.code,
+      });
+    }
+  }
+}
+
+function connectionChanged(a: PrinterRecord, b: PrinterRecord): boolean {
+  return (
+    a.ip_address !== b.ip_address ||
+    a.access_code !== b.access_code ||
+    a.serial_number !== b.serial_number ||
+    a.mqtt_port !== b.mqtt_port ||
+    a.ftps_port !== b.ftps_port ||
+    a.http_port !== b.http_port
+  );
+}

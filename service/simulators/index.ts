@@ -1,0 +1,57 @@
+/**
+ * A simulated farm: N Bambu Lab and M PrusaLink printers on 127.0.0.1, each
+ * speaking its real protocol, each with a control API for tests and demos.
+ */
+import { BambuSimulator } from './bambu';
+import { PrusaSimulator } from './prusa';
+
+export interface SimulatedPrinter {
+  /** A body ready for POST /api/v1/printers (with the port overrides). */
+  printer: Record<string, unknown> & { id: string };
+  control_url: string;
+}
+
+export interface SimulatedFarm {
+  printers: SimulatedPrinter[];
+  close(): Promise<void>;
+}
+
+export interface FarmOptions {
+  bambu?: number;
+  prusa?: number;
+  /** Time compression: 60 makes a one-hour print take a minute. */
+  speed?: number;
+}
+
+const BAMBU_MODELS = ['X1C', 'P1S', 'A1'];
+const PRUSA_MODELS = ['MK4S', 'Core One'];
+
+export async function startFarm(options: FarmOptions = {}): Promise<SimulatedFarm> {
+  const sims: (BambuSimulator | PrusaSimulator)[] = [];
+  try {
+    for (let i = 0; i < (options.bambu ?? 0); i++) {
+      const n = String(i + 1).padStart(2, '0');
+      sims.push(
+        await BambuSimulator.start({
+          id: `sim-bambu-${n}`,
+          name: `Bambu ${BAMBU_MODELS[i % BAMBU_MODELS.length]} #${n}`,
+          model: BAMBU_MODELS[i % BAMBU_MODELS.length],
+          speed: options.speed,
+        }),
+      );
+    }
+    for (let i = 0; i < (options.prusa ?? 0); i++) {
+      const n = String(i + 1).padStart(2, '0');
+      sims.push(await PrusaSimulator.start({ id: `sim-prusa-${n}`, name: `Prusa ${PRUSA_MODELS[i % PRUSA_MODELS.length]} #${n}`, model: PRUSA_MODELS[i % PRUSA_MODELS.length], speed: options.speed }));
+    }
+  } catch (err) {
+    await Promise.all(sims.map((s) => s.close()));
+    throw err;
+  }
+  return {
+    printers: sims.map((s) => ({ printer: s.printerConfig() as SimulatedPrinter['printer'], control_url: s.controlUrl })),
+    close: async () => {
+      await Promise.all(sims.map((s) => s.close()));
+    },
+  };
+}

@@ -1,0 +1,216 @@
+import {
+  CANCELLED_PRINT_ERROR,
+  compareVersions,
+  hmsCode,
+  ingestReport,
+  isStatusReport,
+  machineState,
+  mergeReport,
+  modelFromSerial,
+  parseVersionInfo,
+  printerError,
+  supportsRemoteControl,
+  toPrinterState,
+  type BambuTracked,
+  type Json,
+} from '../../service/printers/bambu/state';
+import { parseListDate } from '../../service/printers/bambu/ftp';
+
+const SERIAL = '01P00A123456789';
+
+function fullReport(overrides: Json = {}): Json {
+  return {
+    command: 'push_status',
+    msg: 0,
+    gcode_state: 'RUNNING',
+    mc_percent: 42,
+    mc_remaining_time: 17,
+    layer_num: 12,
+    total_layer_num: 40,
+    nozzle_temper: 219.5,
+    nozzle_target_temper: 220,
+    bed_temper: 54.9,
+    bed_target_temper: 55,
+    chamber_temper: 31,
+    subtask_name: 'Benchy',
+    gcode_file: 'Benchy.gcode.3mf',
+    gcode_start_time: '1681479206',
+    print_error: 0,
+    hms: [],
+    ams: {
+      ams: [
+        {
+          id: '0',
+          humidity: '4',
+          tray: [
+            { id: '0', tray_type: 'PLA', tray_color: '00AE42FF', remain: 80 },
+            { id: '1', tray_type: 'PETG', tray_color: '000000FF', remain: 40 },
+          ],
+        },
+      ],
+      tray_now: '0',
+    },
+    ...overrides,
+  };
+}
+
+function track(...reports: Json[]): BambuTracked {
+  let t: BambuTracked | null = null;
+  for (const r of reports) t = ingestReport(t, r);
+  return t!;
+}
+
+describe('merging Bambu reports', () => {
+  it('keeps every field a delta does not carry (field = new ?? previous)', () => {
+    const merged = mergeReport(fullReport(), { command: 'push_status', msg: 1, mc_percent: 43, nozzle_temper: null });
+    expect(merged.mc_percent).toBe(43);
+    expect(merged.nozzle_temper).toBe(219.5);
+    expect(merged.subtask_name).toBe('Benchy');
+    expect(merged.gcode_state).toBe('RUNNING');
+  });
+
+  it('merges AMS units and trays by id instead of replacing the list', () => {
+    const merged = mergeReport(fullReport(), { ams: { ams: [{ id: '0', tray: [{ id: '1', remain: 39 }] }] } }) as { ams: { ams: Json[]; tray_now: string } };
+    const trays = merged.ams.ams[0].tray as Json[];
+    expect(trays).toEqual([
+      { id: '0', tray_type: 'PLA', tray_color: '00AE42FF', remain: 80 },
+      { id: '1', tray_type: 'PETG', tray_color: '000000FF', remain: 39 },
+    ]);
+    expect(merged.ams.ams[0].humidity).toBe('4');
+    expect(merged.ams.tray_now).toBe('0');
+  });
+
+  it('adds a new AMS unit and treats an id-only tray as an emptied slot', () => {
+    const merged = mergeReport(fullReport(), { ams: { ams: [{ id: '0', tray: [{ id: '0' }] }, { id: '1', tray: [{ id: '0', tray_type: 'ABS' }] }] } }) as { ams: { ams: Json[] } };
+    expect(merged.ams.ams).toHaveLength(2);
+    expect((merged.ams.ams[0].tray as Json[])[0]).toEqual({ id: '0' });
+    expect((merged.ams.ams[1].tray as Json[])[0]).toEqual({ id: '0', tray_type: 'ABS' });
+  });
+
+  it('clears HMS on an empty hms array and keeps it when hms is absent', () => {
+    const withHms = mergeReport(fullReport(), { hms: [{ attr: 0x07002000, code: 0x00020001 }] });
+    expect(mergeReport(withHms, { mc_percent: 50 }).hms).toHaveLength(1);
+    expect(mergeReport(withHms, { hms: [] }).hms).toEqual([]);
+  });
+
+  it('takes only push_status as state (command answers share the print key)', () => {
+    expect(isStatusReport({ print: { command: 'push_status', msg: 1 } })).toBe(true);
+    expect(isStatusReport({ print: { command: 'pause', result: 'success' } })).toBe(false);
+    expect(isStatusReport({ info: { command: 'get_version' } })).toBe(false);
+  });
+});
+
+describe('mapping Bambu reports to the printer state', () => {
+  it('maps gcode_state to the machine state', () => {
+    expect(machineState('IDLE')).toBe('idle');
+    expect(machineState('PREPARE')).toBe('preparing');
+    expect(machineState('SLICING')).toBe('preparing');
+    expect(machineState('RUNNING')).toBe('printing');
+    expect(machineState('RUNNING', { printType: 'system' })).toBe('busy');
+    expect(machineState('PAUSE')).toBe('paused');
+    expect(machineState('FINISH')).toBe('finished');
+    expect(machineState('FAILED')).toBe('failed');
+    expect(machineState('FAILED', { printError: CANCELLED_PRINT_ERROR })).toBe('stopped');
+    expect(machineState('INIT')).toBe('busy');
+  });
+
+  it('reads a running print: progress, layers, remaining minutes as seconds, temperatures, start time', () => {
+    const state = toPrinterState(track(fullReport()), { version: null, serial: SERIAL });
+    expect(state.state).toBe('printing');
+    expect(state.raw_state).toBe('RUNNING');
+    expect(state.temperatures).toEqual({ nozzle: 219.5, nozzle_target: 220, bed: 54.9, bed_target: 55, chamber: 31 });
+    expect(state.job).toEqual({
+      name: 'Benchy',
+      file: 'Benchy.gcode.3mf',
+      progress: 42,
+      layer_current: 12,
+      layer_total: 40,
+      remaining_seconds: 17 * 60,
+      started_at: '2023-04-14T13:33:26.000Z',
+      printer_job_id: null,
+      time_printing: null,
+    });
+    expect(state.error).toBeNull();
+    expect(state.model).toBe('P1S'); // from the serial prefix until get_version answers
+  });
+
+  it('coerces numbers sent as strings and falls back to gcode_file for the job name', () => {
+    const state = toPrinterState(track(fullReport({ subtask_name: '', gcode_file: '/data/Metadata/plate_1.gcode', mc_percent: '7', nozzle_temper: '200.5' })), { version: null, serial: SERIAL });
+    expect(state.job?.name).toBe('plate_1.gcode');
+    expect(state.job?.progress).toBe(7);
+    expect(state.temperatures.nozzle).toBe(200.5);
+  });
+
+  it('shows no job when idle and progress 0 while a new job prepares (mc_percent may still be the old 100)', () => {
+    expect(toPrinterState(track(fullReport({ gcode_state: 'IDLE' })), { version: null, serial: SERIAL }).job).toBeNull();
+    const preparing = toPrinterState(track(fullReport({ gcode_state: 'PREPARE', mc_percent: 100 })), { version: null, serial: SERIAL });
+    expect(preparing.state).toBe('preparing');
+    expect(preparing.job?.progress).toBe(0);
+  });
+
+  it('keeps a user stop as "stopped" after print_error 50348044 clears, until the next job', () => {
+    let t = track(fullReport(), { gcode_state: 'FAILED', print_error: CANCELLED_PRINT_ERROR });
+    expect(toPrinterState(t, { version: null, serial: SERIAL }).state).toBe('stopped');
+    expect(toPrinterState(t, { version: null, serial: SERIAL }).error).toBeNull();
+    t = ingestReport(t, { print_error: 0 });
+    expect(toPrinterState(t, { version: null, serial: SERIAL }).state).toBe('stopped');
+    t = ingestReport(t, { gcode_state: 'PREPARE' });
+    t = ingestReport(t, { gcode_state: 'FAILED', print_error: 0x07008011 });
+    const failed = toPrinterState(t, { version: null, serial: SERIAL });
+    expect(failed.state).toBe('failed');
+    expect(failed.error).toEqual({ code: '0700_8011', message: 'AMS filament ran out' });
+  });
+
+  it('reports the most severe HMS entry with its code and a readable message', () => {
+    expect(hmsCode(0x07002000, 0x00020001)).toBe('0700_2000_0002_0001');
+    const error = printerError({ hms: [{ attr: 0x0c000300, code: 0x00040001 }, { attr: 0x07002000, code: 0x00020001 }], print_error: 0 });
+    expect(error).toEqual({ code: 'HMS_0700_2000_0002_0001', message: 'AMS slot 1 filament has run out' });
+    const generic = printerError({ hms: [{ attr: 0x08001000, code: 0x00030002 }] });
+    expect(generic?.message).toBe('toolhead reports HMS 0800_1000_0003_0002 (common)');
+    const idleWithFatal = toPrinterState(track(fullReport({ gcode_state: 'IDLE', hms: [{ attr: 0x03000100, code: 0x00010007 }] })), { version: null, serial: SERIAL });
+    expect(idleWithFatal.state).toBe('error');
+  });
+
+  it('reads firmware and model from get_version', () => {
+    const info = {
+      command: 'get_version',
+      module: [
+        { name: 'mc', sw_ver: '00.00.29.27', hw_ver: 'MC07' },
+        { name: 'ota', sw_ver: '01.08.02.00', hw_ver: 'OTA', product_name: 'Bambu Lab P1S' },
+      ],
+    };
+    expect(parseVersionInfo(info)).toEqual({ firmware: '01.08.02.00', model: 'P1S' });
+    expect(parseVersionInfo({ module: [{ name: 'ota', sw_ver: '01.04.00.00', project_name: 'N2S' }] })).toEqual({ firmware: '01.04.00.00', model: 'A1' });
+    expect(modelFromSerial('00M09A350100001')).toBe('X1C');
+    expect(modelFromSerial('030xxx')).toBe('A1 mini');
+    expect(modelFromSerial('ZZZ')).toBeNull();
+  });
+
+  it('derives capabilities: AMS from reported units, remote control from fun or the authorization firmware', () => {
+    const withAms = toPrinterState(track(fullReport()), { version: { firmware: '01.07.00.00', model: 'P1S' }, serial: SERIAL });
+    expect(withAms.capabilities).toEqual({ has_camera: true, has_ams: true, supports_remote_control: true });
+    expect(withAms.firmware_version).toBe('01.07.00.00');
+    const noAms = toPrinterState(track(fullReport({ ams: { ams: [], ams_exist_bits: '0' } })), { version: null, serial: SERIAL });
+    expect(noAms.capabilities?.has_ams).toBe(false);
+
+    expect(compareVersions('01.08.02.00', '01.08.02.00')).toBe(0);
+    expect(compareVersions('01.08.10.00', '01.08.02.00')).toBeGreaterThan(0);
+    expect(supportsRemoteControl('P1S', '01.08.01.00', undefined)).toBe(true);
+    expect(supportsRemoteControl('P1S', '01.08.02.00', undefined)).toBe(false);
+    expect(supportsRemoteControl('A1', '01.05.00.00', undefined)).toBe(false);
+    expect(supportsRemoteControl('X1C', '01.08.50.31', undefined)).toBe(true);
+    // The printer's own flag wins: Developer Mode clears bit 0x20000000.
+    expect(supportsRemoteControl('P1S', '01.09.00.00', '3EC18FFF9CFF')).toBe(true);
+    expect(supportsRemoteControl('P1S', '01.00.00.00', '3EC1AFFF9CFF')).toBe(false);
+  });
+});
+
+describe('FTP listing dates', () => {
+  it('reads vsftpd dates with and without a year', () => {
+    const now = new Date('2026-03-10T12:00:00Z');
+    expect(parseListDate('Jun 17 2025', now)).toBe('2025-06-17T00:00:00.000Z');
+    expect(parseListDate('Mar 01 09:05', now)).toBe('2026-03-01T09:05:00.000Z');
+    expect(parseListDate('Dec 24 18:00', now)).toBe('2025-12-24T18:00:00.000Z');
+    expect(parseListDate('yesterday', now)).toBeNull();
+  });
+});
