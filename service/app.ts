@@ -13,6 +13,7 @@ import type { ServiceContext } from './context';
 import { openStore, type Store } from './db';
 import { EventBus } from './events';
 import { JobService } from './jobs/service';
+import { JobTracker } from './monitoring/job-tracker';
 import { StatusCache } from './monitoring/status-cache';
 import { createDriver } from './printers/drivers';
 import { Fleet, type DriverFactory, type FleetTimings } from './printers/fleet';
@@ -99,6 +100,8 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const bus = new EventBus((err, type) => log.error({ err, type }, 'event listener failed'));
   const cache = new StatusCache();
   const fleet = new Fleet(store, cache, bus, settings, log, options.driverFactory ?? createDriver, options.fleet);
+  const tracker = new JobTracker(store, settings, bus, log);
+  fleet.onReport((printerId, state) => tracker.report(printerId, state));
   const context: ServiceContext = {
     version: VERSION,
     dataDir,
@@ -109,6 +112,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     settings,
     cache,
     fleet,
+    tracker,
     printers: new PrinterRegistry(store, cache, bus, fleet),
     jobs: new JobService(store, settings, bus),
     updates: new UpdateChecker(VERSION, config.update_check_url, config.update_check_timeout * 1000, log),
@@ -131,6 +135,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       context.updates.close();
       await realtime.close();
       await fleet.close();
+      await tracker.idle();
       // In-flight requests finish; idle keep-alive connections close now, busy ones after their response.
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();

@@ -22,7 +22,7 @@ export const PACKAGE_ROOT: string = (() => {
 
 export const VERSION: string = JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')).version;
 
-export type SettingType = 'boolean' | 'integer' | 'string' | 'url' | 'enum';
+export type SettingType = 'boolean' | 'integer' | 'number' | 'string' | 'url' | 'enum';
 
 export interface SettingDef {
   type: SettingType;
@@ -60,6 +60,9 @@ export const RUNTIME_SETTINGS = {
   gcode_optimize_print_only: { type: 'boolean', default: true, env: 'GCODE_OPTIMIZE_PRINT_ONLY', description: 'Skip the warm-up phase in G-code previews' },
   gcode_optimization_max_lines: { type: 'integer', default: 1000, env: 'GCODE_OPTIMIZATION_MAX_LINES', min: 10, max: 1_000_000, description: 'Lines examined for a print-start marker' },
   gcode_render_max_lines: { type: 'integer', default: 10000, env: 'GCODE_RENDER_MAX_LINES', min: 100, max: 10_000_000, description: 'Lines rendered at most in a preview' },
+  filament_cost_per_kg: { type: 'number', default: 25, env: 'FILAMENT_COST_PER_KG', min: 0, max: 10000, description: 'Filament price per kg, for material_cost of tracked jobs' },
+  energy_price_per_kwh: { type: 'number', default: 0.3, env: 'ENERGY_PRICE_PER_KWH', min: 0, max: 100, description: 'Electricity price per kWh, for power_cost of tracked jobs' },
+  default_printer_power_watts: { type: 'integer', default: 150, env: 'DEFAULT_PRINTER_POWER_WATTS', min: 1, max: 10000, description: "Average power draw of a printer without its own power_watts" },
   timezone: { type: 'string', default: Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC', env: 'TIMEZONE', description: 'IANA time zone used for "today" in summaries' },
   language: { type: 'enum', default: 'en', env: 'PRINTFARM_LANGUAGE', values: ['en', 'de'], description: 'Language of messages and the editor' },
   business_mode: { type: 'boolean', default: false, env: 'BUSINESS_MODE', description: 'Enable business analytics (costs, customers)' },
@@ -71,7 +74,7 @@ export const RUNTIME_SETTINGS = {
 } as const satisfies Record<string, SettingDef>;
 
 export type RuntimeSettingKey = keyof typeof RUNTIME_SETTINGS;
-type ValueOf<D extends SettingDef> = D['type'] extends 'boolean' ? boolean : D['type'] extends 'integer' ? number : string;
+type ValueOf<D extends SettingDef> = D['type'] extends 'boolean' ? boolean : D['type'] extends 'integer' | 'number' ? number : string;
 export type RuntimeSettings = { [K in RuntimeSettingKey]: ValueOf<(typeof RUNTIME_SETTINGS)[K]> };
 
 export class ConfigError extends Error {}
@@ -89,6 +92,14 @@ export function parseSettingValue(key: string, def: SettingDef, raw: string): bo
     case 'integer': {
       if (!/^-?\d+$/.test(raw.trim())) throw fail('must be a whole number');
       const n = Number(raw);
+      if ((def.min !== undefined && n < def.min) || (def.max !== undefined && n > def.max)) {
+        throw fail(`must be between ${def.min} and ${def.max}`);
+      }
+      return n;
+    }
+    case 'number': {
+      const n = Number(raw.trim());
+      if (raw.trim() === '' || !Number.isFinite(n)) throw fail('must be a number');
       if ((def.min !== undefined && n < def.min) || (def.max !== undefined && n > def.max)) {
         throw fail(`must be between ${def.min} and ${def.max}`);
       }

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Store } from './db';
 import type { EventBus } from './events';
 import type { JobService } from './jobs/service';
+import type { JobTracker } from './monitoring/job-tracker';
 import type { StatusCache } from './monitoring/status-cache';
 import type { Fleet } from './printers/fleet';
 import type { PrinterRegistry } from './printers/registry';
@@ -19,6 +20,7 @@ export interface ServiceContext {
   settings: SettingsService;
   cache: StatusCache;
   fleet: Fleet;
+  tracker: JobTracker;
   printers: PrinterRegistry;
   jobs: JobService;
   updates: UpdateChecker;

@@ -20,6 +20,7 @@ export interface PrintersTable {
   mqtt_port: number | null;
   ftps_port: number | null;
   http_port: number | null;
+  power_watts: number | null;
 }
 
 export interface JobsTable {
@@ -57,6 +58,8 @@ export interface JobsTable {
   notes: string | null;
   created_at: string;
   updated_at: string;
+  print_key: string | null;
+  printer_job_id: string | null;
 }
 
 export interface SettingsTable {

@@ -66,8 +66,11 @@ interface Member {
   writes: Promise<unknown>;
 }
 
+export type ReportListener = (printerId: string, state: PrinterState) => void;
+
 export class Fleet {
   private readonly members = new Map<string, Member>();
+  private readonly reportListeners: ReportListener[] = [];
   private closed = false;
 
   constructor(
@@ -79,6 +82,11 @@ export class Fleet {
     private readonly createDriver: DriverFactory,
     private readonly timings: FleetTimings = {},
   ) {}
+
+  /** Every state a connected printer reports goes to `listener` (the job tracker). */
+  onReport(listener: ReportListener): void {
+    this.reportListeners.push(listener);
+  }
 
   /** Connects every active printer (without waiting for them). */
   async start(): Promise<void> {
@@ -276,6 +284,13 @@ export class Fleet {
     }
     if (Object.keys(patch).length) this.persist(member, patch);
     this.frame(member, false);
+    for (const listener of this.reportListeners) {
+      try {
+        listener(id, state);
+      } catch (err) {
+        this.log.error({ err, printer_id: id }, 'report listener failed');
+      }
+    }
   }
 
   /** Sends printer_status when what it shows changed (state, whole percent, temperatures to 0.5 °C). */

@@ -70,6 +70,7 @@ export class PrinterRegistry {
       mqtt_port: record.mqtt_port,
       ftps_port: record.ftps_port,
       http_port: record.http_port,
+      power_watts: record.power_watts,
     };
   }
 
@@ -97,6 +98,7 @@ export class PrinterRegistry {
       mqtt_port: input.mqtt_port ?? null,
       ftps_port: input.ftps_port ?? null,
       http_port: input.http_port ?? null,
+      power_watts: input.power_watts ?? null,
     };
     try {
       await this.store.printers.insert(record);

@@ -37,6 +37,7 @@ export const CreatePrinterBody = z.strictObject({
   access_code: z.string().max(256).optional().meta({ description: 'Bambu LAN access code, or PrusaLink password / API key' }),
   serial_number: z.string().trim().max(64).optional().meta({ description: 'Required for bambu_lab' }),
   is_active: z.boolean().default(true),
+  power_watts: z.number().int().min(1).max(10000).optional().meta({ description: 'Average power draw in watts, for power costs (default: the default_printer_power_watts setting)' }),
   ...portOverrides,
 });
 
@@ -51,6 +52,7 @@ export const UpdatePrinterBody = z
     mqtt_port: port.nullable().optional().meta({ description: 'null returns to the default port' }),
     ftps_port: port.nullable().optional(),
     http_port: port.nullable().optional(),
+    power_watts: z.number().int().min(1).max(10000).nullable().optional(),
   })
   .refine((b) => Object.keys(b).length > 0, { message: 'give at least one field to change' });
 
@@ -110,6 +112,7 @@ export const PrinterDetail = Printer.extend({
   mqtt_port: z.number().int().nullable().meta({ description: 'Port override, null for the default' }),
   ftps_port: z.number().int().nullable(),
   http_port: z.number().int().nullable(),
+  power_watts: z.number().int().nullable().meta({ description: 'Average power draw in watts (null: the default setting)' }),
 });
 
 export const PrinterList = z.object({

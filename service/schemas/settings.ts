@@ -15,6 +15,13 @@ function settingSchema(def: SettingDef): z.ZodType {
       schema = n;
       break;
     }
+    case 'number': {
+      let n = z.number().finite();
+      if (def.min !== undefined) n = n.min(def.min);
+      if (def.max !== undefined) n = n.max(def.max);
+      schema = n;
+      break;
+    }
     case 'enum':
       schema = z.enum(def.values as [string, ...string[]]);
       break;

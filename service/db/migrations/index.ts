@@ -5,8 +5,10 @@
 import type { Migration } from 'kysely';
 import * as m001 from './001_initial';
 import * as m002 from './002_printer_ports';
+import * as m003 from './003_job_tracking';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001_initial': m001,
   '002_printer_ports': m002,
+  '003_job_tracking': m003,
 };

@@ -180,6 +180,23 @@ export class JobsRepository {
     return byPrinter;
   }
 
+  /** The newest auto-tracked job (one with a print identity) of a printer that is still printing or paused. */
+  async activeTrackedForPrinter(printerId: string): Promise<JobRecord | undefined> {
+    const row = await this.select()
+      .where('jobs.printer_id', '=', printerId)
+      .where('jobs.status', 'in', ['printing', 'paused'])
+      .where('jobs.print_key', 'is not', null)
+      .orderBy(sql`coalesce(jobs.start_time, jobs.created_at)`, 'desc')
+      .orderBy('jobs.id', 'desc')
+      .executeTakeFirst();
+    return row && toRecord(row);
+  }
+
+  async byPrintKey(printerId: string, printKey: string): Promise<JobRecord | undefined> {
+    const row = await this.select().where('jobs.printer_id', '=', printerId).where('jobs.print_key', '=', printKey).executeTakeFirst();
+    return row && toRecord(row);
+  }
+
   async count(): Promise<number> {
     const row = await this.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
     return Number(row.n);

@@ -21,6 +21,7 @@ export interface PrinterRecord {
   mqtt_port: number | null;
   ftps_port: number | null;
   http_port: number | null;
+  power_watts: number | null;
 }
 
 export type PrinterPatch = Partial<Omit<PrinterRecord, 'id' | 'type' | 'created_at'>>;

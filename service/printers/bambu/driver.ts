@@ -367,7 +367,9 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   }
 
   private publishState(): void {
-    if (!this.tracked) return;
+    // Until a report has said what the printer is doing (the pushall answer), a merged delta would read as idle
+    // and end the job the printer is still printing.
+    if (!this.tracked || typeof this.tracked.print.gcode_state !== 'string') return;
     const state = toPrinterState(this.tracked, { version: this.version, serial: this.serial });
     const key = JSON.stringify(state);
     if (key === this.stateKey) return;

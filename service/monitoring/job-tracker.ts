@@ -1,0 +1,292 @@
+/**
+ * Job tracking: every status update of a printer that prints either finds its
+ * job or creates one (when `job_creation_auto_create` is on), and the job
+ * follows the print to its end.
+ *
+ * Duplicates are kept out in three layers: the in-memory cache of each
+ * printer's current job; the stored jobs (after a restart or a wiped cache,
+ * the printer's active tracked job is looked up and matched by file name and
+ * start); and a unique index on (printer, print identity) in the database,
+ * which also holds against a second process.
+ */
+import type { Logger } from 'pino';
+import { isUniqueViolation } from '../db/connection';
+import type { Store } from '../db';
+import type { JobPatch, JobRecord } from '../db/repositories/jobs';
+import type { EventBus, JobUpdateEvent } from '../events';
+import type { MachineState, PrinterState, PrintProgress } from '../printers/driver';
+import type { SettingsService } from '../settings';
+import { nowIso } from '../util/time';
+import { normaliseFileName, printKey, startMinute } from './print-identity';
+
+const PRINTING: readonly MachineState[] = ['preparing', 'printing', 'paused'];
+const ACTIVE_JOB = ['printing', 'paused'] as const;
+
+type Outcome = 'completed' | 'failed' | 'cancelled';
+
+interface Tracked {
+  jobId: number;
+  name: string;
+  /** Printer-reported start minute, when the printer reports one. */
+  startMinute: string | null;
+  printerJobId: string | null;
+  startTime: string;
+  status: string;
+  percent: number;
+  progress: number;
+  estimatedUsage: number | null;
+  powerWatts: number | null;
+}
+
+/**
+ * The file name that identifies a print: PrusaLink's display name over its 8.3 short name, else the file,
+ * else the job name. An X1 reports the plate G-code on its ramdisk ("/data/Metadata/plate_1.gcode"), which
+ * names no file: its job name (subtask_name) does.
+ */
+function fileOf(job: PrintProgress): string {
+  const file = job.display_name || job.file;
+  if (!file || /(^|\/)Metadata\/plate_\d+\.gcode$/i.test(file)) return job.name;
+  return file;
+}
+
+function outcomeOf(state: PrinterState, tracked: Tracked): Outcome {
+  switch (state.state) {
+    case 'finished':
+      return 'completed';
+    case 'failed':
+    case 'error':
+      return 'failed';
+    case 'stopped':
+      return 'cancelled';
+    default:
+      // The print vanished without an end state (missed while offline, or a printer that goes straight to idle).
+      return tracked.progress >= 99 ? 'completed' : 'cancelled';
+  }
+}
+
+export class JobTracker {
+  private readonly current = new Map<string, Tracked | null>();
+  /** Printers seen not printing since the service started: a print found on any other printer was running at start. */
+  private readonly seenIdle = new Set<string>();
+  private readonly pending = new Map<string, PrinterState>();
+  private readonly running = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly settings: SettingsService,
+    private readonly bus: EventBus,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * Takes a printer's state. Updates of one printer are handled one at a time;
+   * when several arrive while one is handled, only the newest is kept.
+   */
+  report(printerId: string, state: PrinterState): void {
+    this.pending.set(printerId, state);
+    if (this.running.has(printerId)) return;
+    const loop = (async () => {
+      for (let next = this.pending.get(printerId); next; next = this.pending.get(printerId)) {
+        this.pending.delete(printerId);
+        try {
+          await this.handle(printerId, next);
+        } catch (err) {
+          // Rule 6: logged, never shown to users, retried with the next update; monitoring goes on.
+          this.current.delete(printerId);
+          this.log.error({ err, printer_id: printerId }, 'job tracking failed; retrying on the next update');
+        }
+      }
+    })().finally(() => this.running.delete(printerId));
+    this.running.set(printerId, loop);
+  }
+
+  /** Waits until every update handed in so far is handled (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.running.size) await Promise.all(this.running.values());
+  }
+
+  /** Forgets the cached jobs (a wiped cache must not duplicate jobs: the database is asked again). */
+  forgetCache(): void {
+    this.current.clear();
+  }
+
+  private async handle(printerId: string, state: PrinterState): Promise<void> {
+    const foundAtStart = !this.seenIdle.has(printerId);
+    let tracked = this.current.get(printerId);
+    if (tracked === undefined) {
+      const job = await this.store.jobs.activeTrackedForPrinter(printerId);
+      tracked = job ? await this.fromRecord(job) : null;
+      this.current.set(printerId, tracked);
+    }
+    const printing = PRINTING.includes(state.state);
+    if (!printing) this.seenIdle.add(printerId);
+    if (printing && state.job) {
+      if (tracked && this.samePrint(tracked, state.job)) return this.progress(printerId, tracked, state);
+      // A different print than the one we track: the old one ended while we did not see it.
+      if (tracked) await this.finish(printerId, tracked, { ...state, state: 'idle' });
+      if (!this.settings.get('job_creation_auto_create')) return;
+      return this.create(printerId, state, state.job, foundAtStart);
+    }
+    // A printing state without job details (an early or partial report) neither creates nor ends a job.
+    if (tracked && !printing) await this.finish(printerId, tracked, state);
+  }
+
+  private samePrint(tracked: Tracked, job: PrintProgress): boolean {
+    if (normaliseFileName(fileOf(job)) !== tracked.name) return false;
+    if (tracked.printerJobId && job.printer_job_id && tracked.printerJobId !== job.printer_job_id) return false;
+    if (tracked.startMinute && job.started_at && tracked.startMinute !== startMinute(job.started_at)) {
+      // Start times derived from "time printed" drift by a minute at most; a real new print starts later.
+      return Math.abs(Date.parse(tracked.startMinute) - Date.parse(startMinute(job.started_at))) <= 60_000;
+    }
+    return true;
+  }
+
+  private async fromRecord(job: JobRecord): Promise<Tracked> {
+    const info = job.customer_info ?? {};
+    const printerStart = typeof info.printer_start_time === 'string' ? info.printer_start_time : null;
+    return {
+      jobId: job.id,
+      name: normaliseFileName(job.filename ?? job.job_name),
+      startMinute: printerStart ? startMinute(printerStart) : null,
+      printerJobId: job.printer_job_id,
+      startTime: job.start_time ?? job.created_at,
+      status: job.status,
+      percent: Math.floor(job.progress),
+      progress: job.progress,
+      estimatedUsage: job.material_estimated_usage,
+      powerWatts: (await this.store.printers.get(job.printer_id))?.power_watts ?? null,
+    };
+  }
+
+  private async create(printerId: string, state: PrinterState, job: PrintProgress, foundAtStart: boolean): Promise<void> {
+    const printer = await this.store.printers.get(printerId);
+    if (!printer) return;
+    const discovery = nowIso();
+    const start = job.started_at ?? discovery;
+    const file = fileOf(job);
+    const filename = file.replace(/\\/g, '/').split('/').filter(Boolean).pop() ?? file;
+    const customerInfo: Record<string, unknown> = {
+      auto_created: true,
+      discovery_time: discovery,
+      ...(job.started_at ? { printer_start_time: job.started_at } : {}),
+      discovered_on_startup: foundAtStart,
+    };
+    const status = state.state === 'paused' ? 'paused' : 'printing';
+    const key = printKey(file, start);
+    let id: number;
+    try {
+      id = await this.store.jobs.insert({
+        printer_id: printerId,
+        printer_name: printer.name,
+        job_name: job.name || filename,
+        filename,
+        status,
+        progress: job.progress,
+        layer_current: job.layer_current,
+        layer_total: job.layer_total,
+        start_time: start,
+        estimated_duration: job.remaining_seconds !== null && job.progress < 100 ? Math.round(job.remaining_seconds / Math.max(0.01, 1 - job.progress / 100)) : null,
+        estimated_completion: job.remaining_seconds !== null ? new Date(Date.now() + job.remaining_seconds * 1000).toISOString() : null,
+        file_path: job.file,
+        is_business: false,
+        customer_info: customerInfo,
+        created_at: discovery,
+        updated_at: discovery,
+        print_key: key,
+        printer_job_id: job.printer_job_id,
+      });
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      // Another update (or process) created it first: adopt that job, announce nothing.
+      const existing = await this.store.jobs.byPrintKey(printerId, key);
+      if (existing) this.current.set(printerId, await this.fromRecord(existing));
+      return;
+    }
+    const tracked: Tracked = {
+      jobId: id,
+      name: normaliseFileName(file),
+      startMinute: job.started_at ? startMinute(job.started_at) : null,
+      printerJobId: job.printer_job_id,
+      startTime: start,
+      status,
+      percent: Math.floor(job.progress),
+      progress: job.progress,
+      estimatedUsage: null,
+      powerWatts: printer.power_watts,
+    };
+    this.current.set(printerId, tracked);
+    this.log.info({ printer_id: printerId, job_id: id, filename, discovered_on_startup: foundAtStart }, 'job auto-created');
+    this.bus.emit('job_auto_created', {
+      id: String(id),
+      printer_id: printerId,
+      job_name: job.name || filename,
+      filename,
+      status: 'running',
+      start_time: start,
+      customer_info: customerInfo,
+    });
+    this.publish(id, printerId, 'created', status, job.progress, job.name || filename);
+  }
+
+  /** Progress, layers and the estimate follow the printer; the db is written on status or whole-percent changes only. */
+  private async progress(printerId: string, tracked: Tracked, state: PrinterState): Promise<void> {
+    const job = state.job!;
+    const status = state.state === 'paused' ? 'paused' : 'printing';
+    const percent = Math.floor(job.progress);
+    tracked.progress = job.progress;
+    if (status === tracked.status && percent === tracked.percent) return;
+    const now = nowIso();
+    const changed = await this.store.jobs.transition(tracked.jobId, ACTIVE_JOB, {
+      status,
+      progress: job.progress,
+      layer_current: job.layer_current,
+      layer_total: job.layer_total,
+      estimated_completion: job.remaining_seconds !== null ? new Date(Date.now() + job.remaining_seconds * 1000).toISOString() : null,
+      updated_at: now,
+    });
+    if (!changed) {
+      // Cancelled or deleted by a user meanwhile: stop tracking it (a new print will get a new job).
+      this.current.set(printerId, null);
+      return;
+    }
+    const statusChanged = status !== tracked.status;
+    tracked.status = status;
+    tracked.percent = percent;
+    this.publish(tracked.jobId, printerId, statusChanged ? 'status' : 'progress', status, job.progress);
+  }
+
+  private async finish(printerId: string, tracked: Tracked, state: PrinterState): Promise<void> {
+    const outcome = outcomeOf(state, tracked);
+    const now = nowIso();
+    const duration = Math.max(0, Math.round((Date.parse(now) - Date.parse(tracked.startTime)) / 1000));
+    const job = await this.store.jobs.get(tracked.jobId);
+    const progress = outcome === 'completed' ? 100 : (state.job?.progress ?? tracked.progress);
+    const usage = job?.material_estimated_usage ?? tracked.estimatedUsage;
+    const actualUsage = usage === null ? null : Math.round((outcome === 'completed' ? usage : (usage * progress) / 100) * 100) / 100;
+    const watts = tracked.powerWatts ?? this.settings.get('default_printer_power_watts');
+    const patch: JobPatch = {
+      status: outcome,
+      progress,
+      end_time: now,
+      actual_duration: duration,
+      estimated_completion: null,
+      power_cost: Math.round((duration / 3600) * (watts / 1000) * this.settings.get('energy_price_per_kwh') * 100) / 100,
+      updated_at: now,
+    };
+    if (actualUsage !== null) {
+      patch.material_actual_usage = actualUsage;
+      if (job?.material_cost == null) {
+        const perGram = job?.material_cost_per_gram ?? this.settings.get('filament_cost_per_kg') / 1000;
+        patch.material_cost = Math.round(actualUsage * perGram * 100) / 100;
+      }
+    }
+    this.current.set(printerId, null);
+    if (!(await this.store.jobs.transition(tracked.jobId, ACTIVE_JOB, patch))) return;
+    this.log.info({ printer_id: printerId, job_id: tracked.jobId, outcome, duration }, 'job ended');
+    this.publish(tracked.jobId, printerId, 'status', outcome, progress);
+  }
+
+  private publish(id: number, printerId: string, change: JobUpdateEvent['change'], status: string, progress: number, jobName?: string): void {
+    this.bus.emit('job_update', { id, job_id: id, printer_id: printerId, change, status, progress, ...(jobName ? { job_name: jobName } : {}) });
+  }
+}

@@ -1,0 +1,198 @@
+/**
+ * The job tracker against a real SQLite store, fed the states a driver would
+ * emit: one print is one job, whatever the spelling of its file name, the
+ * number of updates, wiped caches or restarts.
+ */
+import fs from 'node:fs';
+import pino from 'pino';
+import { openStore, type Store } from '../../service/db';
+import { EventBus, type EventMap } from '../../service/events';
+import { JobTracker } from '../../service/monitoring/job-tracker';
+import { normaliseFileName } from '../../service/monitoring/print-identity';
+import type { MachineState, PrinterState } from '../../service/printers/driver';
+import { SettingsService } from '../../service/settings';
+import { tempDir } from '../helpers/service';
+
+const log = pino({ level: 'silent' });
+
+function state(s: MachineState, file: string | null, progress = 10, extra: Partial<NonNullable<PrinterState['job']>> = {}): PrinterState {
+  return {
+    state: s,
+    raw_state: s.toUpperCase(),
+    temperatures: { nozzle: 210, bed: 60, nozzle_target: 215, bed_target: 60 },
+    job: file === null ? null : { name: 'Cube', file, progress, layer_current: 3, layer_total: 40, remaining_seconds: 600, started_at: null, printer_job_id: null, time_printing: null, ...extra },
+    error: null,
+    firmware_version: null,
+    model: null,
+    capabilities: null,
+  };
+}
+
+describe('job tracker', () => {
+  let dir: string;
+  let store: Store;
+  let bus: EventBus;
+  let events: { type: keyof EventMap; data: unknown }[];
+  let settings: SettingsService;
+  let tracker: JobTracker;
+
+  beforeEach(async () => {
+    dir = tempDir();
+    store = await openStore(dir);
+    bus = new EventBus();
+    events = [];
+    bus.onAny((type, data) => events.push({ type, data }));
+    settings = await SettingsService.load(store.settings, {});
+    tracker = new JobTracker(store, settings, bus, log);
+    const now = new Date().toISOString();
+    await store.printers.insert({
+      id: 'p1', name: 'P1', type: 'bambu_lab', model: 'P1S', ip_address: '127.0.0.1', serial_number: 'S', access_code: 'A', is_active: true,
+      status: 'online', connection_status: 'connected', status_message: null, firmware_version: null, last_seen: null, created_at: now, updated_at: now,
+      mqtt_port: null, ftps_port: null, http_port: null, power_watts: 200,
+    });
+  });
+  afterEach(async () => {
+    await tracker.idle();
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const feed = async (s: PrinterState) => {
+    tracker.report('p1', s);
+    await tracker.idle();
+  };
+  const jobs = async () => (await store.jobs.list({ page: 1, limit: 100, order_by: 'created_at', order_dir: 'asc' })).jobs;
+
+  test('file name variants normalise to one name', () => {
+    const variants = ['cache/Cube.gcode.3mf', '/sdcard/Cube.3mf', 'Cube.gcode', '/usb/CUBE.BGCODE', 'Metadata/../cube.gcode.3mf', 'cube'];
+    expect(new Set(variants.map(normaliseFileName))).toEqual(new Set(['cube']));
+  });
+
+  test('a print gets one job with the auto-creation metadata and one job_auto_created event', async () => {
+    await feed(state('printing', 'cache/Cube.gcode.3mf', 5, { started_at: '2026-11-22T10:00:30.000Z' }));
+    const [job] = await jobs();
+    expect(job).toMatchObject({ status: 'printing', filename: 'Cube.gcode.3mf', job_name: 'Cube', start_time: '2026-11-22T10:00:30.000Z' });
+    expect(job.customer_info).toEqual({
+      auto_created: true,
+      discovery_time: expect.any(String),
+      printer_start_time: '2026-11-22T10:00:30.000Z',
+      discovered_on_startup: true,
+    });
+    const created = events.filter((e) => e.type === 'job_auto_created');
+    expect(created).toEqual([
+      {
+        type: 'job_auto_created',
+        data: { id: String(job.id), printer_id: 'p1', job_name: 'Cube', filename: 'Cube.gcode.3mf', status: 'running', start_time: '2026-11-22T10:00:30.000Z', customer_info: job.customer_info },
+      },
+    ]);
+  });
+
+  test('thousands of updates with name variants, partial reports, wiped caches and three restarts: still one job', async () => {
+    const names = ['cache/Cube.gcode.3mf', '/sdcard/Cube.3mf', 'Cube.gcode.3mf', 'Cube'];
+    let restarts = 0;
+    for (let i = 0; i < 3000; i++) {
+      // Some updates carry no start time (partial reports), the rest the printer's start.
+      const started = i % 3 === 0 ? null : '2026-11-22T10:00:30.000Z';
+      tracker.report('p1', state(i % 50 === 25 ? 'paused' : 'printing', names[i % names.length], Math.min(99, i / 30), { started_at: started }));
+      if (i % 97 === 0) tracker.forgetCache();
+      if (i % 1000 === 999) {
+        await tracker.idle();
+        tracker = new JobTracker(store, settings, bus, log); // a restart: empty cache
+        restarts++;
+      }
+    }
+    await tracker.idle();
+    expect(restarts).toBe(3);
+    const all = await jobs();
+    expect(all).toHaveLength(1);
+    expect(all[0].progress).toBeGreaterThan(90);
+    expect(events.filter((e) => e.type === 'job_auto_created')).toHaveLength(1);
+  });
+
+  test('the same file printed again a few minutes later is a new job; the first one ends', async () => {
+    await feed(state('printing', 'Cube.gcode.3mf', 50, { started_at: '2026-11-22T10:00:00.000Z' }));
+    await feed(state('finished', 'Cube.gcode.3mf', 100, { started_at: '2026-11-22T10:00:00.000Z' }));
+    await feed(state('idle', null));
+    await feed(state('printing', 'Cube.gcode.3mf', 1, { started_at: '2026-11-22T10:04:00.000Z' }));
+    const all = await jobs();
+    expect(all.map((j) => j.status)).toEqual(['completed', 'printing']);
+    expect(all[0]).toMatchObject({ progress: 100, end_time: expect.any(String), actual_duration: expect.any(Number) });
+    expect(all[0].power_cost).toEqual(expect.any(Number));
+  });
+
+  test('a print that ends while unseen is closed when the printer shows a different print', async () => {
+    await feed(state('printing', 'A.gcode', 40, { started_at: '2026-11-22T10:00:00.000Z' }));
+    await feed(state('printing', 'B.gcode', 2, { started_at: '2026-11-22T11:00:00.000Z' }));
+    const all = await jobs();
+    expect(all.map((j) => [j.filename, j.status])).toEqual([
+      ['A.gcode', 'cancelled'],
+      ['B.gcode', 'printing'],
+    ]);
+  });
+
+  test('finished, failed and stopped become completed, failed and cancelled', async () => {
+    const outcomes: [MachineState, string][] = [
+      ['finished', 'completed'],
+      ['failed', 'failed'],
+      ['stopped', 'cancelled'],
+    ];
+    for (const [i, [end, expected]] of outcomes.entries()) {
+      const started = `2026-11-22T1${i}:00:00.000Z`;
+      await feed(state('printing', `part${i}.gcode`, 30, { started_at: started }));
+      await feed(state(end, `part${i}.gcode`, 30, { started_at: started }));
+      const job = (await jobs()).find((j) => j.filename === `part${i}.gcode`)!;
+      expect([end, job.status]).toEqual([end, expected]);
+    }
+  });
+
+  test('pause and resume keep the same job; job_update frames follow status and whole percents only', async () => {
+    await feed(state('printing', 'Cube.gcode', 10.2));
+    await feed(state('printing', 'Cube.gcode', 10.7));
+    await feed(state('paused', 'Cube.gcode', 10.9));
+    await feed(state('printing', 'Cube.gcode', 11.1));
+    const all = await jobs();
+    expect(all).toHaveLength(1);
+    const updates = events.filter((e) => e.type === 'job_update').map((e) => (e.data as { change: string; status: string }).change + ':' + (e.data as { status: string }).status);
+    expect(updates).toEqual(['created:printing', 'status:paused', 'status:printing']);
+  });
+
+  test('auto-creation off creates nothing; on again creates at the next update', async () => {
+    await settings.update({ job_creation_auto_create: false });
+    await feed(state('printing', 'Cube.gcode', 5));
+    expect(await jobs()).toHaveLength(0);
+    await settings.update({ job_creation_auto_create: true });
+    await feed(state('printing', 'Cube.gcode', 6));
+    expect(await jobs()).toHaveLength(1);
+  });
+
+  test('a database fault during creation is retried at the next update, and then creates the job once', async () => {
+    store.connection.sqlite.pragma('query_only = ON');
+    await feed(state('printing', 'Cube.gcode', 5));
+    expect(await jobs()).toHaveLength(0);
+    store.connection.sqlite.pragma('query_only = OFF');
+    await feed(state('printing', 'Cube.gcode', 6));
+    await feed(state('printing', 'Cube.gcode', 7));
+    expect(await jobs()).toHaveLength(1);
+  });
+
+  test('a manual job made at the same moment is left alone: at most one extra job', async () => {
+    const now = new Date().toISOString();
+    await store.jobs.insert({ printer_id: 'p1', job_name: 'Cube', filename: 'Cube.gcode', status: 'printing', created_at: now, updated_at: now, start_time: now });
+    await feed(state('printing', 'Cube.gcode', 5));
+    await feed(state('printing', 'Cube.gcode', 6));
+    const all = await jobs();
+    expect(all).toHaveLength(2);
+    expect(all.filter((j) => j.customer_info?.auto_created === true)).toHaveLength(1);
+    expect(all.filter((j) => !j.customer_info)).toHaveLength(1);
+  });
+
+  test('a job a user cancelled is not revived by later updates of the same print', async () => {
+    await feed(state('printing', 'Cube.gcode', 5));
+    const [job] = await jobs();
+    await store.jobs.update(job.id, { status: 'cancelled', end_time: new Date().toISOString() });
+    tracker.forgetCache();
+    await feed(state('printing', 'Cube.gcode', 9));
+    const all = await jobs();
+    expect(all.map((j) => j.status)).toContain('cancelled');
+  });
+});
