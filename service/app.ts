@@ -13,6 +13,9 @@ import type { ServiceContext } from './context';
 import { openStore, type Store } from './db';
 import { EventBus } from './events';
 import { JobService } from './jobs/service';
+import { FileCatalog } from './files/catalog';
+import { DownloadManager, type DownloadOptions } from './files/downloads';
+import { FileStorage } from './files/storage';
 import { JobTracker } from './monitoring/job-tracker';
 import { StatusCache } from './monitoring/status-cache';
 import { createDriver } from './printers/drivers';
@@ -41,6 +44,8 @@ export interface ServiceOptions {
   fleet?: FleetTimings;
   /** Makes printer drivers (default: the real Bambu Lab and PrusaLink drivers). */
   driverFactory?: DriverFactory;
+  /** Download retries and frame pacing (tests shorten them). */
+  downloads?: DownloadOptions;
 }
 
 export interface Service {
@@ -102,6 +107,8 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const fleet = new Fleet(store, cache, bus, settings, log, options.driverFactory ?? createDriver, options.fleet);
   const tracker = new JobTracker(store, settings, bus, log);
   fleet.onReport((printerId, state) => tracker.report(printerId, state));
+  const storage = new FileStorage(dataDir);
+  const files = new FileCatalog(store, fleet, storage, new DownloadManager(store, fleet, storage, bus, log, options.downloads), log);
   const context: ServiceContext = {
     version: VERSION,
     dataDir,
@@ -115,12 +122,14 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     tracker,
     printers: new PrinterRegistry(store, cache, bus, fleet),
     jobs: new JobService(store, settings, bus),
+    files,
     updates: new UpdateChecker(VERSION, config.update_check_url, config.update_check_timeout * 1000, log),
   };
   api.mount(context);
   const realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs });
   realtime.attach(server);
   phase = 'ready';
+  files.start();
   await fleet.start();
 
   const { port } = server.address() as AddressInfo;
@@ -134,6 +143,8 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       phase = 'stopping';
       context.updates.close();
       await realtime.close();
+      await files.downloads.close();
+      await files.close();
       await fleet.close();
       await tracker.idle();
       // In-flight requests finish; idle keep-alive connections close now, busy ones after their response.

@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import type { Store } from './db';
 import type { EventBus } from './events';
+import type { FileCatalog } from './files/catalog';
 import type { JobService } from './jobs/service';
 import type { JobTracker } from './monitoring/job-tracker';
 import type { StatusCache } from './monitoring/status-cache';
@@ -23,5 +24,6 @@ export interface ServiceContext {
   tracker: JobTracker;
   printers: PrinterRegistry;
   jobs: JobService;
+  files: FileCatalog;
   updates: UpdateChecker;
 }

@@ -9,11 +9,13 @@ import type { Logger } from 'pino';
 import type { ServiceContext } from '../context';
 import { docsRouter } from './docs';
 import { ApiError, errorHandler, sendError, unknownRoute } from './errors';
+import { fileRoutes } from './files';
 import { jobRoutes } from './jobs';
 import { buildOpenApi } from './openapi';
 import { printerRoutes } from './printers';
 import { defineRoute, mountRoutes, type AnyRoute } from './route';
 import { settingsRoutes } from './settings';
+import { statisticsRoutes } from './statistics';
 import { OpenApiDocument, systemRoutes } from './system';
 
 export const API_BASE = '/api/v1';
@@ -98,7 +100,7 @@ export function createApi(log: Logger, phase: () => Phase): Api {
         response: OpenApiDocument,
         handler: () => document,
       });
-      routes = [...systemRoutes(ctx), ...printerRoutes(ctx), ...jobRoutes(ctx), ...settingsRoutes(ctx), openapiRoute];
+      routes = [...systemRoutes(ctx), ...printerRoutes(ctx), ...jobRoutes(ctx), ...fileRoutes(ctx), ...statisticsRoutes(ctx), ...settingsRoutes(ctx), openapiRoute];
       document = buildOpenApi(routes, API_BASE, {
         version: ctx.version,
         extraPaths: {

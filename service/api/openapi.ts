@@ -57,11 +57,13 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
     tags.add(route.tag);
     const errorStatuses = new Set<number>([500, 503, ...(route.errors ?? [])]);
     if (route.params || route.query) errorStatuses.add(400);
-    if (route.body) errorStatuses.add(422);
+    if (route.body || route.rawBody) errorStatuses.add(422);
     if (route.params) errorStatuses.add(404);
     const status = route.status ?? 200;
     const responses: Record<string, unknown> = {
-      [status]: { description: 'Success', content: { 'application/json': { schema: jsonSchema(route.response, 'output') } } },
+      [status]: route.rawResponse
+        ? { description: route.rawResponse.description, content: { [route.rawResponse.contentType]: { schema: { type: 'string', format: 'binary' } } } }
+        : { description: 'Success', content: { 'application/json': { schema: jsonSchema(route.response, 'output') } } },
     };
     for (const code of [...errorStatuses].sort()) {
       responses[code] = { description: ERROR_TEXT[code] ?? 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
@@ -75,6 +77,7 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
       operationId: `${route.method}${fullPath.replace(/\/api\/v1/, '').replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
       parameters: [...parameters(route.params, 'path'), ...parameters(route.query, 'query')],
       ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } } } : {}),
+      ...(route.rawBody ? { requestBody: { required: true, content: { [route.rawBody.contentType]: { schema: route.rawBody.schema } } } } : {}),
       responses,
     };
   }

@@ -26,6 +26,10 @@ export interface RouteSpec<P = undefined, Q = undefined, B = undefined> {
   response: z.ZodType;
   /** Error statuses worth documenting besides 400/422/500. */
   errors?: number[];
+  /** A non-JSON request body (e.g. multipart), for the documentation only: the handler reads it itself. */
+  rawBody?: { contentType: string; schema: Record<string, unknown> };
+  /** A non-JSON success response (e.g. a file), for the documentation only. */
+  rawResponse?: { contentType: string; description: string };
   handler(input: { params: Out<P>; query: Out<Q>; body: Out<B>; req: Request; res: Response }): unknown;
 }
 

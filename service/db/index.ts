@@ -3,8 +3,11 @@ import path from 'node:path';
 import { openDatabase, type Connection } from './connection';
 import { FilesRepository } from './repositories/files';
 import { JobsRepository } from './repositories/jobs';
+import { MaintenanceRepository } from './repositories/maintenance';
 import { PrintersRepository } from './repositories/printers';
 import { SettingsRepository } from './repositories/settings';
+import { StatisticsRepository } from './repositories/statistics';
+import { StatusHistoryRepository } from './repositories/status-history';
 
 export interface Store {
   connection: Connection;
@@ -12,6 +15,11 @@ export interface Store {
   jobs: JobsRepository;
   settings: SettingsRepository;
   files: FilesRepository;
+  /** Printer status and connection changes (uptime). */
+  statusHistory: StatusHistoryRepository;
+  maintenance: MaintenanceRepository;
+  /** Read-only aggregations for /statistics. */
+  statistics: StatisticsRepository;
   /** A trivial query: true while the database answers. */
   ping(): boolean;
   close(): Promise<void>;
@@ -28,6 +36,9 @@ export async function openStore(dataDir: string): Promise<Store> {
     jobs: new JobsRepository(db),
     settings: new SettingsRepository(db),
     files: new FilesRepository(db),
+    statusHistory: new StatusHistoryRepository(db),
+    maintenance: new MaintenanceRepository(db),
+    statistics: new StatisticsRepository(db),
     ping() {
       try {
         connection.sqlite.prepare('SELECT 1').get();

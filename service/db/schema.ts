@@ -85,6 +85,8 @@ export interface FilesTable {
   metadata: string | null;
   created_at: string;
   updated_at: string;
+  original_filename: string | null;
+  error: string | null;
 }
 
 export interface DB {

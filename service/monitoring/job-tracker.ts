@@ -12,12 +12,13 @@
 import type { Logger } from 'pino';
 import { isUniqueViolation } from '../db/connection';
 import type { Store } from '../db';
-import type { JobPatch, JobRecord } from '../db/repositories/jobs';
+import type { FileRecord } from '../db/repositories/files';
+import type { JobPatch, JobRecord, NewJob } from '../db/repositories/jobs';
 import type { EventBus, JobUpdateEvent } from '../events';
 import type { MachineState, PrinterState, PrintProgress } from '../printers/driver';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
-import { normaliseFileName, printKey, startMinute } from './print-identity';
+import { normaliseFileName, printFileName, printKey, startMinute } from './print-identity';
 
 const PRINTING: readonly MachineState[] = ['preparing', 'printing', 'paused'];
 const ACTIVE_JOB = ['printing', 'paused'] as const;
@@ -38,17 +39,6 @@ interface Tracked {
   powerWatts: number | null;
 }
 
-/**
- * The file name that identifies a print: PrusaLink's display name over its 8.3 short name, else the file,
- * else the job name. An X1 reports the plate G-code on its ramdisk ("/data/Metadata/plate_1.gcode"), which
- * names no file: its job name (subtask_name) does.
- */
-function fileOf(job: PrintProgress): string {
-  const file = job.display_name || job.file;
-  if (!file || /(^|\/)Metadata\/plate_\d+\.gcode$/i.test(file)) return job.name;
-  return file;
-}
-
 function outcomeOf(state: PrinterState, tracked: Tracked): Outcome {
   switch (state.state) {
     case 'finished':
@@ -62,6 +52,25 @@ function outcomeOf(state: PrinterState, tracked: Tracked): Outcome {
       // The print vanished without an end state (missed while offline, or a printer that goes straight to idle).
       return tracked.progress >= 99 ? 'completed' : 'cancelled';
   }
+}
+
+/** What a file's metadata (from the preview library) tells about the job: settings, material, estimated usage. */
+function fromMetadata(m: Record<string, unknown> | null, costPerKg: number): Partial<NewJob> {
+  if (!m) return {};
+  const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+  const settings = {
+    layer_height: n(m.layer_height),
+    infill: n(m.infill),
+    nozzle_temp: n(m.nozzle_temperature),
+    bed_temp: n(m.bed_temperature),
+  };
+  return {
+    print_settings: Object.fromEntries(Object.entries(settings).filter(([, v]) => v !== null)),
+    material_type: typeof m.material_type === 'string' ? m.material_type : null,
+    material_estimated_usage: n(m.filament_used_g),
+    material_cost_per_gram: costPerKg / 1000,
+    ...(n(m.estimated_print_time) !== null ? { estimated_duration: n(m.estimated_print_time) } : {}),
+  };
 }
 
 export class JobTracker {
@@ -132,7 +141,7 @@ export class JobTracker {
   }
 
   private samePrint(tracked: Tracked, job: PrintProgress): boolean {
-    if (normaliseFileName(fileOf(job)) !== tracked.name) return false;
+    if (normaliseFileName(printFileName(job)) !== tracked.name) return false;
     if (tracked.printerJobId && job.printer_job_id && tracked.printerJobId !== job.printer_job_id) return false;
     if (tracked.startMinute && job.started_at && tracked.startMinute !== startMinute(job.started_at)) {
       // Start times derived from "time printed" drift by a minute at most; a real new print starts later.
@@ -163,7 +172,7 @@ export class JobTracker {
     if (!printer) return;
     const discovery = nowIso();
     const start = job.started_at ?? discovery;
-    const file = fileOf(job);
+    const file = printFileName(job);
     const filename = file.replace(/\\/g, '/').split('/').filter(Boolean).pop() ?? file;
     const customerInfo: Record<string, unknown> = {
       auto_created: true,
@@ -173,6 +182,7 @@ export class JobTracker {
     };
     const status = state.state === 'paused' ? 'paused' : 'printing';
     const key = printKey(file, start);
+    const known = await this.catalogFile(printerId, file);
     let id: number;
     try {
       id = await this.store.jobs.insert({
@@ -187,7 +197,11 @@ export class JobTracker {
         start_time: start,
         estimated_duration: job.remaining_seconds !== null && job.progress < 100 ? Math.round(job.remaining_seconds / Math.max(0.01, 1 - job.progress / 100)) : null,
         estimated_completion: job.remaining_seconds !== null ? new Date(Date.now() + job.remaining_seconds * 1000).toISOString() : null,
-        file_path: job.file,
+        file_path: known?.printer_path ?? job.file,
+        file_size: known?.file_size ?? null,
+        file_hash: known?.checksum ?? null,
+        file_uploaded_at: known?.created_on_printer ?? null,
+        ...fromMetadata(known?.metadata ?? null, this.settings.get('filament_cost_per_kg')),
         is_business: false,
         customer_info: customerInfo,
         created_at: discovery,
@@ -211,7 +225,7 @@ export class JobTracker {
       status,
       percent: Math.floor(job.progress),
       progress: job.progress,
-      estimatedUsage: null,
+      estimatedUsage: typeof known?.metadata?.filament_used_g === 'number' ? known.metadata.filament_used_g : null,
       powerWatts: printer.power_watts,
     };
     this.current.set(printerId, tracked);
@@ -226,6 +240,12 @@ export class JobTracker {
       customer_info: customerInfo,
     });
     this.publish(id, printerId, 'created', status, job.progress, job.name || filename);
+  }
+
+  /** The catalog's entry for the printed file, when the catalog knows it. */
+  private async catalogFile(printerId: string, file: string): Promise<FileRecord | undefined> {
+    const name = normaliseFileName(file);
+    return (await this.store.files.forPrinter(printerId)).find((f) => normaliseFileName(f.filename) === name);
   }
 
   /** Progress, layers and the estimate follow the printer; the db is written on status or whole-percent changes only. */

@@ -5,6 +5,8 @@
  * they are normalised so that one print is one job.
  */
 
+import type { PrintProgress } from '../printers/driver';
+
 const EXTENSIONS = /(\.gcode\.3mf|\.3mf|\.gcode|\.bgcode|\.bgc|\.gco|\.g)$/i;
 
 /** "cache/Benchy_PLA.gcode.3mf" -> "benchy_pla"; folders, storage prefixes and print-file extensions go. */
@@ -24,4 +26,15 @@ export function startMinute(iso: string): string {
 /** The key behind the database's unique guard: one job per (printer, file, start minute). */
 export function printKey(fileName: string, startedAt: string): string {
   return `${normaliseFileName(fileName)}@${startMinute(startedAt)}`;
+}
+
+/**
+ * The file name that identifies a print: PrusaLink's display name over its 8.3 short name, else the file,
+ * else the job name. An X1 reports the plate G-code on its ramdisk ("/data/Metadata/plate_1.gcode"), which
+ * names no file: its job name (subtask_name) does.
+ */
+export function printFileName(job: PrintProgress): string {
+  const file = job.display_name || job.file;
+  if (!file || /(^|\/)Metadata\/plate_\d+\.gcode$/i.test(file)) return job.name;
+  return file;
 }

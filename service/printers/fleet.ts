@@ -71,6 +71,7 @@ export type ReportListener = (printerId: string, state: PrinterState) => void;
 export class Fleet {
   private readonly members = new Map<string, Member>();
   private readonly reportListeners: ReportListener[] = [];
+  private readonly linkUpListeners: ((printerId: string) => void)[] = [];
   private closed = false;
 
   constructor(
@@ -86,6 +87,16 @@ export class Fleet {
   /** Every state a connected printer reports goes to `listener` (the job tracker). */
   onReport(listener: ReportListener): void {
     this.reportListeners.push(listener);
+  }
+
+  /** `listener` hears of every printer whose link comes up (connection test passed, reconnect). */
+  onLinkUp(listener: (printerId: string) => void): void {
+    this.linkUpListeners.push(listener);
+  }
+
+  /** Ids of the printers connected now. */
+  connectedPrinters(): string[] {
+    return [...this.members.values()].filter((m) => m.driver.connection === 'connected').map((m) => m.record.id);
   }
 
   /** Connects every active printer (without waiting for them). */
@@ -158,7 +169,9 @@ export class Fleet {
 
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.all([...this.members.keys()].map((id) => this.retire(id)));
+    const at = nowIso();
+    // The status history ends its monitoring: time while the service is down is not uptime.
+    await Promise.all([...this.members.keys()].map((id) => this.retire(id).then(() => this.recordHistory(id, 'offline', 'disconnected', at))));
   }
 
   private launch(record: PrinterRecord): Member & { connected: Promise<void> } {
@@ -189,6 +202,8 @@ export class Fleet {
       writes: Promise.resolve(),
     };
     this.members.set(record.id, member);
+    // Monitoring (re)starts with a connection test: not connected until it answers.
+    member.writes = this.recordHistory(record.id, member.status, member.connection, nowIso());
     driver.on('connection', (change: ConnectionChange) => this.onConnection(member, change));
     driver.on('state', (state: PrinterState) => this.onState(member, state));
     // The connection test: the first connect either succeeds or says why not. The driver keeps retrying after a failure.
@@ -242,6 +257,7 @@ export class Fleet {
       ...(change.connection === 'connected' ? { last_seen: nowIso() } : {}),
     });
     this.frame(member, true);
+    if (change.connection === 'connected') for (const listener of this.linkUpListeners) listener(id);
     if (change.connection !== 'connected') {
       this.alert('warning', `Printer ${member.record.name} is ${member.status}${change.message ? `: ${change.message}` : ''}`, id, {
         status: member.status,
@@ -314,9 +330,17 @@ export class Fleet {
 
   private persist(member: Member, patch: Partial<PrinterRecord>): void {
     const id = member.record.id;
+    // A change of status or connection also goes to the status history (one row per change).
+    const change = patch.status !== undefined || patch.connection_status !== undefined ? { status: member.status, connection: member.connection, at: nowIso() } : null;
     member.writes = member.writes
       .then(() => this.store.printers.update(id, { ...patch, updated_at: patch.status ? nowIso() : member.record.updated_at }))
+      .then(() => change && this.recordHistory(id, change.status, change.connection, change.at))
       .catch((err) => this.log.error({ err, printer_id: id }, 'could not store printer status'));
+  }
+
+  /** Appends to the status history (a no-op when nothing changed); never throws. */
+  private recordHistory(printerId: string, status: string, connection: string, at: string): Promise<unknown> {
+    return this.store.statusHistory.record(printerId, status, connection, at).catch((err) => this.log.error({ err, printer_id: printerId }, 'could not store status history'));
   }
 
   private alert(level: 'info' | 'warning' | 'error', message: string, printerId: string, extra: Record<string, unknown>): void {

@@ -106,6 +106,7 @@ export class PrinterRegistry {
       if (isUniqueViolation(err)) throw conflict('PRINTER_EXISTS', `A printer with id "${id}" already exists`, { printer_id: id });
       throw err;
     }
+    await this.store.statusHistory.record(id, record.status, record.connection_status, now);
     this.publish(record, 'created');
     await this.fleet.sync(id);
     return {
@@ -129,6 +130,8 @@ export class PrinterRegistry {
     const reconnect = (input.is_active === true && !current.is_active) || (current.is_active && input.is_active !== false && linkChanged);
     if (reconnect) Object.assign(patch, { status: 'configuring', connection_status: 'testing', status_message: null });
     await this.store.printers.update(id, patch);
+    // (De)activation and reconnects change the status: the status history keeps uptime right.
+    if (patch.status !== undefined && patch.connection_status !== undefined) await this.store.statusHistory.record(id, patch.status, patch.connection_status, now);
     this.publish({ ...current, ...patch } as PrinterRecord, 'updated');
     await this.fleet.sync(id);
     return { id, message: 'Printer updated', updated_at: now };
@@ -140,6 +143,8 @@ export class PrinterRegistry {
     await this.fleet.sync(id);
     this.cache.delete(id);
     const now = nowIso();
+    // The history outlives the printer (like its jobs); its removal ends the printer's uptime.
+    await this.store.statusHistory.record(id, 'offline', 'disconnected', now);
     this.publish({ ...current, status: 'offline', connection_status: 'disconnected' }, 'deleted');
     return { id, message: 'Printer deleted', deleted_at: now };
   }

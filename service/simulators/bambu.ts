@@ -22,6 +22,12 @@
  *
  * Time runs `speed` times faster than the wall clock: a 10-minute print at
  * speed 60 takes 10 s.
+ *
+ * For benchmarks with hundreds of printers (bench/fleet.ts): one shared TLS
+ * key/cert (`tls`), no FTPS (`ftps: false`) and no control API
+ * (`control: false`) make a simulator cheap to start; `reportOffsetMs`
+ * spreads the reports over the second; `benchReports` makes every report
+ * change the nozzle temperature and `onReport` tells when each one leaves.
  */
 import { randomInt } from 'node:crypto';
 import http from 'node:http';
@@ -55,7 +61,48 @@ export interface BambuSimulatorOptions {
   developerMode?: boolean;
   /** An AMS with three loaded trays and one empty slot (default true). */
   ams?: boolean;
+  /**
+   * TLS key and certificate (PEM) for MQTT and FTPS instead of a fresh self-signed pair with
+   * CN = serial. Many simulators can share one (see BambuSimulator.tlsCredentials()): generating
+   * a pair per printer is the slow part of starting hundreds of them.
+   */
+  tls?: SimTlsCredentials;
+  /** Run the implicit-FTPS server (default true). Off: ftpsPort is 0 and printerConfig() has no ftps_port. */
+  ftps?: boolean;
+  /** Run the HTTP control API (default true). Off: controlUrl is empty; the methods still work. */
+  control?: boolean;
+  /** Delay of the first periodic report in ms (default: one report interval); spreads many printers over the second. */
+  reportOffsetMs?: number;
+  /**
+   * Benchmark mode (default false): every report carries a new nozzle temperature, a 1 °C
+   * sawtooth 200, 201 … 299, 200 …, so that every report changes what the service shows.
+   * The print itself runs as usual.
+   */
+  benchReports?: boolean;
+  /** Called just before each push_status report is published (periodic and full). */
+  onReport?: (report: SimReportInfo) => void;
 }
+
+export interface SimTlsCredentials {
+  key: string;
+  cert: string;
+}
+
+/** What onReport tells about a push_status report about to go out. */
+export interface SimReportInfo {
+  id: string;
+  serial: string;
+  /** The report's sequence_id (as a number). */
+  sequence: number;
+  /** true for the `msg:0` full report after a pushall. */
+  full: boolean;
+  /** nozzle_temper as sent. */
+  nozzle: number;
+}
+
+/** Nozzle temperatures of the benchmark sawtooth: BENCH_NOZZLE_BASE … BENCH_NOZZLE_BASE + BENCH_NOZZLE_STEPS - 1. */
+export const BENCH_NOZZLE_BASE = 200;
+export const BENCH_NOZZLE_STEPS = 100;
 
 export interface BambuFaults {
   /** Every periodic report is a delta with only the changed keys. */
@@ -75,7 +122,8 @@ export type BambuPrinterConfig = {
   serial_number: string;
   access_code: string;
   mqtt_port: number;
-  ftps_port: number;
+  /** Absent when the simulator runs without FTPS (`ftps: false`). */
+  ftps_port?: number;
 };
 
 const SERIAL_PREFIX: Record<string, string> = {
@@ -125,9 +173,13 @@ export class BambuSimulator {
   private readonly reportIntervalMs: number;
   private readonly developerMode: boolean;
   private readonly hasAms: boolean;
+  private readonly options: BambuSimulatorOptions;
+  private startTimer: NodeJS.Timeout | null = null;
+  private benchStep = 0;
   private closed = false;
 
   private constructor(options: BambuSimulatorOptions) {
+    this.options = options;
     this.model = options.model ?? 'P1S';
     this.speed = options.speed && options.speed > 0 ? options.speed : 1;
     const prefix = SERIAL_PREFIX[this.model.toUpperCase()] ?? '01P';
@@ -157,18 +209,43 @@ export class BambuSimulator {
     return sim;
   }
 
+  /** A self-signed EC P-256 key and certificate (CN = commonName), e.g. to share across many simulators. */
+  static async tlsCredentials(commonName = 'printfarm-simulator'): Promise<SimTlsCredentials> {
+    const pems = await generate([{ name: 'commonName', value: commonName }], { keyType: 'ec', curve: 'P-256', algorithm: 'sha256' });
+    return { key: pems.private, cert: pems.cert };
+  }
+
   private async open(): Promise<void> {
-    const pems = await generate([{ name: 'commonName', value: this.serial }], { keyType: 'ec', curve: 'P-256', algorithm: 'sha256' });
-    this.mqtt = await SimMqtt.start({ key: pems.private, cert: pems.cert, serial: this.serial, accessCode: this.accessCode, onRequest: (m) => this.onRequest(m) });
-    this.ftps = new SimFtps({
-      key: pems.private,
-      cert: pems.cert,
-      user: 'bblp',
-      password: this.accessCode,
-      storage: this.storage,
-      throttle: () => this.faults.transfer_bytes_per_sec,
-    });
-    await this.ftps.listen();
+    const { key, cert } = this.options.tls ?? (await BambuSimulator.tlsCredentials(this.serial));
+    this.mqtt = await SimMqtt.start({ key, cert, serial: this.serial, accessCode: this.accessCode, onRequest: (m) => this.onRequest(m) });
+    if (this.options.ftps ?? true) {
+      this.ftps = new SimFtps({
+        key,
+        cert,
+        user: 'bblp',
+        password: this.accessCode,
+        storage: this.storage,
+        throttle: () => this.faults.transfer_bytes_per_sec,
+      });
+      await this.ftps.listen();
+    }
+    if (this.options.control ?? true) await this.listenControl();
+    this.lastTick = Date.now();
+    const startTicking = () => {
+      this.startTimer = null;
+      this.timer = setInterval(() => this.tick(), this.reportIntervalMs);
+    };
+    if (this.options.reportOffsetMs === undefined) startTicking();
+    else {
+      // The first report after the offset, then one per interval.
+      this.startTimer = setTimeout(() => {
+        startTicking();
+        this.tick();
+      }, Math.max(0, this.options.reportOffsetMs));
+    }
+  }
+
+  private async listenControl(): Promise<void> {
     this.http = http.createServer((req, res) => {
       this.onControl(req, res).catch(() => {
         if (!res.headersSent) this.json(res, 500, { error: 'internal error' });
@@ -182,8 +259,6 @@ export class BambuSimulator {
       this.http!.once('error', reject);
       this.http!.listen(0, '127.0.0.1', () => resolve());
     });
-    this.lastTick = Date.now();
-    this.timer = setInterval(() => this.tick(), this.reportIntervalMs);
   }
 
   get mqttPort(): number {
@@ -195,7 +270,8 @@ export class BambuSimulator {
   }
 
   get controlUrl(): string {
-    const address = this.http?.address() as net.AddressInfo | null;
+    if (!this.http) return '';
+    const address = this.http.address() as net.AddressInfo | null;
     return `http://127.0.0.1:${address?.port ?? 0}`;
   }
 
@@ -214,7 +290,7 @@ export class BambuSimulator {
       serial_number: this.serial,
       access_code: this.accessCode,
       mqtt_port: this.mqttPort,
-      ftps_port: this.ftpsPort,
+      ...(this.ftps ? { ftps_port: this.ftpsPort } : {}),
     };
   }
 
@@ -238,10 +314,13 @@ export class BambuSimulator {
   private async report(full: boolean): Promise<void> {
     if (this.closed || this.linkMode !== 'online' || !this.mqtt) return;
     const snapshot = this.printer.snapshot();
+    if (this.options.benchReports) snapshot.nozzle_temper = BENCH_NOZZLE_BASE + (this.benchStep++ % BENCH_NOZZLE_STEPS);
     const body = full ? snapshot : diffReport(this.lastSent, snapshot, this.faults.partial_reports ? [] : CORE_KEYS);
     this.lastSent = snapshot;
     this.printer.reported();
-    await this.mqtt.publish(this.reportTopic, { print: { ...body, command: 'push_status', msg: full ? 0 : 1, sequence_id: String(++this.sequence) } });
+    const sequence = ++this.sequence;
+    this.options.onReport?.({ id: this.id, serial: this.serial, sequence, full, nozzle: snapshot.nozzle_temper as number });
+    await this.mqtt.publish(this.reportTopic, { print: { ...body, command: 'push_status', msg: full ? 0 : 1, sequence_id: String(sequence) } });
   }
 
   private versionInfo(sequenceId: unknown): Json {
@@ -551,6 +630,8 @@ export class BambuSimulator {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    if (this.startTimer) clearTimeout(this.startTimer);
+    this.startTimer = null;
     const httpServer = this.http;
     const httpClosed = httpServer?.listening ? new Promise<void>((resolve) => httpServer.close(() => resolve())) : Promise.resolve();
     for (const s of this.httpSockets) s.destroy();

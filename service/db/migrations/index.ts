@@ -6,9 +6,13 @@ import type { Migration } from 'kysely';
 import * as m001 from './001_initial';
 import * as m002 from './002_printer_ports';
 import * as m003 from './003_job_tracking';
+import * as m004 from './004_status_history';
+import * as m005 from './005_file_catalog';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001_initial': m001,
   '002_printer_ports': m002,
   '003_job_tracking': m003,
+  '004_status_history': m004,
+  '005_file_catalog': m005,
 };

@@ -1,8 +1,189 @@
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../connection';
+import type { FilesTable } from '../schema';
 
-/** The file catalog (printer and local files). */
+export type FileStatus = 'available' | 'downloading' | 'downloaded' | 'local' | 'error';
+
+export interface FileRecord extends Omit<Selectable<FilesTable>, 'metadata' | 'status'> {
+  status: FileStatus;
+  metadata: Record<string, unknown> | null;
+  /** The printer's current name (null for local files). */
+  printer_name: string | null;
+}
+
+export type FilePatch = Partial<Omit<FileRecord, 'id' | 'printer_name' | 'created_at'>>;
+
+/** A file as a printer lists it. */
+export interface PrinterFileEntry {
+  id: string;
+  path: string;
+  name: string;
+  file_type: string;
+  size: number;
+  modified: string | null;
+}
+
+export interface FileQuery {
+  printer_id?: string;
+  status?: FileStatus;
+  file_type?: string;
+  search?: string;
+  page: number;
+  limit: number;
+}
+
+function toRow(patch: FilePatch): Partial<FilesTable> {
+  const { metadata, printer_name: _name, ...rest } = patch as FilePatch & { printer_name?: unknown };
+  return { ...rest, ...(metadata === undefined ? {} : { metadata: metadata === null ? null : JSON.stringify(metadata) }) };
+}
+
+function toRecord(row: Selectable<FilesTable> & { printer_name: string | null }): FileRecord {
+  return { ...row, status: row.status as FileStatus, metadata: row.metadata ? (JSON.parse(row.metadata) as Record<string, unknown>) : null };
+}
+
+/** `%` and `_` in a search are text, not wildcards. */
+const likeEscape = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
+
 export class FilesRepository {
   constructor(private readonly db: Db) {}
+
+  private select() {
+    return this.db.selectFrom('files').leftJoin('printers', 'printers.id', 'files.printer_id').selectAll('files').select('printers.name as printer_name');
+  }
+
+  async get(id: string): Promise<FileRecord | undefined> {
+    const row = await this.select().where('files.id', '=', id).executeTakeFirst();
+    return row && toRecord(row);
+  }
+
+  async insert(record: Omit<FileRecord, 'printer_name'>): Promise<void> {
+    await this.db
+      .insertInto('files')
+      .values(toRow(record) as FilesTable)
+      .execute();
+  }
+
+  async update(id: string, patch: FilePatch): Promise<boolean> {
+    const result = await this.db.updateTable('files').set(toRow(patch)).where('id', '=', id).executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  /** Changes the status only while it is one of `from` (so two downloads can't both start). */
+  async transition(id: string, from: readonly FileStatus[], patch: FilePatch): Promise<boolean> {
+    const result = await this.db.updateTable('files').set(toRow(patch)).where('id', '=', id).where('status', 'in', from).executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const result = await this.db.deleteFrom('files').where('id', '=', id).executeTakeFirst();
+    return result.numDeletedRows > 0n;
+  }
+
+  /**
+   * Brings a printer's rows in line with its listing, in one transaction: new files are added, sizes and
+   * dates refreshed, and files gone from the printer removed unless a local copy exists.
+   */
+  async syncPrinter(printerId: string, entries: PrinterFileEntry[], now: string): Promise<{ added: number; removed: number }> {
+    return this.db.transaction().execute(async (trx) => {
+      const existing = await trx.selectFrom('files').select(['id', 'printer_path', 'status']).where('printer_id', '=', printerId).execute();
+      const known = new Map(existing.map((r) => [r.printer_path, r]));
+      let added = 0;
+      for (const e of entries) {
+        const row = known.get(e.path);
+        if (row) {
+          await trx.updateTable('files').set({ file_size: e.size, created_on_printer: e.modified, updated_at: now }).where('id', '=', row.id).execute();
+          known.delete(e.path);
+        } else {
+          added++;
+          await trx
+            .insertInto('files')
+            .values({
+              id: e.id,
+              printer_id: printerId,
+              filename: e.name,
+              original_filename: e.name,
+              file_type: e.file_type,
+              file_size: e.size,
+              status: 'available',
+              printer_path: e.path,
+              local_path: null,
+              checksum: null,
+              created_on_printer: e.modified,
+              downloaded_at: null,
+              last_accessed: null,
+              download_attempts: 0,
+              metadata: null,
+              error: null,
+              created_at: now,
+              updated_at: now,
+            })
+            .onConflict((oc) => oc.doNothing())
+            .execute();
+        }
+      }
+      const gone = [...known.values()].filter((r) => r.status === 'available' || r.status === 'error').map((r) => r.id);
+      if (gone.length) await trx.deleteFrom('files').where('id', 'in', gone).execute();
+      return { added, removed: gone.length };
+    });
+  }
+
+  async list(q: FileQuery): Promise<{ files: FileRecord[]; total: number }> {
+    let base = this.db.selectFrom('files');
+    if (q.printer_id !== undefined) base = base.where('files.printer_id', '=', q.printer_id);
+    if (q.status !== undefined) base = base.where('files.status', '=', q.status);
+    if (q.file_type !== undefined) base = base.where('files.file_type', '=', q.file_type);
+    if (q.search) base = base.where(sql<boolean>`files.filename LIKE ${`%${likeEscape(q.search)}%`} ESCAPE '\\'`);
+    const { total } = await base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
+    const rows = await base
+      .leftJoin('printers', 'printers.id', 'files.printer_id')
+      .selectAll('files')
+      .select('printers.name as printer_name')
+      .orderBy(sql`coalesce(files.created_on_printer, files.created_at)`, 'desc')
+      .orderBy('files.id')
+      .limit(q.limit)
+      .offset((q.page - 1) * q.limit)
+      .execute();
+    return { files: rows.map(toRecord), total: Number(total) };
+  }
+
+  async summary() {
+    const row = await this.db
+      .selectFrom('files')
+      .select([
+        sql<number>`coalesce(sum(status = 'available'), 0)`.as('available_count'),
+        sql<number>`coalesce(sum(status = 'downloaded'), 0)`.as('downloaded_count'),
+        sql<number>`coalesce(sum(status = 'local'), 0)`.as('local_count'),
+        sql<number>`coalesce(sum(file_size), 0)`.as('total_size'),
+        sql<number>`coalesce(sum(status = 'error'), 0)`.as('error_count'),
+      ])
+      .executeTakeFirstOrThrow();
+    const downloaded = Number(row.downloaded_count);
+    const failed = Number(row.error_count);
+    return {
+      available_count: Number(row.available_count),
+      downloaded_count: downloaded,
+      local_count: Number(row.local_count),
+      total_size: Number(row.total_size),
+      download_success_rate: downloaded + failed === 0 ? 100 : Math.round((downloaded / (downloaded + failed)) * 1000) / 10,
+    };
+  }
+
+  /** Files with a local copy, older than `before` (downloaded or added), at least `minSize` bytes, optionally never opened since. */
+  async withLocalCopy(filter: { before: string; minSize: number; unusedOnly: boolean }): Promise<FileRecord[]> {
+    let q = this.select()
+      .where('files.local_path', 'is not', null)
+      .where('files.status', 'in', ['downloaded', 'local'])
+      .where(sql<string>`coalesce(files.downloaded_at, files.created_at)`, '<=', filter.before)
+      .where('files.file_size', '>=', filter.minSize);
+    if (filter.unusedOnly) q = q.where(sql<boolean>`(files.last_accessed IS NULL OR files.last_accessed <= ${filter.before})`);
+    const rows = await q.orderBy(sql`coalesce(files.downloaded_at, files.created_at)`).execute();
+    return rows.map(toRecord);
+  }
+
+  async forPrinter(printerId: string): Promise<FileRecord[]> {
+    const rows = await this.select().where('files.printer_id', '=', printerId).execute();
+    return rows.map(toRecord);
+  }
 
   async count(): Promise<number> {
     const row = await this.db.selectFrom('files').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();

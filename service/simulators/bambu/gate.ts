@@ -169,6 +169,24 @@ export class StallGate extends Duplex {
     else go();
   }
 
+  /**
+   * Corked writes (mqtt-packet writes a packet in pieces between cork and uncork) go out
+   * together, as one TLS write: the printer's broker sends a packet in one piece. Piece by
+   * piece they became several small TCP segments, and Nagle + delayed ACK held some of
+   * them back for up to 40 ms.
+   */
+  override _writev(chunks: Array<{ chunk: Buffer; encoding: BufferEncoding }>, callback: (error?: Error | null) => void): void {
+    const go = () => {
+      if (this.inner.destroyed) return callback();
+      this.inner.cork();
+      for (let i = 0; i < chunks.length - 1; i++) this.inner.write(chunks[i].chunk);
+      this.inner.write(chunks[chunks.length - 1].chunk, () => callback());
+      this.inner.uncork();
+    };
+    if (this.stalled) this.heldWrites.push(go);
+    else go();
+  }
+
   override _final(callback: (error?: Error | null) => void): void {
     this.inner.end();
     callback();

@@ -1,0 +1,193 @@
+/**
+ * The process under measurement in bench/fleet.ts, forked once per run. It
+ * measures its own CPU (process.cpuUsage) when asked, so nothing else in the
+ * benchmark (simulators, the /ws client) is counted.
+ *
+ * - mode "service": the real service (createService, real Bambu drivers,
+ *   SQLite in a temp dir that is deleted at the end); the parent registers
+ *   the printers through the REST API and reads /ws.
+ * - mode "relay": the baseline, a bare MQTT relay: one plain mqtt.js client
+ *   per printer (TLS, the same options as the driver), JSON.parse of each
+ *   report and one small printer_status frame per report to every /ws client.
+ *   Everything the service does on top of that (merging, state mapping,
+ *   change detection, status cache, database, event bus) is the difference.
+ *
+ * IPC: parent -> {cmd: 'start', mode, printers} | {cmd: 'sample', id} | {cmd: 'close'};
+ * worker -> {ev: 'ready', port} | {ev: 'sample', id, ...} | {ev: 'closed'} | {ev: 'error', message}.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import type tls from 'node:tls';
+import { connect as mqttConnect, type IClientOptions, type MqttClient } from 'mqtt';
+import { WebSocket, WebSocketServer } from 'ws';
+import { createService, type Service } from '../service/app';
+import { driverFactory } from '../service/printers/drivers';
+
+export interface BenchPrinter {
+  id: string;
+  serial: string;
+  access_code: string;
+  mqtt_port: number;
+}
+
+export type WorkerCommand =
+  | { cmd: 'start'; mode: 'service' | 'relay'; printers: BenchPrinter[] }
+  | { cmd: 'sample'; id: number }
+  | { cmd: 'close' };
+
+export type WorkerEvent =
+  | { ev: 'ready'; port: number }
+  | { ev: 'sample'; id: number; cpuUs: number; wallMs: number; connected: number; rssMb: number; loopP99Ms: number }
+  | { ev: 'closed' }
+  | { ev: 'error'; message: string };
+
+interface Running {
+  port: number;
+  connected(): number;
+  close(): Promise<void>;
+}
+
+const send = (event: WorkerEvent) => process.send?.(event);
+
+async function startService(): Promise<Running> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'printfarm-bench-'));
+  let service: Service;
+  try {
+    service = await createService({
+      host: '127.0.0.1',
+      port: 0,
+      dataDir,
+      env: {},
+      logLevel: 'silent',
+      updateCheckUrl: 'http://127.0.0.1:9/unreachable',
+      updateCheckTimeout: 1,
+      // Short reconnect backoff as in the e2e tests; a watchdog that a busy second does not trip.
+      driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),
+      fleet: { watchdogMs: 15_000, commandTimeoutMs: 3000, connectTimeoutMs: 15_000 },
+    });
+  } catch (err) {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+  return {
+    port: service.port,
+    // The parent counts connected printers through the API.
+    connected: () => -1,
+    close: async () => {
+      try {
+        await service.close();
+      } finally {
+        fs.rmSync(dataDir, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+async function startRelay(printers: BenchPrinter[]): Promise<Running> {
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, path: '/ws' });
+  await new Promise<void>((resolve, reject) => {
+    wss.once('listening', resolve);
+    wss.once('error', reject);
+  });
+  let connected = 0;
+  const clients: MqttClient[] = printers.map((p) => {
+    const topic = `device/${p.serial}/report`;
+    const options: IClientOptions & tls.ConnectionOptions = {
+      protocol: 'mqtts',
+      host: '127.0.0.1',
+      port: p.mqtt_port,
+      username: 'bblp',
+      password: p.access_code,
+      clientId: `relay_${p.id}`,
+      protocolVersion: 4,
+      clean: true,
+      keepalive: 30,
+      reconnectPeriod: 1000,
+      rejectUnauthorized: false,
+      maxVersion: 'TLSv1.2',
+    };
+    const client = mqttConnect(options);
+    let subscribed = false;
+    client.on('connect', () => {
+      client.subscribe(topic, { qos: 0 }, (err) => {
+        if (!err && !subscribed) {
+          subscribed = true;
+          connected++;
+        }
+      });
+    });
+    client.on('error', () => undefined);
+    client.on('message', (_topic: string, payload: Buffer) => {
+      let message: { print?: { command?: unknown; nozzle_temper?: unknown } };
+      try {
+        message = JSON.parse(payload.toString('utf8'));
+      } catch {
+        return;
+      }
+      const print = message?.print;
+      if (!print || print.command !== 'push_status' || typeof print.nozzle_temper !== 'number') return;
+      const frame = JSON.stringify({ type: 'printer_status', timestamp: new Date().toISOString(), data: { printer_id: p.id, temperatures: { nozzle: print.nozzle_temper } } });
+      for (const ws of wss.clients) if (ws.readyState === WebSocket.OPEN) ws.send(frame);
+    });
+    return client;
+  });
+  return {
+    port: (wss.address() as { port: number }).port,
+    connected: () => connected,
+    close: async () => {
+      await Promise.all(clients.map((c) => new Promise<void>((resolve) => c.end(true, {}, () => resolve()))));
+      for (const ws of wss.clients) ws.terminate();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    },
+  };
+}
+
+let running: Running | null = null;
+const loop = monitorEventLoopDelay({ resolution: 10 });
+loop.enable();
+
+process.on('message', (raw: unknown) => {
+  const msg = raw as WorkerCommand;
+  void (async () => {
+    try {
+      switch (msg.cmd) {
+        case 'start':
+          running = msg.mode === 'service' ? await startService() : await startRelay(msg.printers);
+          return send({ ev: 'ready', port: running.port });
+        case 'sample': {
+          const cpu = process.cpuUsage();
+          const loopP99Ms = loop.percentile(99) / 1e6;
+          loop.reset();
+          return send({
+            ev: 'sample',
+            id: msg.id,
+            cpuUs: cpu.user + cpu.system,
+            wallMs: performance.now(),
+            connected: running?.connected() ?? 0,
+            rssMb: Math.round(process.memoryUsage().rss / 1e6),
+            loopP99Ms,
+          });
+        }
+        case 'close':
+          await running?.close();
+          running = null;
+          send({ ev: 'closed' });
+          process.disconnect?.();
+          return;
+      }
+    } catch (err) {
+      send({ ev: 'error', message: (err as Error).stack ?? String(err) });
+    }
+  })();
+});
+
+// The parent decides when to stop (Ctrl+C reaches the whole process group): close through IPC or on disconnect.
+process.on('SIGINT', () => undefined);
+// The parent went away: close (the temp dir goes too) and do not linger.
+process.on('disconnect', () => {
+  setTimeout(() => process.exit(1), 15_000).unref();
+  if (running) void running.close().finally(() => process.exit(0));
+  else process.exit(0);
+});

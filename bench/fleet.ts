@@ -1,0 +1,429 @@
+/**
+ * bench/fleet: N simulated Bambu Lab printers report once a second through
+ * the service to one /ws client. For each N it measures, over a steady
+ * window after warm-up:
+ *
+ * - the service's CPU per report and its CPU share in cores (process.cpuUsage
+ *   in the service's own process: bench/fleet-worker.ts), and
+ * - report -> /ws frame latency p50/p99: every report carries a new nozzle
+ *   temperature (simulator `benchReports`), the simulator records when each
+ *   report leaves (`onReport`), and the /ws client matches each frame by
+ *   (printer_id, temperatures.nozzle) to the report that caused it;
+ *
+ * against a baseline measured in the same run with the same simulators: a
+ * bare MQTT relay (plain mqtt.js clients, one small frame per report to the
+ * same /ws client, see fleet-worker.ts).
+ *
+ * Processes: this one runs the simulators and the /ws client (so the send and
+ * receive times come from one clock); the service or the relay runs in a
+ * forked child, so its CPU is measured alone. Loopback only.
+ *
+ * Options: --sizes 50,200,500,1000  --window 15 (s)  --warmup 3 (s)  --interval 1000 (ms)
+ *
+ * The machine is shared: the load average is printed with every figure, and
+ * the latency tail moves with whatever else runs on the cores.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { WebSocket } from 'ws';
+import { BENCH_NOZZLE_BASE, BENCH_NOZZLE_STEPS, BambuSimulator, type SimReportInfo, type SimTlsCredentials } from '../service/simulators/bambu';
+import type { BenchPrinter, WorkerCommand, WorkerEvent } from './fleet-worker';
+
+interface Options {
+  sizes: number[];
+  windowS: number;
+  warmupS: number;
+  intervalMs: number;
+}
+
+interface Measurement {
+  mode: 'service' | 'relay';
+  n: number;
+  wallS: number;
+  reports: number;
+  frames: number;
+  matched: number;
+  lost: number;
+  cpuUs: number;
+  loadCpuUs: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  workerLoopP99Ms: number;
+  loadLoopP99Ms: number;
+  rssMb: number;
+  /** The machine's 1-minute load average at the end of the window (other processes share the cores). */
+  loadAvg: number;
+}
+
+const MODELS = ['X1C', 'P1S', 'A1'];
+
+function parseArgs(argv: string[]): Options {
+  const options: Options = { sizes: [50, 200, 500, 1000], windowS: 15, warmupS: 3, intervalMs: 1000 };
+  for (let i = 0; i < argv.length; i++) {
+    const value = argv[i + 1];
+    const number = (name: string) => {
+      const n = Number(value);
+      if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} needs a positive number`);
+      i++;
+      return n;
+    };
+    switch (argv[i]) {
+      case '--sizes':
+        options.sizes = (value ?? '').split(',').map((s) => Number(s.trim()));
+        if (!options.sizes.length || options.sizes.some((n) => !Number.isInteger(n) || n <= 0)) throw new Error('--sizes needs e.g. 50,200,500,1000');
+        i++;
+        break;
+      case '--window':
+        options.windowS = number('--window');
+        break;
+      case '--warmup':
+        options.warmupS = number('--warmup');
+        break;
+      case '--interval':
+        options.intervalMs = number('--interval');
+        break;
+      default:
+        throw new Error(`unknown option ${argv[i]} (options: --sizes 50,200 --window 15 --warmup 3 --interval 1000)`);
+    }
+  }
+  return options;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return NaN;
+  const at = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[at];
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight. */
+async function pool<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        out[i] = await fn(items[i], i);
+      }
+    }),
+  );
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Send times and frame matching
+// ---------------------------------------------------------------------------
+
+/**
+ * When each report left, by printer and nozzle temperature. The sawtooth has
+ * BENCH_NOZZLE_STEPS values, so a slot is reused only after that many reports
+ * (100 s at one report a second): a frame finds the report that caused it.
+ */
+class Ledger {
+  private readonly sent = new Map<string, Float64Array>();
+  windowStart = Infinity;
+  windowEnd = Infinity;
+  reportsInWindow = 0;
+  framesInWindow = 0;
+  latencies: number[] = [];
+  unmatched = 0;
+
+  onReport(info: SimReportInfo): void {
+    const now = performance.now();
+    let slots = this.sent.get(info.id);
+    if (!slots) this.sent.set(info.id, (slots = new Float64Array(BENCH_NOZZLE_STEPS)));
+    const slot = info.nozzle - BENCH_NOZZLE_BASE;
+    if (slot >= 0 && slot < BENCH_NOZZLE_STEPS) slots[slot] = now;
+    if (now >= this.windowStart && now < this.windowEnd) this.reportsInWindow++;
+  }
+
+  onFrame(text: string): void {
+    const now = performance.now();
+    let frame: { type?: string; data?: { printer_id?: string; temperatures?: { nozzle?: number } } };
+    try {
+      frame = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (frame.type !== 'printer_status') return;
+    if (now >= this.windowStart && now < this.windowEnd) this.framesInWindow++;
+    const id = frame.data?.printer_id;
+    const nozzle = frame.data?.temperatures?.nozzle;
+    const slots = id ? this.sent.get(id) : undefined;
+    const slot = typeof nozzle === 'number' ? nozzle - BENCH_NOZZLE_BASE : -1;
+    const sentAt = slots && Number.isInteger(slot) && slot >= 0 && slot < BENCH_NOZZLE_STEPS ? slots[slot] : 0;
+    if (!slots || !sentAt) {
+      this.unmatched++;
+      return;
+    }
+    slots[slot] = 0; // one frame per report
+    if (sentAt >= this.windowStart && sentAt < this.windowEnd) this.latencies.push(now - sentAt);
+  }
+
+  open(start: number, end: number): void {
+    this.windowStart = start;
+    this.windowEnd = end;
+    this.reportsInWindow = 0;
+    this.framesInWindow = 0;
+    this.latencies = [];
+    this.unmatched = 0;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The worker process (service or relay)
+// ---------------------------------------------------------------------------
+
+class Worker {
+  private readonly child: ChildProcess;
+  private readonly waiting = new Map<string, (e: WorkerEvent) => void>();
+  private sampleId = 0;
+  private exited = false;
+
+  constructor() {
+    this.child = fork(path.join(__dirname, 'fleet-worker.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.child.on('message', (raw) => {
+      const e = raw as WorkerEvent;
+      if (e.ev === 'error') {
+        process.stderr.write(`worker error: ${e.message}\n`);
+        for (const resolve of this.waiting.values()) resolve(e);
+        this.waiting.clear();
+        return;
+      }
+      const key = e.ev === 'sample' ? `sample:${e.id}` : e.ev;
+      const resolve = this.waiting.get(key);
+      this.waiting.delete(key);
+      resolve?.(e);
+    });
+    this.child.on('exit', () => {
+      this.exited = true;
+      for (const resolve of this.waiting.values()) resolve({ ev: 'error', message: 'worker exited' });
+      this.waiting.clear();
+    });
+  }
+
+  private ask<E extends WorkerEvent>(command: WorkerCommand, key: string): Promise<E> {
+    if (this.exited) return Promise.reject(new Error('worker exited'));
+    return new Promise<E>((resolve, reject) => {
+      this.waiting.set(key, (e) => (e.ev === 'error' ? reject(new Error(e.message)) : resolve(e as E)));
+      this.child.send(command);
+    });
+  }
+
+  start(mode: 'service' | 'relay', printers: BenchPrinter[]): Promise<Extract<WorkerEvent, { ev: 'ready' }>> {
+    return this.ask({ cmd: 'start', mode, printers }, 'ready');
+  }
+
+  sample(): Promise<Extract<WorkerEvent, { ev: 'sample' }>> {
+    const id = ++this.sampleId;
+    return this.ask({ cmd: 'sample', id }, `sample:${id}`);
+  }
+
+  async close(): Promise<void> {
+    if (this.exited) return;
+    const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
+    await Promise.race([this.ask({ cmd: 'close' }, 'closed').catch(() => undefined), sleep(20_000)]);
+    const kill = setTimeout(() => this.child.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(kill);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// One N
+// ---------------------------------------------------------------------------
+
+async function startSimulators(n: number, options: Options, tls: SimTlsCredentials, ledger: Ledger): Promise<BambuSimulator[]> {
+  const ids = Array.from({ length: n }, (_, i) => i);
+  return pool(ids, 50, (i) =>
+    BambuSimulator.start({
+      id: `bench-${String(i + 1).padStart(4, '0')}`,
+      name: `Bench ${MODELS[i % MODELS.length]} #${i + 1}`,
+      model: MODELS[i % MODELS.length],
+      reportIntervalMs: options.intervalMs,
+      // Independent printers: spread evenly over the report interval, not all in the same millisecond.
+      reportOffsetMs: Math.round((i / n) * options.intervalMs),
+      tls,
+      ftps: false,
+      control: false,
+      benchReports: true,
+      onReport: (info) => ledger.onReport(info),
+    }),
+  );
+}
+
+async function connectWs(port: number, ledger: Ledger): Promise<WebSocket> {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`);
+  ws.on('message', (data: Buffer) => ledger.onFrame(data.toString('utf8')));
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  return ws;
+}
+
+async function closeWs(ws: WebSocket): Promise<void> {
+  if (ws.readyState === WebSocket.CLOSED) return;
+  const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
+  ws.close();
+  const cut = setTimeout(() => ws.terminate(), 2000);
+  await closed;
+  clearTimeout(cut);
+}
+
+async function waitFor(what: string, probe: () => Promise<boolean>, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(250);
+  }
+}
+
+async function registerPrinters(base: string, sims: BambuSimulator[]): Promise<void> {
+  await pool(sims, 16, async (sim) => {
+    const res = await fetch(`${base}/api/v1/printers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(sim.printerConfig()) });
+    if (res.status !== 201) throw new Error(`POST /printers ${sim.id}: ${res.status} ${await res.text()}`);
+  });
+}
+
+async function connectedViaApi(base: string): Promise<number> {
+  const res = await fetch(`${base}/api/v1/printers`);
+  const body = (await res.json()) as { printers: Array<{ connection_status: string }> };
+  return body.printers.filter((p) => p.connection_status === 'connected').length;
+}
+
+async function measure(mode: 'service' | 'relay', sims: BambuSimulator[], options: Options, ledger: Ledger): Promise<Measurement> {
+  const n = sims.length;
+  const worker = new Worker();
+  let ws: WebSocket | null = null;
+  try {
+    const printers: BenchPrinter[] = sims.map((s) => ({ id: s.id, serial: s.serial, access_code: s.accessCode, mqtt_port: s.mqttPort }));
+    const { port } = await worker.start(mode, printers);
+    const base = `http://127.0.0.1:${port}`;
+    ws = await connectWs(port, ledger);
+    const connectMs = 30_000 + n * 30;
+    if (mode === 'service') {
+      await registerPrinters(base, sims);
+      await waitFor(`${n} printers connected`, async () => (await connectedViaApi(base)) === n, connectMs);
+    } else {
+      await waitFor(`${n} relay clients subscribed`, async () => (await worker.sample()).connected === n, connectMs);
+    }
+    await sleep(options.warmupS * 1000);
+
+    const loop = monitorEventLoopDelay({ resolution: 10 });
+    const before = await worker.sample();
+    const loadBefore = process.cpuUsage();
+    const start = performance.now();
+    ledger.open(start, start + options.windowS * 1000);
+    loop.enable();
+    await sleep(options.windowS * 1000);
+    const after = await worker.sample();
+    const loadAfter = process.cpuUsage(loadBefore);
+    loop.disable();
+    // Frames of the window's last reports are still on their way: a report without a frame after this is lost.
+    await sleep(1000);
+
+    const sorted = Float64Array.from(ledger.latencies).sort();
+    const reports = ledger.reportsInWindow;
+    const result: Measurement = {
+      mode,
+      n,
+      // The worker's own clock between its two CPU samples.
+      wallS: (after.wallMs - before.wallMs) / 1000,
+      reports,
+      frames: ledger.framesInWindow,
+      matched: sorted.length,
+      lost: Math.max(0, reports - sorted.length),
+      cpuUs: after.cpuUs - before.cpuUs,
+      loadCpuUs: loadAfter.user + loadAfter.system,
+      p50: percentile(sorted, 50),
+      p90: percentile(sorted, 90),
+      p99: percentile(sorted, 99),
+      max: sorted.length ? sorted[sorted.length - 1] : NaN,
+      workerLoopP99Ms: after.loopP99Ms,
+      loadLoopP99Ms: loop.percentile(99) / 1e6,
+      rssMb: after.rssMb,
+      loadAvg: os.loadavg()[0],
+    };
+    ledger.open(Infinity, Infinity);
+    return result;
+  } finally {
+    if (ws) await closeWs(ws);
+    await worker.close();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Report
+// ---------------------------------------------------------------------------
+
+const f1 = (v: number) => (Number.isFinite(v) ? v.toFixed(1) : 'n/a');
+const f2 = (v: number) => (Number.isFinite(v) ? v.toFixed(2) : 'n/a');
+const f0 = (v: number) => (Number.isFinite(v) ? Math.round(v).toString() : 'n/a');
+const perReport = (m: Measurement) => m.cpuUs / Math.max(1, m.reports);
+const cores = (m: Measurement) => m.cpuUs / 1e6 / m.wallS;
+
+function describe(m: Measurement): string {
+  return (
+    `  ${m.mode.padEnd(7)} N=${m.n}: ${m.reports} reports, ${m.frames} frames, ${m.matched} matched, ${m.lost} without frame in ${m.wallS.toFixed(1)} s; ` +
+    `CPU ${f1(perReport(m))} µs/report = ${f2(cores(m))} cores; latency p50 ${f1(m.p50)} / p90 ${f1(m.p90)} / p99 ${f1(m.p99)} / max ${f1(m.max)} ms; ` +
+    `event-loop p99 ${f1(m.workerLoopP99Ms)} ms (${m.mode}) / ${f1(m.loadLoopP99Ms)} ms (simulators); simulators+client ${f2(m.loadCpuUs / 1e6 / m.wallS)} cores; ${m.mode} rss ${m.rssMb} MB; load average ${f2(m.loadAvg)}`
+  );
+}
+
+function table(rows: Array<{ service: Measurement; relay: Measurement }>): string {
+  const lines = [
+    '| N | reports/s | frames/s | service CPU/report (µs) | service CPU (cores) | latency p50 / p99 (ms) | relay CPU/report (µs) | relay p50 / p99 (ms) | CPU ratio service/relay | p99 ratio service/relay | simulators + client (cores) |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const { service: s, relay: r } of rows) {
+    lines.push(
+      `| ${s.n} | ${f0(s.reports / s.wallS)} | ${f0(s.frames / s.wallS)} | ${f1(perReport(s))} | ${f2(cores(s))} | ${f1(s.p50)} / ${f1(s.p99)} | ${f1(perReport(r))} | ${f1(r.p50)} / ${f1(r.p99)} | ${f2(perReport(s) / perReport(r))} | ${f2(s.p99 / r.p99)} | ${f2(s.loadCpuUs / 1e6 / s.wallS)} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const options = parseArgs(argv);
+  process.stdout.write(
+    `bench/fleet: sizes ${options.sizes.join(', ')}; one report per ${options.intervalMs} ms per printer; warm-up ${options.warmupS} s, window ${options.windowS} s; ` +
+      `node ${process.version}, ${os.cpus().length} CPUs, load average ${f2(os.loadavg()[0])}\n`,
+  );
+  const tls = await BambuSimulator.tlsCredentials('printfarm-bench');
+  const rows: Array<{ service: Measurement; relay: Measurement }> = [];
+  for (const n of options.sizes) {
+    const ledger = new Ledger();
+    const t0 = Date.now();
+    const sims = await startSimulators(n, options, tls, ledger);
+    process.stdout.write(`N=${n}: ${n} simulators started in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+    try {
+      const relay = await measure('relay', sims, options, ledger);
+      process.stdout.write(`${describe(relay)}\n`);
+      const service = await measure('service', sims, options, ledger);
+      process.stdout.write(`${describe(service)}\n`);
+      rows.push({ service, relay });
+    } finally {
+      await Promise.all(sims.map((s) => s.close()));
+    }
+  }
+  process.stdout.write(`\n${table(rows)}\n`);
+  const big = rows.find((r) => r.service.n === 1000);
+  if (big) {
+    const ok = big.service.p99 < 50 && cores(big.service) < 1 && big.service.lost === 0;
+    process.stdout.write(`\nTarget (1000 printers: p99 < 50 ms, service < 1 core, every report framed): ${ok ? 'met' : 'NOT met'}\n`);
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).catch((err) => {
+    process.stderr.write(`${(err as Error).stack ?? err}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,330 @@
+/**
+ * bench/stats: latency of GET /api/v1/statistics/overview with 10^4, 10^5
+ * and 10^6 jobs, against a baseline measured in the same run on the same db
+ * file: the very same SQL (the CompiledQuery list of
+ * StatisticsRepository.overviewQueries, statements prepared once) run
+ * straight on a second better-sqlite3 connection. The ratio endpoint / raw
+ * is what the endpoint adds: HTTP, routing, validation, kysely, the
+ * arithmetic and JSON.
+ *
+ * Data: 8 active printers, 2000 catalogued files, jobs spread evenly over the
+ * last 730 days (inserted in time order per batch, as a farm writes them),
+ * mostly completed, 5 materials, a third business. Sizes grow by topping up
+ * the same file. Period `week` reads about 1% of the jobs, `year` about half.
+ *
+ * Options: --sizes 10000,100000,1000000  --periods week,year  --runs 15 (per cell, fewer when a run is slow)  --budget 20 (s per cell)
+ */
+import { EventEmitter } from 'node:events';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { createService, type Service } from '../service/app';
+import { DB_FILENAME } from '../service/db';
+import { DriverError, type DriverConfig, type PrinterDriver } from '../service/printers/driver';
+import { resolvePeriod, type PeriodName } from '../service/statistics/period';
+
+interface Options {
+  sizes: number[];
+  periods: PeriodName[];
+  runs: number;
+  budgetS: number;
+}
+
+const TIME_ZONE = 'Europe/Berlin';
+const PRINTERS = 8;
+const FILES = 2000;
+const SPAN_DAYS = 730;
+const MATERIALS = ['PLA', 'PETG', 'ABS', 'ASA', 'TPU'];
+
+function parseArgs(argv: string[]): Options {
+  const options: Options = { sizes: [10_000, 100_000, 1_000_000], periods: ['week', 'year'], runs: 15, budgetS: 20 };
+  for (let i = 0; i < argv.length; i++) {
+    const value = argv[i + 1] ?? '';
+    switch (argv[i]) {
+      case '--sizes':
+        options.sizes = value.split(',').map((s) => Number(s.trim()));
+        if (!options.sizes.length || options.sizes.some((n) => !Number.isInteger(n) || n <= 0)) throw new Error('--sizes needs e.g. 10000,100000');
+        options.sizes.sort((a, b) => a - b);
+        i++;
+        break;
+      case '--periods':
+        options.periods = value.split(',').map((s) => s.trim()) as PeriodName[];
+        if (options.periods.some((p) => !['day', 'week', 'month', 'year'].includes(p))) throw new Error('--periods takes day, week, month, year');
+        i++;
+        break;
+      case '--runs':
+        options.runs = Number(value);
+        if (!Number.isInteger(options.runs) || options.runs < 3) throw new Error('--runs needs an integer >= 3');
+        i++;
+        break;
+      case '--budget':
+        options.budgetS = Number(value);
+        if (!(options.budgetS > 0)) throw new Error('--budget needs seconds > 0');
+        i++;
+        break;
+      default:
+        throw new Error(`unknown option ${argv[i]}`);
+    }
+  }
+  return options;
+}
+
+/** A printer that is never reached: the bench measures the database, not the network. */
+class InertDriver extends EventEmitter implements PrinterDriver {
+  readonly state = null;
+  readonly connection = 'disconnected' as const;
+  constructor(readonly config: DriverConfig) {
+    super();
+  }
+  connect = () => new Promise<void>(() => {});
+  close = async () => {};
+  private none = async (): Promise<never> => {
+    throw new DriverError('OFFLINE', 'bench');
+  };
+  listFiles = this.none;
+  download = this.none;
+  pause = this.none;
+  resume = this.none;
+  stop = this.none;
+  startPrint = this.none;
+}
+
+/** Deterministic numbers, so that every run measures the same data. */
+function mulberry32(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function seedFleet(raw: BetterSqlite3.Database): void {
+  const now = new Date().toISOString();
+  const created = new Date(Date.now() - (SPAN_DAYS + 30) * 86_400_000).toISOString();
+  const printer = raw.prepare(
+    `INSERT INTO printers (id, name, type, ip_address, is_active, status, connection_status, created_at, updated_at) VALUES (?, ?, 'bambu_lab', '10.0.0.1', 1, ?, ?, ?, ?)`,
+  );
+  const file = raw.prepare(
+    `INSERT INTO files (id, printer_id, filename, file_type, file_size, status, created_at, updated_at) VALUES (?, ?, ?, '.3mf', ?, ?, ?, ?)`,
+  );
+  const rnd = mulberry32(7);
+  const statuses = ['available', 'downloaded', 'downloaded', 'local', 'error'];
+  raw.transaction(() => {
+    // Added to the farm after the service started: the fleet runs no driver for them.
+    for (let p = 0; p < PRINTERS; p++) printer.run(`bench-${p}`, `Bench ${p}`, p % 3 ? 'online' : 'offline', p % 3 ? 'connected' : 'disconnected', created, now);
+    for (let f = 0; f < FILES; f++) {
+      file.run(`file-${f}`, `bench-${f % PRINTERS}`, `part_${f}.3mf`, Math.floor(rnd() * 50_000_000), statuses[f % statuses.length], now, now);
+    }
+  })();
+}
+
+/** Adds `count` jobs over the last SPAN_DAYS days, in time order, in one transaction. */
+export function addJobs(raw: BetterSqlite3.Database, count: number, seed: number): void {
+  const insert = raw.prepare(`INSERT INTO jobs (printer_id, printer_name, job_name, filename, status, progress, start_time, end_time,
+      estimated_duration, actual_duration, material_type, material_estimated_usage, material_actual_usage, material_cost, power_cost, labor_cost,
+      is_business, created_at, updated_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+  const rnd = mulberry32(seed);
+  const now = Date.now();
+  const span = SPAN_DAYS * 86_400_000;
+  const starts = Float64Array.from({ length: count }, () => now - 86_400_000 - rnd() * span).sort();
+  raw.transaction(() => {
+    for (let i = 0; i < count; i++) {
+      const r = rnd();
+      const status = r < 0.85 ? 'completed' : r < 0.93 ? 'failed' : r < 0.98 ? 'cancelled' : 'queued';
+      const start = status === 'queued' ? null : starts[i];
+      const duration = Math.floor(600 + rnd() * 6 * 3600);
+      const done = status === 'completed' ? 1 : rnd();
+      const actual = start === null ? null : Math.floor(duration * done);
+      const material = rnd() < 0.05 ? null : MATERIALS[Math.floor(rnd() * MATERIALS.length)];
+      const grams = Math.round((5 + rnd() * 300) * 100) / 100;
+      const used = start === null ? null : Math.round(grams * done * 100) / 100;
+      const startIso = start === null ? null : new Date(start).toISOString();
+      const created = new Date(start ?? starts[i]).toISOString();
+      insert.run(
+        `bench-${i % PRINTERS}`,
+        `Bench ${i % PRINTERS}`,
+        `Part ${i}`,
+        `part_${i % 5000}.3mf`,
+        status,
+        status === 'completed' ? 100 : Math.round(done * 100),
+        startIso,
+        start === null ? null : new Date(start + (actual ?? 0) * 1000).toISOString(),
+        duration,
+        actual,
+        material,
+        grams,
+        used,
+        used === null ? null : Math.round(used * 0.025 * 100) / 100,
+        actual === null ? null : Math.round((actual / 3600) * 0.15 * 0.3 * 100) / 100,
+        rnd() < 0.3 ? 2.5 : null,
+        rnd() < 0.33 ? 1 : 0,
+        created,
+        created,
+      );
+    }
+  })();
+}
+
+interface Cell {
+  jobs: number;
+  period: PeriodName;
+  inPeriod: number;
+  runs: number;
+  endpointMs: number;
+  rawMs: number;
+  endpointP90: number;
+  rawP90: number;
+}
+
+const median = (xs: number[]) => percentile(xs, 50);
+function percentile(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+}
+
+async function measure(service: Service, raw: BetterSqlite3.Database, jobs: number, period: PeriodName, options: Options): Promise<Cell> {
+  const url = `${service.url.replace('localhost', '127.0.0.1')}/api/v1/statistics/overview?period=${period}`;
+  const statements = new Map<string, BetterSqlite3.Statement>();
+  const repo = service.context.store.statistics;
+
+  // A keep-alive connection of its own per cell: one opened before a long seeding could be closed by the server meanwhile.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const get = () =>
+    new Promise<{ status: number; text: string }>((resolve, reject) => {
+      http
+        .get(url, { agent }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+          res.on('error', reject);
+        })
+        .on('error', reject);
+    });
+  const endpoint = async () => {
+    const t = process.hrtime.bigint();
+    const res = await get();
+    const ms = Number(process.hrtime.bigint() - t) / 1e6;
+    if (res.status !== 200) throw new Error(`overview answered ${res.status}: ${res.text}`);
+    return { ms, total: (JSON.parse(res.text) as { jobs: { total_jobs: number } }).jobs.total_jobs };
+  };
+  // The same period the service resolves (same time zone, same clock), the same SQL, on its own connection.
+  // Only the statements are timed: resolving the period and compiling the queries happen before.
+  const direct = () => {
+    const clock = new Date();
+    const p = resolvePeriod({ period }, TIME_ZONE, clock);
+    const queries = repo.overviewQueries({ from: p.from, to: p.to, now: clock.toISOString() });
+    let total = 0;
+    const t = process.hrtime.bigint();
+    for (const [i, q] of queries.entries()) {
+      let stmt = statements.get(q.sql);
+      if (!stmt) statements.set(q.sql, (stmt = raw.prepare(q.sql)));
+      const rows = stmt.all(...(q.parameters as unknown[])) as Array<Record<string, number>>;
+      // The first query sums the jobs per material type.
+      if (i === 0) total = rows.reduce((n, row) => n + Number(row.total_jobs), 0);
+    }
+    return { ms: Number(process.hrtime.bigint() - t) / 1e6, total };
+  };
+
+  try {
+    // Warm-up: statement caches, page cache, JIT.
+    for (let i = 0; i < 2; i++) {
+      await endpoint();
+      direct();
+    }
+    const first = [await endpoint(), direct()];
+    if (first[0].total !== first[1].total) throw new Error(`endpoint counted ${first[0].total} jobs, the raw query ${first[1].total}`);
+    const pairMs = first[0].ms + first[1].ms;
+    const runs = Math.max(3, Math.min(options.runs, Math.floor((options.budgetS * 1000) / Math.max(pairMs, 1))));
+    const e: number[] = [first[0].ms];
+    const r: number[] = [first[1].ms];
+    for (let i = 1; i < runs; i++) {
+      // Alternate which goes first, so that drift and cache effects hit both alike.
+      if (i % 2) {
+        r.push(direct().ms);
+        e.push((await endpoint()).ms);
+      } else {
+        e.push((await endpoint()).ms);
+        r.push(direct().ms);
+      }
+    }
+    return { jobs, period, inPeriod: first[0].total, runs, endpointMs: median(e), rawMs: median(r), endpointP90: percentile(e, 90), rawP90: percentile(r, 90) };
+  } finally {
+    agent.destroy();
+  }
+}
+
+const fmt = (ms: number) => (ms < 10 ? ms.toFixed(2) : ms.toFixed(1));
+
+function table(cells: Cell[]): string {
+  const lines = [
+    '| jobs | period | jobs in period | endpoint p50 / p90 (ms) | raw SQL p50 / p90 (ms) | ratio endpoint / raw (p50) | runs |',
+    '|---:|---|---:|---:|---:|---:|---:|',
+  ];
+  for (const c of cells) {
+    lines.push(
+      `| ${c.jobs.toLocaleString('en-US')} | ${c.period} | ${c.inPeriod.toLocaleString('en-US')} | ${fmt(c.endpointMs)} / ${fmt(c.endpointP90)} | ${fmt(c.rawMs)} / ${fmt(c.rawP90)} | ${(c.endpointMs / c.rawMs).toFixed(2)} | ${c.runs} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const options = parseArgs(argv);
+  process.stdout.write(
+    `bench/stats: GET /statistics/overview vs the same SQL on better-sqlite3; sizes ${options.sizes.join(', ')}; periods ${options.periods.join(', ')}; ` +
+      `node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg()[0].toFixed(2)}\n`,
+  );
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'printfarm-bench-stats-'));
+  const service = await createService({
+    host: '127.0.0.1',
+    port: 0,
+    dataDir,
+    env: { TIMEZONE: TIME_ZONE },
+    logLevel: 'silent',
+    updateCheckUrl: 'http://127.0.0.1:9/unreachable',
+    driverFactory: (_type, config) => new InertDriver(config),
+  });
+  const raw = new BetterSqlite3(path.join(dataDir, DB_FILENAME));
+  raw.pragma('journal_mode = WAL');
+  const cells: Cell[] = [];
+  try {
+    seedFleet(raw);
+    let have = 0;
+    for (const size of options.sizes) {
+      const t0 = Date.now();
+      addJobs(raw, size - have, size);
+      have = size;
+      // As a long-running service's automatic checkpoints would have: the jobs in the db file, not the WAL.
+      raw.pragma('wal_checkpoint(TRUNCATE)');
+      const mb = fs.statSync(path.join(dataDir, DB_FILENAME)).size / 1024 / 1024;
+      process.stdout.write(`${size} jobs: seeded in ${((Date.now() - t0) / 1000).toFixed(1)} s (db ${mb.toFixed(0)} MB)\n`);
+      for (const period of options.periods) {
+        const cell = await measure(service, raw, size, period, options);
+        cells.push(cell);
+        process.stdout.write(
+          `  ${period}: ${cell.inPeriod} jobs in period; endpoint p50 ${fmt(cell.endpointMs)} ms, raw p50 ${fmt(cell.rawMs)} ms, ratio ${(cell.endpointMs / cell.rawMs).toFixed(2)} (${cell.runs} runs)\n`,
+        );
+      }
+    }
+  } finally {
+    raw.close();
+    await service.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+  process.stdout.write(`\n${table(cells)}\n`);
+  const worst = cells.filter((c) => c.jobs >= 100_000).reduce((m, c) => Math.max(m, c.endpointMs / c.rawMs), 0);
+  if (worst > 0) process.stdout.write(`\nTarget (endpoint within 2x of the raw SQL from 10^5 jobs): ${worst <= 2 ? 'met' : 'NOT met'} (worst ratio ${worst.toFixed(2)})\n`);
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).catch((err) => {
+    process.stderr.write(`${(err as Error).stack ?? err}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,238 @@
+import type { Request } from 'express';
+import Busboy from 'busboy';
+import type { ServiceContext } from '../context';
+import { MAX_UPLOAD_BYTES } from '../files/catalog';
+import {
+  CleanupBody,
+  CleanupCandidates,
+  CleanupQuery,
+  CleanupResult,
+  CurrentJobDownloadBody,
+  CurrentJobDownloadResult,
+  DownloadStarted,
+  DownloadStatus,
+  FileDeleted,
+  FileDetail,
+  FileIdParams,
+  FileList,
+  FileListQuery,
+  RefreshBody,
+  RefreshResult,
+  UploadResult,
+} from '../schemas/files';
+import { ApiError, notFound } from './errors';
+import { defineRoute, Reply, type AnyRoute } from './route';
+
+/** Reads the one file of a multipart upload and hands its stream to `store` (never buffering it whole). */
+function readUpload(req: Request, store: (name: string, stream: NodeJS.ReadableStream) => Promise<string>): Promise<string> {
+  if (!req.is('multipart/form-data')) {
+    return Promise.reject(
+      new ApiError(422, 'VALIDATION_ERROR', 'Invalid body: send multipart/form-data with a "file" field', {
+        location: 'body',
+        fields: [{ field: 'file', message: 'required (multipart/form-data)', code: 'invalid_type' }],
+      }),
+    );
+  }
+  return new Promise((resolve, reject) => {
+    let seen = false;
+    let result: Promise<string> | null = null;
+    const busboy = Busboy({ headers: req.headers, limits: { files: 1, fileSize: MAX_UPLOAD_BYTES, fields: 10 } });
+    busboy.on('file', (field, stream, info) => {
+      if (field !== 'file' || seen) {
+        stream.resume();
+        return;
+      }
+      seen = true;
+      result = store(info.filename || 'upload', stream);
+      result.catch(() => stream.resume());
+    });
+    busboy.on('error', (err: Error) => reject(new ApiError(422, 'VALIDATION_ERROR', `Invalid body: ${err.message}`, { location: 'body' })));
+    busboy.on('close', () => {
+      if (!result) {
+        reject(
+          new ApiError(422, 'VALIDATION_ERROR', 'Invalid body: file: required', { location: 'body', fields: [{ field: 'file', message: 'required', code: 'invalid_type' }] }),
+        );
+      } else result.then(resolve, reject);
+    });
+    req.pipe(busboy);
+  });
+}
+
+export function fileRoutes({ files, fleet, store }: ServiceContext): AnyRoute[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/files',
+      tag: 'Files',
+      summary: 'List files on printers and local files',
+      query: FileListQuery,
+      response: FileList,
+      async handler({ query }) {
+        const [{ files: rows, total }, summary] = await Promise.all([store.files.list(query), store.files.summary()]);
+        return {
+          files: rows.map((f) => files.view(f)),
+          pagination: { page: query.page, limit: query.limit, total_items: total, total_pages: Math.ceil(total / query.limit) },
+          summary,
+        };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/files/refresh',
+      tag: 'Files',
+      summary: 'Refresh the catalog from the printers now',
+      description: 'One printer (printer_id) or every connected printer.',
+      body: RefreshBody,
+      response: RefreshResult,
+      errors: [404, 502],
+      async handler({ body }) {
+        const ids = body.printer_id ? [body.printer_id] : fleet.connectedPrinters();
+        if (body.printer_id && !(await store.printers.exists(body.printer_id))) {
+          throw notFound('PRINTER_NOT_FOUND', `Printer "${body.printer_id}" not found`, { printer_id: body.printer_id });
+        }
+        const refreshed: { printer_id: string; added: number; removed: number }[] = [];
+        const failed: { printer_id: string; error: string }[] = [];
+        for (const id of ids) {
+          try {
+            refreshed.push({ printer_id: id, ...(await files.refresh(id)) });
+          } catch (err) {
+            if (body.printer_id) throw err;
+            failed.push({ printer_id: id, error: (err as Error).message });
+          }
+        }
+        return { refreshed, failed };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/files/upload',
+      tag: 'Files',
+      summary: 'Upload a local file (multipart/form-data, field "file")',
+      description: `Print and model files (.3mf, .gcode, .bgcode, .stl, .obj) up to ${MAX_UPLOAD_BYTES / 1024 / 1024} MB; stored under DATA_DIR/files/local.`,
+      rawBody: { contentType: 'multipart/form-data', schema: { type: 'object', properties: { file: { type: 'string', format: 'binary' } }, required: ['file'] } },
+      status: 201,
+      response: UploadResult,
+      errors: [413],
+      async handler({ req }) {
+        const id = await readUpload(req, (name, stream) => files.storeUpload(name, stream as never));
+        return new Reply(201, await files.detail(id));
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/files/download',
+      tag: 'Files',
+      summary: "Fetch the file of a printer's current print",
+      description:
+        'Statuses: success (downloaded now), exists_with_thumbnail / exists_no_thumbnail (a local copy exists), not_printing, no_file (the printer does not hold the file).',
+      body: CurrentJobDownloadBody,
+      response: CurrentJobDownloadResult,
+      errors: [404, 502],
+      async handler({ body }) {
+        return files.fetchCurrentJobFile(body.printer_id, body.file_path);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/files/cleanup/candidates',
+      tag: 'Files',
+      summary: 'Local copies worth deleting',
+      query: CleanupQuery,
+      response: CleanupCandidates,
+      handler: ({ query }) => files.cleanupCandidates(query),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/files/cleanup',
+      tag: 'Files',
+      summary: 'Delete local copies (confirm: true required)',
+      body: CleanupBody,
+      response: CleanupResult,
+      async handler({ body }) {
+        if (!body.confirm) {
+          throw new ApiError(422, 'VALIDATION_ERROR', 'Invalid body: confirm: must be true to delete files', {
+            location: 'body',
+            fields: [{ field: 'confirm', message: 'must be true', code: 'invalid_value' }],
+          });
+        }
+        return files.cleanup(body.file_ids);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/files/{file_id}',
+      tag: 'Files',
+      summary: 'File detail',
+      params: FileIdParams,
+      response: FileDetail,
+      handler: ({ params }) => files.detail(params.file_id),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/files/{file_id}',
+      tag: 'Files',
+      summary: 'Delete the local copy (the printer copy is untouched)',
+      params: FileIdParams,
+      response: FileDeleted,
+      errors: [409],
+      handler: ({ params }) => files.deleteLocal(params.file_id),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/files/{file_id}/content',
+      tag: 'Files',
+      summary: 'The bytes of the local copy',
+      params: FileIdParams,
+      response: FileDetail,
+      rawResponse: { contentType: 'application/octet-stream', description: 'The file' },
+      errors: [409],
+      async handler({ params, res }) {
+        const f = await files.localCopy(params.file_id);
+        await new Promise<void>((resolve, reject) =>
+          res.download(f.local_path, f.filename, { dotfiles: 'allow' }, (err) => (err && !res.headersSent ? reject(err) : resolve())),
+        );
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/files/{file_id}/download',
+      tag: 'Files',
+      summary: 'Download a printer file to local storage (in the background)',
+      description:
+        'Answers 202 at once; follow GET /files/{file_id}/download/status or file_update frames on /ws. A second request while the file is downloading joins the running task. 502 PRINTER_OFFLINE when the printer is not connected.',
+      params: FileIdParams,
+      status: 202,
+      response: DownloadStarted,
+      errors: [409, 502],
+      async handler({ params }) {
+        const f = await files.require(params.file_id);
+        if (!f.printer_id || !f.printer_path) {
+          throw new ApiError(409, 'NOT_ON_PRINTER', `File "${f.id}" is a local file; there is nothing to download`, { file_id: f.id });
+        }
+        const { task, joined } = await files.downloads.start(f);
+        return new Reply(202, {
+          id: f.id,
+          status: 'downloading',
+          message: joined ? 'Download already running; joined it' : 'Download started',
+          download_id: task.download_id,
+          estimated_duration: f.file_size ? Math.max(1, Math.round(f.file_size / (2 * 1024 * 1024))) : null,
+          started_at: task.started_at,
+        });
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/files/{file_id}/download/status',
+      tag: 'Files',
+      summary: 'Progress of the running (or last) download of a file',
+      params: FileIdParams,
+      response: DownloadStatus,
+      async handler({ params }) {
+        await files.require(params.file_id);
+        const task = files.downloads.status(params.file_id);
+        if (!task) throw notFound('DOWNLOAD_NOT_FOUND', `No download of file "${params.file_id}" since the service started`, { file_id: params.file_id });
+        return task;
+      },
+    }),
+  ];
+}

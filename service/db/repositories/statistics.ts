@@ -1,0 +1,265 @@
+/**
+ * The statistics aggregations, all in SQL: read-only queries over jobs,
+ * printers and files for a time range. A job belongs to the range of its
+ * start (or of its creation when it never started), as in GET /jobs; the
+ * expression `coalesce(start_time, created_at)` is written exactly as the
+ * indexes of migration 004 spell it so that SQLite uses them.
+ *
+ * Every query is built as a CompiledQuery first: the service runs them, and
+ * bench/stats.ts runs the very same SQL straight on better-sqlite3 as its
+ * baseline.
+ */
+import { sql, type CompiledQuery, type RawBuilder } from 'kysely';
+import type { Db } from '../connection';
+
+/** [from, to) as ISO timestamps (UTC, the stored format), and `now` for jobs still running. */
+export interface StatsRange {
+  from: string;
+  to: string;
+  now: string;
+}
+
+/** The jobs of a range, summed per stored material_type (see `periodQuery`). */
+export interface PeriodGroupRow {
+  material: string | null;
+  total_jobs: number;
+  completed_jobs: number;
+  failed_jobs: number;
+  cancelled_jobs: number;
+  total_print_time: number;
+  timed_jobs: number;
+  used_grams: number;
+  /** Jobs that used some material. */
+  using_jobs: number;
+  material_cost: number;
+  business_jobs: number;
+  business_total_cost: number;
+  /** Printing time of these jobs inside the range (see `periodQuery`). */
+  busy_seconds: number;
+}
+
+export interface FileTotalsRow {
+  total_files: number;
+  downloaded_files: number;
+  local_only_files: number;
+  error_files: number;
+  stored_bytes: number;
+}
+
+export interface QualityRow {
+  rated_first_layers: number;
+  good_first_layers: number;
+  surface_quality: number | null;
+  dimensional_accuracy: number | null;
+}
+
+/** Words (lower case) of the quality scale 1 (worst) to 5 (best); the digits 1 to 5 count too. */
+export const QUALITY_SCALE: Record<string, number> = {
+  excellent: 5,
+  perfect: 5,
+  good: 4,
+  fair: 3,
+  ok: 3,
+  okay: 3,
+  acceptable: 3,
+  average: 3,
+  poor: 2,
+  bad: 1,
+  fail: 1,
+  failed: 1,
+  terrible: 1,
+};
+/** A first layer with at least this score is a success. */
+export const FIRST_LAYER_SUCCESS_SCORE = 3;
+
+const WHEN = sql.raw('coalesce(start_time, created_at)');
+/** Grams a job used: what was measured, else the estimate of a job that completed. */
+const USED = sql.raw(`coalesce(material_actual_usage, CASE WHEN status = 'completed' THEN material_estimated_usage END)`);
+
+function score(path: string): RawBuilder<number | null> {
+  const value = `lower(trim(CAST(json_extract(quality_metrics, '${path}') AS TEXT)))`;
+  const words = Object.entries(QUALITY_SCALE)
+    .map(([word, n]) => `WHEN '${word}' THEN ${n}`)
+    .join(' ');
+  return sql.raw(`CASE ${value} ${words} WHEN '1' THEN 1 WHEN '2' THEN 2 WHEN '3' THEN 3 WHEN '4' THEN 4 WHEN '5' THEN 5 END`);
+}
+
+export class StatisticsRepository {
+  constructor(private readonly db: Db) {}
+
+  private inRange(r: StatsRange, printerId?: string) {
+    const printer = printerId === undefined ? sql`` : sql`AND printer_id = ${printerId}`;
+    return sql`${WHEN} >= ${r.from} AND ${WHEN} < ${r.to} ${printer}`;
+  }
+
+  /**
+   * One pass over the jobs of a range (one index range scan), summed per stored material_type (the few
+   * groups are merged by type, case and blanks aside, in `summarise`): counts, durations, material, money
+   * and printing time. A job of the range started in it, so its printing time is its actual_duration when
+   * it ended by min(to, now), else [start_time, end_time] (a running or paused job: until now) cut at
+   * min(to, now); `edgeBusyQuery` adds the jobs that started before the range and printed into it.
+   * Printing time counts for one printer, or for the active printers.
+   */
+  periodQuery(r: StatsRange, printerId?: string): CompiledQuery<PeriodGroupRow> {
+    const until = r.to < r.now ? r.to : r.now;
+    const counted = printerId === undefined ? sql`printer_id IN (SELECT id FROM printers WHERE is_active = 1)` : sql`1`;
+    return sql<PeriodGroupRow>`
+      SELECT material_type AS material,
+        count(*) AS total_jobs,
+        coalesce(sum(status = 'completed'), 0) AS completed_jobs,
+        coalesce(sum(status = 'failed'), 0) AS failed_jobs,
+        coalesce(sum(status = 'cancelled'), 0) AS cancelled_jobs,
+        coalesce(sum(actual_duration), 0) AS total_print_time,
+        count(actual_duration) AS timed_jobs,
+        coalesce(sum(${USED}), 0) AS used_grams,
+        count(CASE WHEN ${USED} > 0 THEN 1 END) AS using_jobs,
+        coalesce(sum(material_cost), 0) AS material_cost,
+        coalesce(sum(is_business), 0) AS business_jobs,
+        coalesce(sum(CASE WHEN is_business = 1 THEN coalesce(material_cost, 0) + coalesce(power_cost, 0) + coalesce(labor_cost, 0) END), 0) AS business_total_cost,
+        coalesce(sum(CASE WHEN ${counted} THEN
+          CASE WHEN end_time <= ${until} AND actual_duration IS NOT NULL THEN actual_duration
+          ELSE max(0, julianday(min(coalesce(end_time, CASE WHEN status IN ('printing', 'paused') THEN ${r.now} END), ${until})) - julianday(start_time)) * 86400.0 END
+        END), 0) AS busy_seconds
+      FROM jobs WHERE ${this.inRange(r, printerId)}
+      GROUP BY material_type`.compile(this.db);
+  }
+
+  /**
+   * Printing time inside [from, min(to, now)) of the jobs that started before `from` and ended after it
+   * (or still run): two small index ranges over (end_time, start_time), no table scan.
+   */
+  edgeBusyQuery(r: StatsRange, printerId?: string): CompiledQuery<{ seconds: number }> {
+    const until = r.to < r.now ? r.to : r.now;
+    const printers = printerId === undefined ? sql`printer_id IN (SELECT id FROM printers WHERE is_active = 1)` : sql`printer_id = ${printerId}`;
+    return sql<{ seconds: number }>`
+      SELECT coalesce(sum(max(0, julianday(min(coalesce(end_time, ${r.now}), ${until})) - julianday(${r.from}))), 0) * 86400.0 AS seconds
+      FROM (
+        SELECT end_time FROM jobs WHERE end_time > ${r.from} AND start_time < ${r.from} AND ${printers}
+        UNION ALL
+        SELECT end_time FROM jobs WHERE end_time IS NULL AND start_time < ${r.from} AND status IN ('printing', 'paused') AND ${printers}
+      )`.compile(this.db);
+  }
+
+  /**
+   * Active printers, those of them connected now, and the seconds of [from, min(to, now)) they existed
+   * (each from its creation): what their printing time is measured against.
+   */
+  printerCountsQuery(r: StatsRange): CompiledQuery<{ total_active: number; online_count: number; available_seconds: number }> {
+    const until = r.to < r.now ? r.to : r.now;
+    return sql<{ total_active: number; online_count: number; available_seconds: number }>`
+      SELECT coalesce(sum(is_active), 0) AS total_active,
+        coalesce(sum(is_active = 1 AND connection_status = 'connected'), 0) AS online_count,
+        coalesce(sum(CASE WHEN is_active = 1 THEN max(0, julianday(${until}) - julianday(max(${r.from}, created_at))) END), 0) * 86400.0 AS available_seconds
+      FROM printers`.compile(this.db);
+  }
+
+  /** The file catalog as it is now. */
+  fileTotalsQuery(): CompiledQuery<FileTotalsRow> {
+    return sql<FileTotalsRow>`
+      SELECT count(*) AS total_files,
+        coalesce(sum(status = 'downloaded'), 0) AS downloaded_files,
+        coalesce(sum(status = 'local'), 0) AS local_only_files,
+        coalesce(sum(status = 'error'), 0) AS error_files,
+        coalesce(sum(CASE WHEN status IN ('downloaded', 'local') THEN file_size END), 0) AS stored_bytes
+      FROM files`.compile(this.db);
+  }
+
+  /** Quality ratings of a printer's jobs in a range (see QUALITY_SCALE). */
+  qualityQuery(r: StatsRange, printerId: string): CompiledQuery<QualityRow> {
+    const accuracy = sql.raw(`json_extract(quality_metrics, '$.dimensional_accuracy')`);
+    return sql<QualityRow>`
+      SELECT count(first_layer) AS rated_first_layers,
+        coalesce(sum(first_layer >= ${FIRST_LAYER_SUCCESS_SCORE}), 0) AS good_first_layers,
+        avg(surface) AS surface_quality,
+        avg(accuracy) AS dimensional_accuracy
+      FROM (
+        SELECT ${score('$.first_layer_adhesion')} AS first_layer, ${score('$.surface_finish')} AS surface,
+          CASE WHEN json_type(quality_metrics, '$.dimensional_accuracy') IN ('integer', 'real') THEN ${accuracy} END AS accuracy
+        FROM jobs WHERE ${this.inRange(r, printerId)} AND quality_metrics IS NOT NULL AND json_valid(quality_metrics)
+      )`.compile(this.db);
+  }
+
+  /** The queries behind the overview, in the order `overview()` runs them. */
+  overviewQueries(r: StatsRange): CompiledQuery[] {
+    return [this.periodQuery(r), this.edgeBusyQuery(r), this.printerCountsQuery(r), this.fileTotalsQuery()];
+  }
+
+  async overview(r: StatsRange) {
+    const [groups, edge, printers, files] = await Promise.all([
+      this.all(this.periodQuery(r)),
+      this.one(this.edgeBusyQuery(r)),
+      this.one(this.printerCountsQuery(r)),
+      this.one(this.fileTotalsQuery()),
+    ]);
+    return { ...summarise(groups, Number(edge.seconds)), printers, files };
+  }
+
+  async printer(r: StatsRange, printerId: string) {
+    const [groups, edge, quality] = await Promise.all([
+      this.all(this.periodQuery(r, printerId)),
+      this.one(this.edgeBusyQuery(r, printerId)),
+      this.one(this.qualityQuery(r, printerId)),
+    ]);
+    return { ...summarise(groups, Number(edge.seconds)), quality };
+  }
+
+  private async all<R>(query: CompiledQuery<R>): Promise<R[]> {
+    return (await this.db.executeQuery(query)).rows;
+  }
+
+  private async one<R>(query: CompiledQuery<R>): Promise<R> {
+    const [row] = await this.all(query);
+    return row;
+  }
+}
+
+export interface MaterialUse {
+  material: string | null;
+  used_grams: number;
+  jobs: number;
+}
+
+/**
+ * The per-material_type rows added up, and the material use by type: types compared without case and
+ * surrounding blanks and named by their first spelling in sort order; jobs of no type count in the `null`
+ * entry when they used material. Heaviest first (ties: more jobs, then by name; no type last).
+ */
+function summarise(groups: PeriodGroupRow[], edgeBusySeconds: number) {
+  const totals = {
+    total_jobs: 0,
+    completed_jobs: 0,
+    failed_jobs: 0,
+    cancelled_jobs: 0,
+    total_print_time: 0,
+    timed_jobs: 0,
+    used_grams: 0,
+    material_cost: 0,
+    business_jobs: 0,
+    business_total_cost: 0,
+  };
+  let busySeconds = edgeBusySeconds;
+  const byType = new Map<string | null, MaterialUse>();
+  for (const g of groups) {
+    for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] += Number(g[key]);
+    busySeconds += Number(g.busy_seconds);
+    const name = g.material?.trim() || null;
+    const jobs = name === null ? Number(g.using_jobs) : Number(g.total_jobs);
+    if (jobs === 0) continue;
+    const key = name?.toLowerCase() ?? null;
+    const entry = byType.get(key);
+    if (!entry) byType.set(key, { material: name, used_grams: Number(g.used_grams), jobs });
+    else {
+      entry.used_grams += Number(g.used_grams);
+      entry.jobs += jobs;
+      if (name !== null && name < entry.material!) entry.material = name;
+    }
+  }
+  const materials = [...byType.values()].sort(
+    (a, b) =>
+      b.used_grams - a.used_grams ||
+      b.jobs - a.jobs ||
+      Number(a.material === null) - Number(b.material === null) ||
+      (a.material! < b.material! ? -1 : a.material! > b.material! ? 1 : 0),
+  );
+  return { totals, materials, busySeconds };
+}

@@ -1,0 +1,90 @@
+/**
+ * Where files live on disk: DATA_DIR/files/<printer id>/<name> for copies of
+ * printer files, DATA_DIR/files/local/<id>-<name> for uploads. Names come
+ * from printers and users, so every name is reduced to one safe path segment
+ * and every path is checked to stay inside DATA_DIR/files.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ApiError } from '../api/errors';
+
+/** The extension the API shows: ".3mf" for "x.gcode.3mf", ".gcode", ".stl"... (lower case, with the dot). */
+export function fileTypeOf(name: string): string {
+  const ext = path.extname(name).toLowerCase();
+  return ext || '.bin';
+}
+
+/** One safe path segment from any name: no folders, no "..", no control or reserved characters, at most 180 bytes. */
+export function safeSegment(name: string): string {
+  const base = name.replace(/\\/g, '/').split('/').pop() ?? '';
+  let safe = base.normalize('NFC').replace(/[\u0000-\u001f\u007f<>:"|?*]/g, '_').replace(/^\.+/, '_').trim();
+  while (Buffer.byteLength(safe) > 180) safe = safe.slice(0, -1);
+  return safe || 'file';
+}
+
+/** A stable id for a file on a printer (the same path on the same printer keeps its id across refreshes). */
+export function printerFileId(printerId: string, printerPath: string): string {
+  return createHash('sha256').update(`${printerId}\u0000${printerPath}`).digest('hex').slice(0, 20);
+}
+
+export class FileStorage {
+  readonly root: string;
+
+  constructor(dataDir: string) {
+    this.root = path.join(dataDir, 'files');
+  }
+
+  /** Resolves `parts` under the root; refuses anything that would land outside it. */
+  private inside(...parts: string[]): string {
+    const resolved = path.resolve(this.root, ...parts);
+    if (resolved !== this.root && !resolved.startsWith(this.root + path.sep)) {
+      throw new ApiError(400, 'VALIDATION_ERROR', 'File name leaves the storage folder', { location: 'body' });
+    }
+    return resolved;
+  }
+
+  printerCopy(printerId: string, name: string): string {
+    return this.inside(safeSegment(printerId), safeSegment(name));
+  }
+
+  localFile(id: string, name: string): string {
+    return this.inside('local', `${id}-${safeSegment(name)}`);
+  }
+
+  /** A temp file next to `target`: written, checksummed, then renamed over the target, so no half file is ever visible. */
+  tempFor(target: string): string {
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    return `${target}.part-${process.pid}-${Date.now().toString(36)}`;
+  }
+
+  /** True when `file` is one of ours (a path from the database, checked again before it is deleted or served). */
+  owns(file: string): boolean {
+    const resolved = path.resolve(file);
+    return resolved.startsWith(this.root + path.sep);
+  }
+
+  /** Temp files left by a crash mid-transfer. */
+  sweepPartials(): number {
+    let removed = 0;
+    const walk = (dir: string) => {
+      if (!fs.existsSync(dir)) return;
+      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+        const p = path.join(dir, entry.name);
+        if (entry.isDirectory()) walk(p);
+        else if (/\.part-\d+-[a-z0-9]+$/.test(entry.name)) {
+          fs.rmSync(p, { force: true });
+          removed++;
+        }
+      }
+    };
+    walk(this.root);
+    return removed;
+  }
+}
+
+export async function sha256File(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of fs.createReadStream(file)) hash.update(chunk as Buffer);
+  return `sha256:${hash.digest('hex')}`;
+}
