@@ -379,12 +379,12 @@ function describe(m: Measurement): string {
 
 function table(rows: Array<{ service: Measurement; relay: Measurement }>): string {
   const lines = [
-    '| N | reports/s | frames/s | service CPU/report (µs) | service CPU (cores) | latency p50 / p99 (ms) | relay CPU/report (µs) | relay p50 / p99 (ms) | CPU ratio service/relay | p99 ratio service/relay | simulators + client (cores) |',
-    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| N | reports/s | frames/s | service CPU/report (µs) | service CPU (cores) | latency p50 / p99 (ms) | relay CPU/report (µs) | relay p50 / p99 (ms) | CPU ratio service/relay | p99 ratio service/relay | simulators + client (cores) | load average |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const { service: s, relay: r } of rows) {
     lines.push(
-      `| ${s.n} | ${f0(s.reports / s.wallS)} | ${f0(s.frames / s.wallS)} | ${f1(perReport(s))} | ${f2(cores(s))} | ${f1(s.p50)} / ${f1(s.p99)} | ${f1(perReport(r))} | ${f1(r.p50)} / ${f1(r.p99)} | ${f2(perReport(s) / perReport(r))} | ${f2(s.p99 / r.p99)} | ${f2(s.loadCpuUs / 1e6 / s.wallS)} |`,
+      `| ${s.n} | ${f0(s.reports / s.wallS)} | ${f0(s.frames / s.wallS)} | ${f1(perReport(s))} | ${f2(cores(s))} | ${f1(s.p50)} / ${f1(s.p99)} | ${f1(perReport(r))} | ${f1(r.p50)} / ${f1(r.p99)} | ${f2(perReport(s) / perReport(r))} | ${f2(s.p99 / r.p99)} | ${f2(s.loadCpuUs / 1e6 / s.wallS)} | ${f2(s.loadAvg)} |`,
     );
   }
   return lines.join('\n');

@@ -9,12 +9,13 @@
  *   npm run bench                              every benchmark, default options
  *   npm run bench -- fleet --sizes 50,200 --window 5
  *   npm run bench -- stats --sizes 10000,100000,1000000
+ *   npm run bench -- gcode --size-mb 200
  */
 const { execFileSync, spawnSync } = require('node:child_process');
 const path = require('node:path');
 
 const root = path.join(__dirname, '..');
-const BENCHMARKS = ['fleet', 'stats'];
+const BENCHMARKS = ['fleet', 'stats', 'gcode'];
 
 let args = process.argv.slice(2);
 let selected = BENCHMARKS;
@@ -30,9 +31,14 @@ if (args[0] && !args[0].startsWith('-')) {
 const tsc = require.resolve('typescript/bin/tsc');
 try {
   execFileSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.bench.json')], { cwd: root, stdio: 'inherit' });
-} catch {
-  process.stderr.write('bench: compiling bench/ and service/ failed\n');
-  process.exit(1);
+} catch (err) {
+  // tsc exit status 2: type errors, JavaScript emitted anyway. Type checking is `npm test`'s job;
+  // a benchmark can still run (status 1 means nothing was emitted).
+  if (err.status !== 2) {
+    process.stderr.write('bench: compiling bench/ and service/ failed\n');
+    process.exit(1);
+  }
+  process.stderr.write('bench: type errors above; running the emitted JavaScript anyway\n');
 }
 
 let status = 0;

@@ -179,6 +179,8 @@ interface Cell {
   rawMs: number;
   endpointP90: number;
   rawP90: number;
+  /** GET /health p50 in the same cell: what any request costs (HTTP, express, logging) before its own work. */
+  floorMs: number;
 }
 
 const median = (xs: number[]) => percentile(xs, 50);
@@ -188,16 +190,17 @@ function percentile(xs: number[], p: number): number {
 }
 
 async function measure(service: Service, raw: BetterSqlite3.Database, jobs: number, period: PeriodName, options: Options): Promise<Cell> {
-  const url = `${service.url.replace('localhost', '127.0.0.1')}/api/v1/statistics/overview?period=${period}`;
+  const base = service.url.replace('localhost', '127.0.0.1');
+  const url = `${base}/api/v1/statistics/overview?period=${period}`;
   const statements = new Map<string, BetterSqlite3.Statement>();
   const repo = service.context.store.statistics;
 
   // A keep-alive connection of its own per cell: one opened before a long seeding could be closed by the server meanwhile.
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const get = () =>
+  const get = (target = url) =>
     new Promise<{ status: number; text: string }>((resolve, reject) => {
       http
-        .get(url, { agent }, (res) => {
+        .get(target, { agent }, (res) => {
           let text = '';
           res.setEncoding('utf8');
           res.on('data', (chunk: string) => (text += chunk));
@@ -253,7 +256,23 @@ async function measure(service: Service, raw: BetterSqlite3.Database, jobs: numb
         r.push(direct().ms);
       }
     }
-    return { jobs, period, inPeriod: first[0].total, runs, endpointMs: median(e), rawMs: median(r), endpointP90: percentile(e, 90), rawP90: percentile(r, 90) };
+    const floor: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const t = process.hrtime.bigint();
+      await get(`${base}/api/v1/health`);
+      if (i >= 5) floor.push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
+    return {
+      jobs,
+      period,
+      inPeriod: first[0].total,
+      runs,
+      endpointMs: median(e),
+      rawMs: median(r),
+      endpointP90: percentile(e, 90),
+      rawP90: percentile(r, 90),
+      floorMs: median(floor),
+    };
   } finally {
     agent.destroy();
   }
@@ -263,12 +282,12 @@ const fmt = (ms: number) => (ms < 10 ? ms.toFixed(2) : ms.toFixed(1));
 
 function table(cells: Cell[]): string {
   const lines = [
-    '| jobs | period | jobs in period | endpoint p50 / p90 (ms) | raw SQL p50 / p90 (ms) | ratio endpoint / raw (p50) | runs |',
-    '|---:|---|---:|---:|---:|---:|---:|',
+    '| jobs | period | jobs in period | endpoint p50 / p90 (ms) | raw SQL p50 / p90 (ms) | ratio endpoint / raw (p50) | GET /health p50 (ms) | runs |',
+    '|---:|---|---:|---:|---:|---:|---:|---:|',
   ];
   for (const c of cells) {
     lines.push(
-      `| ${c.jobs.toLocaleString('en-US')} | ${c.period} | ${c.inPeriod.toLocaleString('en-US')} | ${fmt(c.endpointMs)} / ${fmt(c.endpointP90)} | ${fmt(c.rawMs)} / ${fmt(c.rawP90)} | ${(c.endpointMs / c.rawMs).toFixed(2)} | ${c.runs} |`,
+      `| ${c.jobs.toLocaleString('en-US')} | ${c.period} | ${c.inPeriod.toLocaleString('en-US')} | ${fmt(c.endpointMs)} / ${fmt(c.endpointP90)} | ${fmt(c.rawMs)} / ${fmt(c.rawP90)} | ${(c.endpointMs / c.rawMs).toFixed(2)} | ${fmt(c.floorMs)} | ${c.runs} |`,
     );
   }
   return lines.join('\n');
@@ -290,6 +309,9 @@ export async function main(argv: string[]): Promise<void> {
     updateCheckUrl: 'http://127.0.0.1:9/unreachable',
     driverFactory: (_type, config) => new InertDriver(config),
   });
+  // The raw baseline runs in this process and blocks it for seconds at 10^6 jobs: keep idle connections
+  // open across that, or the server's 5 s keep-alive timeout races the next request (ECONNRESET).
+  service.server.keepAliveTimeout = 10 * 60_000;
   const raw = new BetterSqlite3(path.join(dataDir, DB_FILENAME));
   raw.pragma('journal_mode = WAL');
   const cells: Cell[] = [];
@@ -318,8 +340,12 @@ export async function main(argv: string[]): Promise<void> {
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
   process.stdout.write(`\n${table(cells)}\n`);
-  const worst = cells.filter((c) => c.jobs >= 100_000).reduce((m, c) => Math.max(m, c.endpointMs / c.rawMs), 0);
-  if (worst > 0) process.stdout.write(`\nTarget (endpoint within 2x of the raw SQL from 10^5 jobs): ${worst <= 2 ? 'met' : 'NOT met'} (worst ratio ${worst.toFixed(2)})\n`);
+  const missed = cells.filter((c) => c.endpointMs / c.rawMs > 2);
+  process.stdout.write(
+    `\nTarget (endpoint within 2x of the raw SQL): met in ${cells.length - missed.length} of ${cells.length} cells` +
+      missed.map((c) => `; missed at ${c.jobs} jobs/${c.period}: raw SQL ${fmt(c.rawMs)} ms, endpoint ${fmt(c.endpointMs)} ms, GET /health ${fmt(c.floorMs)} ms`).join('') +
+      '\n',
+  );
 }
 
 if (require.main === module) {

@@ -16,6 +16,7 @@ import { JobService } from './jobs/service';
 import { FileCatalog } from './files/catalog';
 import { DownloadManager, type DownloadOptions } from './files/downloads';
 import { FileStorage } from './files/storage';
+import { IdeaService, type IdeaServiceOptions } from './ideas/service';
 import { JobTracker } from './monitoring/job-tracker';
 import { StatusCache } from './monitoring/status-cache';
 import { createDriver } from './printers/drivers';
@@ -24,6 +25,7 @@ import { PrinterRegistry } from './printers/registry';
 import { RealtimeHub } from './realtime';
 import { SettingsService } from './settings';
 import { UpdateChecker } from './system/update-check';
+import { UsageService, type UsageOptions } from './usage/service';
 
 export interface ServiceOptions {
   /** A number, or the text of a flag (validated like PORT). */
@@ -46,6 +48,10 @@ export interface ServiceOptions {
   driverFactory?: DriverFactory;
   /** Download retries and frame pacing (tests shorten them). */
   downloads?: DownloadOptions;
+  /** Usage statistics: extra trusted CA for the aggregation service, deployment mode. */
+  usageStats?: UsageOptions;
+  /** Ideas: the page fetcher (injectable fetch, timeout, size cap), metadata retry and trending cache options. */
+  ideas?: IdeaServiceOptions;
 }
 
 export interface Service {
@@ -107,8 +113,14 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const fleet = new Fleet(store, cache, bus, settings, log, options.driverFactory ?? createDriver, options.fleet);
   const tracker = new JobTracker(store, settings, bus, log);
   fleet.onReport((printerId, state) => tracker.report(printerId, state));
+  const usage = await UsageService.create({ store, bus, settings, log, version: VERSION }, options.usageStats).catch(async (err) => {
+    await store.close();
+    await new Promise((resolve) => server.close(resolve));
+    throw err;
+  });
   const storage = new FileStorage(dataDir);
   const files = new FileCatalog(store, fleet, storage, new DownloadManager(store, fleet, storage, bus, log, options.downloads), log);
+  const ideas = new IdeaService(store, bus, log, options.ideas);
   const context: ServiceContext = {
     version: VERSION,
     dataDir,
@@ -124,12 +136,16 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     jobs: new JobService(store, settings, bus),
     files,
     updates: new UpdateChecker(VERSION, config.update_check_url, config.update_check_timeout * 1000, log),
+    usage,
+    ideas,
   };
   api.mount(context);
   const realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs });
   realtime.attach(server);
   phase = 'ready';
+  usage.start();
   files.start();
+  ideas.start();
   await fleet.start();
 
   const { port } = server.address() as AddressInfo;
@@ -142,6 +158,8 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     (closing ??= (async () => {
       phase = 'stopping';
       context.updates.close();
+      await ideas.close();
+      await usage.close();
       await realtime.close();
       await files.downloads.close();
       await files.close();

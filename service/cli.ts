@@ -3,6 +3,8 @@
  * Flags win over the environment variables PORT, HOST and DATA_DIR.
  */
 import { parseArgs } from 'node:util';
+import { createAggregator } from './aggregator/app';
+import { aggregatorOptions } from './aggregator/config';
 import { createService, type Service } from './app';
 import { ConfigError, VERSION } from './config';
 import type { CreatePrinterInput } from './schemas/printers';
@@ -13,11 +15,16 @@ const USAGE = `Printfarm ${VERSION}
 Usage:
   printfarm serve [--port 8000] [--host 0.0.0.0] [--data-dir ./data] [--demo]
   printfarm simulate [--bambu N] [--prusa N] [--speed X] [--json]
+  printfarm aggregator [--port 8100] [--host 0.0.0.0] [--data-dir ./aggregator-data] [--api-key KEY]...
+                       [--rate-limit 10] [--tls-key FILE --tls-cert FILE]
   printfarm --version
 
 serve --demo  also starts 3 simulated Bambu Lab and 2 PrusaLink printers and registers them.
 simulate      starts simulated printers on 127.0.0.1 (real MQTT/FTPS and PrusaLink protocols);
               --json prints one line {"printers":[{"printer":{...},"control_url":"..."}]}.
+aggregator    runs the aggregation service for opt-in usage statistics (own database in --data-dir);
+              API keys from --api-key (repeatable) or AGGREGATOR_API_KEY (comma-separated), mail
+              reports from AGGREGATOR_SMTP_* (see the README).
 
 Environment: PORT, HOST, DATA_DIR, LOG_LEVEL and the settings listed in the README.
 `;
@@ -37,6 +44,8 @@ async function serve(args: string[]): Promise<void> {
     port: values.port,
     host: values.host,
     dataDir: values['data-dir'],
+    // The demo polls its simulated PrusaLink printers every 2 s instead of monitoring_interval, so it looks alive.
+    fleet: values.demo ? { pollMs: 2000 } : undefined,
   });
   const farm = values.demo ? await startDemo(service) : null;
   const { url } = service;
@@ -78,15 +87,63 @@ async function startDemo(service: Service): Promise<SimulatedFarm> {
     if (id && (await service.context.store.printers.exists(id))) await printers.update(id, { ...link, is_active: true });
     else await printers.create({ ...body, is_active: true });
   }
-  // Two printers start printing so that the farm is alive from the first second.
-  for (const { printer, control_url } of farm.printers.filter((_, i) => i === 0 || i === 3)) {
-    const { files } = (await (await fetch(`${control_url}/state`)).json()) as { files: string[] };
+  // The farm stays alive: two printers start at once, and every 20 s an idle printer may start the next print.
+  const startSomething = async ({ printer, control_url }: SimulatedFarm['printers'][number]) => {
+    const state = (await (await fetch(`${control_url}/state`)).json()) as { status: string; files: string[] };
+    if (!/^(idle|finished|stopped|failed|ready)$/i.test(state.status)) return;
     const printable = printer.type === 'bambu_lab' ? /\.3mf$/i : /\.bgcode$/i;
-    const file = files.find((f) => printable.test(f)) ?? files[0];
+    const file = state.files.find((f) => printable.test(f)) ?? state.files[0];
     await fetch(`${control_url}/print`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ file }) });
-  }
+  };
+  for (const p of [farm.printers[0], farm.printers[3]]) await startSomething(p).catch(() => undefined);
+  const timer = setInterval(() => {
+    const pick = farm.printers[Math.floor(Math.random() * farm.printers.length)];
+    startSomething(pick).catch(() => undefined);
+  }, 20_000);
+  timer.unref();
   process.stdout.write(`Demo: ${farm.printers.length} simulated printers (${farm.printers.map((p) => p.printer.id).join(', ')})\n`);
-  return farm;
+  return {
+    ...farm,
+    close: async () => {
+      clearInterval(timer);
+      await farm.close();
+    },
+  };
+}
+
+async function aggregator(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      port: { type: 'string', short: 'p' },
+      host: { type: 'string' },
+      'data-dir': { type: 'string', short: 'd' },
+      'api-key': { type: 'string', multiple: true },
+      'rate-limit': { type: 'string' },
+      'tls-key': { type: 'string' },
+      'tls-cert': { type: 'string' },
+    },
+    strict: true,
+  });
+  const options = aggregatorOptions(values);
+  const service = await createAggregator(options);
+  process.stdout.write(
+    `\nPrintfarm aggregation service ${VERSION} is running\n` +
+      `  Submit    ${service.url}/submit  (X-API-Key required)\n` +
+      `  Stats     ${service.url}/stats/summary\n` +
+      `  Health    ${service.url}/health\n` +
+      `  Swagger   ${service.url}/docs\n` +
+      `  Data      ${options.dataDir}\n` +
+      `Press Ctrl+C to stop.\n\n`,
+  );
+  const stop = () => {
+    service.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
 }
 
 async function simulate(args: string[]): Promise<void> {
@@ -131,6 +188,8 @@ export async function main(argv: string[]): Promise<void> {
         return await serve(rest);
       case 'simulate':
         return await simulate(rest);
+      case 'aggregator':
+        return await aggregator(rest);
       case '--version':
       case '-v':
         process.stdout.write(`${VERSION}\n`);

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Store } from './db';
 import type { EventBus } from './events';
 import type { FileCatalog } from './files/catalog';
+import type { IdeaService } from './ideas/service';
 import type { JobService } from './jobs/service';
 import type { JobTracker } from './monitoring/job-tracker';
 import type { StatusCache } from './monitoring/status-cache';
@@ -10,6 +11,7 @@ import type { Fleet } from './printers/fleet';
 import type { PrinterRegistry } from './printers/registry';
 import type { SettingsService } from './settings';
 import type { UpdateChecker } from './system/update-check';
+import type { UsageService } from './usage/service';
 
 export interface ServiceContext {
   version: string;
@@ -26,4 +28,8 @@ export interface ServiceContext {
   jobs: JobService;
   files: FileCatalog;
   updates: UpdateChecker;
+  /** Opt-in usage statistics (client side). */
+  usage: UsageService;
+  /** Ideas / bookmarks and the trending cache (`ideas.trending`). */
+  ideas: IdeaService;
 }

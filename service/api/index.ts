@@ -10,6 +10,7 @@ import type { ServiceContext } from '../context';
 import { docsRouter } from './docs';
 import { ApiError, errorHandler, sendError, unknownRoute } from './errors';
 import { fileRoutes } from './files';
+import { ideaRoutes } from './ideas';
 import { jobRoutes } from './jobs';
 import { buildOpenApi } from './openapi';
 import { printerRoutes } from './printers';
@@ -17,6 +18,7 @@ import { defineRoute, mountRoutes, type AnyRoute } from './route';
 import { settingsRoutes } from './settings';
 import { statisticsRoutes } from './statistics';
 import { OpenApiDocument, systemRoutes } from './system';
+import { usageRoutes } from './usage';
 
 export const API_BASE = '/api/v1';
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -100,7 +102,7 @@ export function createApi(log: Logger, phase: () => Phase): Api {
         response: OpenApiDocument,
         handler: () => document,
       });
-      routes = [...systemRoutes(ctx), ...printerRoutes(ctx), ...jobRoutes(ctx), ...fileRoutes(ctx), ...statisticsRoutes(ctx), ...settingsRoutes(ctx), openapiRoute];
+      routes = [...systemRoutes(ctx), ...printerRoutes(ctx), ...jobRoutes(ctx), ...fileRoutes(ctx), ...statisticsRoutes(ctx), ...settingsRoutes(ctx), ...ideaRoutes(ctx), ...usageRoutes(ctx), openapiRoute];
       document = buildOpenApi(routes, API_BASE, {
         version: ctx.version,
         extraPaths: {

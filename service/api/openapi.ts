@@ -15,6 +15,10 @@ const TAG_TEXT: Record<string, string> = {
   Printers: 'Printer configuration, live state, statistics and capabilities',
   Jobs: 'Print jobs: history, progress, material, costs, business data; cancel',
   Settings: 'Runtime settings; values set here persist across restarts',
+  Files: 'The file catalog: printer and local files, downloads, uploads, cleanup, thumbnails and previews',
+  Statistics: 'Farm and printer statistics, maintenance events',
+  Ideas: 'Ideas and bookmarks from model platforms; trending',
+  'Usage statistics': 'Opt-in anonymous usage statistics',
   'Real-time': 'The /ws WebSocket channel',
 };
 

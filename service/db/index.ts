@@ -2,12 +2,14 @@
 import path from 'node:path';
 import { openDatabase, type Connection } from './connection';
 import { FilesRepository } from './repositories/files';
+import { IdeasRepository, TrendingRepository } from './repositories/ideas';
 import { JobsRepository } from './repositories/jobs';
 import { MaintenanceRepository } from './repositories/maintenance';
 import { PrintersRepository } from './repositories/printers';
 import { SettingsRepository } from './repositories/settings';
 import { StatisticsRepository } from './repositories/statistics';
 import { StatusHistoryRepository } from './repositories/status-history';
+import { UsageRepository } from './repositories/usage';
 
 export interface Store {
   connection: Connection;
@@ -20,6 +22,12 @@ export interface Store {
   maintenance: MaintenanceRepository;
   /** Read-only aggregations for /statistics. */
   statistics: StatisticsRepository;
+  /** Opt-in usage statistics: local counters and the opt-in state. */
+  usage: UsageRepository;
+  /** Ideas / bookmarks of models (service/ideas). */
+  ideas: IdeasRepository;
+  /** The trending cache (items per platform and their lifetime). */
+  trending: TrendingRepository;
   /** A trivial query: true while the database answers. */
   ping(): boolean;
   close(): Promise<void>;
@@ -39,6 +47,9 @@ export async function openStore(dataDir: string): Promise<Store> {
     statusHistory: new StatusHistoryRepository(db),
     maintenance: new MaintenanceRepository(db),
     statistics: new StatisticsRepository(db),
+    usage: new UsageRepository(db),
+    ideas: new IdeasRepository(db),
+    trending: new TrendingRepository(db),
     ping() {
       try {
         connection.sqlite.prepare('SELECT 1').get();

@@ -89,9 +89,55 @@ export interface FilesTable {
   error: string | null;
 }
 
+export interface IdeasTable {
+  id: Generated<number>;
+  title: string;
+  creator_name: string | null;
+  source_platform: string;
+  source_url: string | null;
+  model_id: string | null;
+  thumbnail_url: string | null;
+  description: string | null;
+  file_info: string | null;
+  notes: string | null;
+  tags: string;
+  is_business: number;
+  status: string;
+  job_id: number | null;
+  metadata_refresh_needed: number;
+  metadata_fetched_at: string | null;
+  metadata_attempted_at: string | null;
+  status_changed_at: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TrendingItemsTable {
+  id: string;
+  platform: string;
+  model_id: string;
+  rank: number;
+  title: string;
+  creator_name: string | null;
+  source_url: string;
+  thumbnail_url: string | null;
+  description: string | null;
+  stats: string | null;
+  fetched_at: string;
+}
+
+export interface TrendingCacheTable {
+  platform: string;
+  cached_at: string;
+  expires_at: string;
+}
+
 export interface DB {
   printers: PrintersTable;
   jobs: JobsTable;
   settings: SettingsTable;
   files: FilesTable;
+  ideas: IdeasTable;
+  trending_items: TrendingItemsTable;
+  trending_cache: TrendingCacheTable;
 }

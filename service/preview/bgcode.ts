@@ -346,6 +346,7 @@ export function heatshrinkDecode(data: Uint8Array, windowBits: number, lookahead
       for (let k = 0; k < count; k++, from++) out[len++] = from >= 0 ? out[from] : 0;
     }
   }
+  if (len === expectedSize && pos < n) throw new PreviewError('MALFORMED', `heatshrink data continues past the declared ${expectedSize} bytes`);
   return len === expectedSize ? out : out.subarray(0, len);
 }
 

@@ -95,8 +95,10 @@ const DEFAULTS = {
 const MAX_RAW_KEYS = 10_000;
 const MAX_RAW_VALUE = 8192;
 const MAX_CONFIG_EXTENSION = 8 << 20;
+const MAX_HEADER_SECTION = 16 << 20;
 const MAX_CURA_SETTINGS = 256 << 10;
 
+const NL_SEMI = Buffer.from('\n;', 'latin1');
 const THUMB_BEGIN = /^;\s*(thumbnail(?:_(\w+))?)\s+begin\s+(\d+)\s*x\s*(\d+)\s+(\d+)/i;
 const THUMB_END = /^;\s*thumbnail(?:_\w+)?\s+end\b/i;
 const CURA_KEYS = new Set(['time', 'filament used', 'layer height', 'layer_count', 'flavor', 'target_machine.name', 'print.time']);
@@ -146,6 +148,9 @@ export class GcodeMetaScanner {
   private thumb: OpenThumb | null = null;
   private readonly thumbs: GcodeThumbnail[] = [];
   private inHeaderBlock = false;
+  /** Between Bambu/Orca's HEADER_BLOCK_START and CONFIG_BLOCK_END / EXECUTABLE_BLOCK_START. */
+  private headerSectionOpen = false;
+  private linesSinceThumbnail = Infinity;
   private inConfig = false;
   private configBytes = 0;
   private readonly raw: Record<string, string> = {};
@@ -155,7 +160,7 @@ export class GcodeMetaScanner {
   private slicerText: string | null = null;
   private flavor: GcodeFlavor = 'unknown';
   private readonly headMarkers: Record<MarkerKind, number> = { prusa: 0, bambu: 0, cura: 0 };
-  private middlePatterns: { kind: MarkerKind; bytes: Buffer }[] = [];
+  private middlePatterns: { kind: MarkerKind; bytes: Buffer; wholeLine: boolean; pending: boolean }[] = [];
   private middleCounts: Record<MarkerKind, number> = { prusa: 0, bambu: 0, cura: 0 };
   /** The last bytes of the middle so far (a marker can straddle two chunks) and the byte before them. */
   private middleEdge: Buffer = Buffer.alloc(0);
@@ -221,7 +226,7 @@ export class GcodeMetaScanner {
     if (this.ended) throw new Error('GcodeMetaScanner.end called twice');
     this.ended = true;
     if (!this.headDone) {
-      if (this.carry && this.carry.length) this.handleHeadLine(this.carry.toString('utf8'));
+      if (this.carry && this.carry.length && this.carry[0] === 59) this.handleHeadLine(this.carry.toString('utf8'));
       this.carry = null;
       this.finishHead();
     }
@@ -239,6 +244,11 @@ export class GcodeMetaScanner {
     if (totalBytes !== undefined) this.stats.bytesTotal = totalBytes;
 
     let counted: number | null = null;
+    for (const pat of this.middlePatterns) {
+      // A whole-line marker at the very end of the file.
+      if (pat.pending) this.middleCounts[pat.kind]++;
+      pat.pending = false;
+    }
     if (this.middlePatterns.length > 0) {
       let best = 0;
       for (const kind of Object.keys(LAYER_MARKERS) as MarkerKind[]) {
@@ -269,6 +279,13 @@ export class GcodeMetaScanner {
   private consumeHead(chunk: Buffer): number {
     let pos = 0;
     while (pos < chunk.length) {
+      // Fast path: G-code lines carry nothing for us; jump natively to the next comment line.
+      if (this.thumb === null && this.carry === null && !this.skippingLongLine && chunk[pos] !== 59) {
+        const skipped = this.skipToComment(chunk, pos);
+        if (skipped < 0) return -skipped - 1; // the head ended inside this chunk
+        pos = skipped;
+        continue;
+      }
       const nl = chunk.indexOf(10, pos);
       if (nl === -1) {
         this.appendCarry(chunk.subarray(pos));
@@ -288,13 +305,64 @@ export class GcodeMetaScanner {
       this.stats.headBytesParsed += lineLen;
       if (this.inConfig) this.configBytes += lineLen;
       pos = nl + 1;
-      if (!wasSkipping && lineBuf.length <= this.options.maxLineBytes) this.handleHeadLine(lineBuf.toString('utf8'));
+      // Only comment lines carry metadata and thumbnails: skip G-code lines without decoding them.
+      if (!wasSkipping && lineBuf.length <= this.options.maxLineBytes && (lineBuf[0] === 59 || this.thumb !== null)) {
+        this.linesSinceThumbnail++;
+        this.handleHeadLine(lineBuf.toString('utf8'));
+      } else if (lineBuf.length > 0) {
+        this.linesSinceThumbnail++;
+      }
       if (this.headLimitReached()) {
         this.finishHead();
         return pos;
       }
     }
     return pos;
+  }
+
+  /**
+   * From a line start that is not a comment: skips whole lines up to the next
+   * line starting with ";" (or the chunk's end), honouring the head limit.
+   * Returns the new position, or -(end + 1) when the head ended at `end`.
+   */
+  private skipToComment(chunk: Buffer, pos: number): number {
+    const next = chunk.indexOf(NL_SEMI, pos); // the newline before the next comment line
+    const stop = next === -1 ? chunk.lastIndexOf(10) : next; // last newline we may skip through
+    const remaining = this.options.headBytes - this.stats.headBytesParsed;
+    const extended = this.linesSinceThumbnail < 5 || (this.inConfig && this.configBytes < MAX_CONFIG_EXTENSION) || (this.headerSectionOpen && this.stats.headBytesParsed < MAX_HEADER_SECTION);
+    if (!extended && (stop === -1 || stop < pos ? chunk.length - pos : stop + 1 - pos) >= remaining) {
+      // The limit falls in this stretch: end the head at the first line end at or after it.
+      const nl = chunk.indexOf(10, pos + Math.max(0, remaining - 1));
+      if (nl !== -1) {
+        this.countSkipped(chunk, pos, nl + 1);
+        this.finishHead();
+        return -(nl + 1) - 1;
+      }
+    }
+    if (stop === -1 || stop < pos) {
+      // No line end at all: the rest is the start of a long G-code line.
+      this.stats.headBytesParsed += chunk.length - pos;
+      this.carry = Buffer.alloc(0);
+      this.skippingLongLine = true;
+      return chunk.length;
+    }
+    this.countSkipped(chunk, pos, stop + 1);
+    if (next === -1 && stop + 1 < chunk.length) {
+      // A partial G-code line at the end of the chunk (it cannot be a comment, or `next` would have found it).
+      this.stats.headBytesParsed += chunk.length - stop - 1;
+      this.carry = Buffer.alloc(0);
+      this.skippingLongLine = true;
+      return chunk.length;
+    }
+    return stop + 1;
+  }
+
+  private countSkipped(chunk: Buffer, from: number, to: number): void {
+    this.stats.headBytesParsed += to - from;
+    if (this.inConfig) this.configBytes += to - from;
+    if (this.linesSinceThumbnail < 5) {
+      for (let i = chunk.indexOf(10, from); i !== -1 && i < to; i = chunk.indexOf(10, i + 1)) this.linesSinceThumbnail++;
+    }
   }
 
   private appendCarry(part: Buffer): void {
@@ -318,7 +386,11 @@ export class GcodeMetaScanner {
   private headLimitReached(): boolean {
     if (this.stats.headBytesParsed < this.options.headBytes) return false;
     if (this.thumb && !this.thumb.discard) return false;
+    // Thumbnail blocks come in runs (16x16, 313x173, ...): read the next one if it follows at once.
+    if (this.linesSinceThumbnail < 5) return false;
     if (this.inConfig && this.configBytes < MAX_CONFIG_EXTENSION) return false;
+    // Bambu / Orca: header, thumbnails and config come before EXECUTABLE_BLOCK_START; read them all (capped).
+    if (this.headerSectionOpen && this.stats.headBytesParsed < MAX_HEADER_SECTION) return false;
     return true;
   }
 
@@ -330,6 +402,7 @@ export class GcodeMetaScanner {
     }
     this.inConfig = false;
     this.inHeaderBlock = false;
+    this.headerSectionOpen = false;
     // Count layers through the rest only when no header gave the number.
     const known = ['total layer number', 'layer_count', 'total_layer_number'].some((k) => k in this.raw) || 'layer_count' in this.cura;
     if (!known && this.options.countLayers) {
@@ -340,7 +413,7 @@ export class GcodeMetaScanner {
         const flavor = this.resolveFlavor();
         kinds = flavor === 'cura' ? ['cura'] : flavor === 'bambustudio' ? ['bambu'] : flavor === 'unknown' ? ['prusa', 'cura'] : ['prusa'];
       }
-      this.middlePatterns = kinds.map((kind) => ({ kind, bytes: Buffer.from(LAYER_MARKERS[kind], 'latin1') }));
+      this.middlePatterns = kinds.map((kind) => ({ kind, bytes: Buffer.from(LAYER_MARKERS[kind], 'latin1'), wholeLine: kind !== 'cura', pending: false }));
     }
   }
 
@@ -349,20 +422,32 @@ export class GcodeMetaScanner {
     this.middleTotal += chunk.length;
     if (this.middlePatterns.length === 0 || chunk.length === 0) return;
     const edge = this.middleEdge;
-    for (const { kind, bytes } of this.middlePatterns) {
+    for (const pat of this.middlePatterns) {
+      const { kind, bytes, wholeLine } = pat;
       let n = 0;
+      // A whole-line marker that ended exactly at the previous chunk's end.
+      if (pat.pending) {
+        pat.pending = false;
+        if (chunk[0] === 10 || chunk[0] === 13) n++;
+      }
+      // `end` is the index in `chunk` just after a match; the match counts if it ends its line.
+      const ends = (end: number): void => {
+        if (!wholeLine) n++;
+        else if (end >= chunk.length) pat.pending = true;
+        else if (chunk[end] === 10 || chunk[end] === 13) n++;
+      };
       // Markers that start in the previous chunk's last bytes and end in this one.
       if (edge.length) {
         const joined = Buffer.concat([edge, chunk.subarray(0, bytes.length - 1)]);
         for (let i = joined.indexOf(bytes); i !== -1 && i < edge.length; i = joined.indexOf(bytes, i + 1)) {
           const prev = i === 0 ? this.middleEdgePrev : joined[i - 1];
-          if (i + bytes.length > edge.length && prev === 10) n++;
+          if (i + bytes.length > edge.length && prev === 10) ends(i + bytes.length - edge.length);
         }
       }
       // Markers inside the chunk, at a line start.
       for (let i = chunk.indexOf(bytes); i !== -1; i = chunk.indexOf(bytes, i + bytes.length)) {
         const prev = i === 0 ? (edge.length ? edge[edge.length - 1] : this.middleEdgePrev) : chunk[i - 1];
-        if (prev === 10) n++;
+        if (prev === 10) ends(i + bytes.length);
       }
       this.middleCounts[kind] += n;
     }
@@ -380,17 +465,12 @@ export class GcodeMetaScanner {
 
   private keepTail(chunk: Buffer): void {
     if (chunk.length === 0) return;
+    // Hold references (no copies) to the last chunks covering `tailBytes`: at most tailBytes + one chunk.
     const limit = this.options.tailBytes;
-    if (chunk.length >= limit) {
-      this.tailChunks.length = 0;
-      this.tailChunks.push(Buffer.from(chunk.subarray(chunk.length - limit)));
-      this.tailHeld = limit;
-    } else {
-      this.tailChunks.push(chunk);
-      this.tailHeld += chunk.length;
-      while (this.tailChunks.length > 1 && this.tailHeld - this.tailChunks[0].length >= limit) {
-        this.tailHeld -= this.tailChunks.shift()!.length;
-      }
+    this.tailChunks.push(chunk);
+    this.tailHeld += chunk.length;
+    while (this.tailChunks.length > 1 && this.tailHeld - this.tailChunks[0].length >= limit) {
+      this.tailHeld -= this.tailChunks.shift()!.length;
     }
     if (this.tailHeld > this.stats.maxTailBufferBytes) this.stats.maxTailBufferBytes = this.tailHeld;
   }
@@ -457,6 +537,7 @@ export class GcodeMetaScanner {
   private closeThumbnail(): void {
     const t = this.thumb!;
     this.thumb = null;
+    this.linesSinceThumbnail = 0;
     if (t.discard) {
       this.stats.thumbnailsSkipped++;
       return;
@@ -494,6 +575,11 @@ export class GcodeMetaScanner {
     const body = line.slice(1).trim();
     if (body === 'HEADER_BLOCK_START') {
       this.inHeaderBlock = true;
+      if (inHead) this.headerSectionOpen = true;
+      return;
+    }
+    if (body === 'EXECUTABLE_BLOCK_START') {
+      this.headerSectionOpen = false;
       return;
     }
     if (body === 'HEADER_BLOCK_END') {
@@ -507,6 +593,7 @@ export class GcodeMetaScanner {
     }
     if (body === 'CONFIG_BLOCK_END' || /^prusaslicer_config\s*=\s*end$/.test(body)) {
       this.inConfig = false;
+      this.headerSectionOpen = false;
       return;
     }
     const generated = /^generated by\s+(.+)$/i.exec(body);
@@ -633,13 +720,31 @@ async function readFromPath(path: string, options: GcodeMetaOptions): Promise<Gc
     if (scanner.inHead) return scanner.end(size);
     const tailStart = Math.max(pos, size - scanner.options.tailBytes);
     if (scanner.wantsMiddle) {
-      // Middle: only searched for layer markers, one reused buffer.
-      let p = pos;
-      while (p < size) {
-        const { bytesRead } = await handle.read(buf, 0, Math.min(chunkSize, size - p), p);
-        if (bytesRead === 0) throw new PreviewError('TRUNCATED', `G-code file shrank while being read (at ${p} of ${size})`);
-        scanner.countMiddle(buf.subarray(0, bytesRead));
-        p += bytesRead;
+      // Middle: only searched for layer markers. A few reused buffers with reads queued
+      // ahead (libuv's thread pool copies the next chunks while this one is searched).
+      const depth = 3;
+      const bufs = [buf, ...Array.from({ length: depth - 1 }, () => Buffer.allocUnsafe(chunkSize))];
+      const queue: (Promise<{ bytesRead: number }> | null)[] = [];
+      const wanted: { at: number; len: number }[] = [];
+      let next = pos;
+      const issue = (k: number) => {
+        if (next >= size) return null;
+        wanted[k] = { at: next, len: Math.min(chunkSize, size - next) };
+        next += wanted[k].len;
+        return handle.read(bufs[k], 0, wanted[k].len, wanted[k].at);
+      };
+      for (let k = 0; k < depth; k++) queue.push(issue(k));
+      for (let k = 0; queue[k]; k = (k + 1) % depth) {
+        let { bytesRead } = await queue[k]!;
+        const { at, len } = wanted[k];
+        while (bytesRead < len) {
+          // A short read (the file changed under us?): finish this chunk before searching it.
+          const more = (await handle.read(bufs[k], bytesRead, len - bytesRead, at + bytesRead)).bytesRead;
+          if (more === 0) throw new PreviewError('TRUNCATED', `G-code file shrank while being read (at ${at + bytesRead} of ${size})`);
+          bytesRead += more;
+        }
+        scanner.countMiddle(bufs[k].subarray(0, len));
+        queue[k] = issue(k);
       }
     }
     const tail = Buffer.allocUnsafe(size - tailStart);

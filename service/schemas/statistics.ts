@@ -55,6 +55,9 @@ const periodFields = {
   end_date: day('Last day of the period, included (YYYY-MM-DD, configured time zone)'),
 };
 
+const PRINTING_TEXT =
+  'Printing time: a job prints from its start_time to its end_time (a running or paused one until now), cut to the period; a job that started and ended inside it counts its actual_duration.';
+
 const JOB_PERIOD_TEXT = 'Jobs of the period: those that started in it (or, never started, were created in it), as GET /jobs counts them with the same dates.';
 
 export const StatisticsOverview = z
@@ -64,7 +67,7 @@ export const StatisticsOverview = z
       total_active: count.meta({ description: 'Printers with is_active true (now)' }),
       online_count: count.meta({ description: 'Active printers connected now (connection_status connected)' }),
       utilization_rate: rate(
-        'Printing time of the active printers in the period (each job from its start to its end, or to now while it runs, clipped to the period) divided by the period time they existed (from their creation, up to now)',
+        `Printing time of the active printers in the period divided by the period time they existed (each from its creation, up to now). ${PRINTING_TEXT}`,
       ),
     }),
     jobs: z
@@ -119,7 +122,7 @@ export const PrinterStatistics = z
       total_hours: z.number().min(0).meta({
         description: 'Hours of the period (up to now) the printer was connected, from its status history; hours not monitored (service stopped, before it was added) do not count. 2 decimals',
       }),
-      active_hours: z.number().min(0).meta({ description: 'Hours of the period it printed (its jobs clipped to the period, running ones up to now), 2 decimals' }),
+      active_hours: z.number().min(0).meta({ description: `Hours of the period it printed, 2 decimals. ${PRINTING_TEXT}` }),
       utilization_rate: rate('Printing time divided by the period time since the printer was added, up to now'),
     }),
     jobs: z

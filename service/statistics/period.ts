@@ -28,7 +28,30 @@ export function addDays(date: string, days: number): string {
   return new Date(Date.parse(`${date}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
 }
 
+/**
+ * Resolved periods, remembered: time-zone arithmetic builds several Intl formatters (most of a cheap
+ * request's time). A custom period never changes; a named one holds until its last day ends.
+ */
+const memo = new Map<string, { period: ResolvedPeriod; validFrom: number; validTo: number }>();
+const MEMO_SIZE = 256;
+
 export function resolvePeriod(q: StatisticsFilter, timeZone: string, now: Date = new Date()): ResolvedPeriod {
+  const key = `${timeZone}|${q.period ?? ''}|${q.start_date ?? ''}|${q.end_date ?? ''}`;
+  const t = now.getTime();
+  const hit = memo.get(key);
+  if (hit && t >= hit.validFrom && t < hit.validTo) return { ...hit.period };
+  const period = compute(q, timeZone, now);
+  const custom = period.period === 'custom';
+  if (memo.size >= MEMO_SIZE) memo.clear();
+  memo.set(key, {
+    period,
+    validFrom: custom ? -Infinity : dayStart(period.end_date, timeZone).getTime(),
+    validTo: custom ? Infinity : Date.parse(period.to),
+  });
+  return { ...period };
+}
+
+function compute(q: StatisticsFilter, timeZone: string, now: Date): ResolvedPeriod {
   let period: ResolvedPeriod['period'];
   let start: string;
   let end: string;

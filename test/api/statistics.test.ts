@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { NewJob } from '../../service/db/repositories/jobs';
 import { DriverError, type ConnectionState, type DriverConfig, type PrinterDriver, type PrinterState } from '../../service/printers/driver';
+import { resolvePeriod } from '../../service/statistics/period';
 import { calendarDate, dayStart } from '../../service/util/time';
 import { bambu, expectError, prusa, startService, type Harness } from '../helpers/service';
 
@@ -243,7 +244,7 @@ describe('statistics API', () => {
           total_storage_used_mb: 3.5,
         },
       });
-      // Counts and seconds are integers (toEqual would accept 5914 for 5914.0 only because they are equal numbers).
+      // Counts and seconds are integers.
       const integers = [body.printers.total_active, body.printers.online_count, body.jobs.total_print_time, body.jobs.average_job_duration];
       integers.push(body.files.total_files, body.files.downloaded_files, body.files.local_only_files, body.business.business_jobs, body.business.private_jobs);
       for (const v of integers) expect(Number.isInteger(v)).toBe(true);
@@ -596,3 +597,36 @@ describe('printer status history', () => {
     expect(await history.connectedSeconds('lab-1', '2026-01-05T00:00:00.000Z', '2026-01-01T00:00:00.000Z')).toBe(0);
   });
 });
+
+describe('statistics periods', () => {
+  test('days follow the configured time zone, DST days included', () => {
+    // Berlin moves its clocks forward on 29 March 2026: that day has 23 hours.
+    expect(resolvePeriod({ start_date: '2026-03-29', end_date: '2026-03-29' }, TZ)).toEqual({
+      period: 'custom',
+      start_date: '2026-03-29',
+      end_date: '2026-03-29',
+      from: '2026-03-28T23:00:00.000Z',
+      to: '2026-03-29T22:00:00.000Z',
+    });
+    expect(resolvePeriod({ start_date: '2026-10-25', end_date: '2026-10-25' }, 'UTC')).toMatchObject({ from: '2026-10-25T00:00:00.000Z', to: '2026-10-26T00:00:00.000Z' });
+  });
+
+  test('named periods end today in the time zone and move on at its midnight', () => {
+    // 22:30 UTC on 15 March is 23:30 in Berlin: still the 15th.
+    const late = resolvePeriod({ period: 'week' }, TZ, new Date('2026-03-15T22:30:00Z'));
+    expect(late).toEqual({ period: 'week', start_date: '2026-03-09', end_date: '2026-03-15', from: '2026-03-08T23:00:00.000Z', to: '2026-03-15T23:00:00.000Z' });
+    // Half an hour later it is the 16th there (while it still is the 15th in UTC).
+    const next = resolvePeriod({ period: 'week' }, TZ, new Date('2026-03-15T23:00:00Z'));
+    expect([next.start_date, next.end_date]).toEqual(['2026-03-10', '2026-03-16']);
+    expect(resolvePeriod({ period: 'week' }, 'UTC', new Date('2026-03-15T23:00:00Z')).end_date).toBe('2026-03-15');
+    expect(resolvePeriod({}, TZ, new Date('2026-03-15T12:00:00Z')).period).toBe('week');
+    for (const [period, start] of [
+      ['day', '2026-03-15'],
+      ['month', '2026-02-14'],
+      ['year', '2025-03-16'],
+    ] as const) {
+      expect(resolvePeriod({ period }, TZ, new Date('2026-03-15T12:00:00Z')).start_date).toBe(start);
+    }
+  });
+});
+

@@ -154,7 +154,7 @@ describe('files on simulated printers', () => {
 
   test('uploads are stored as local files; hostile names stay inside the data dir', async () => {
     const form = new FormData();
-    form.append('file', new Blob([seed('.stl')]), '../../../etc/evil model.stl');
+    form.append('file', new Blob([new Uint8Array(seed('.stl'))]), '../../../etc/evil model.stl');
     const res = await fetch(`${h.base}/api/v1/files/upload`, { method: 'POST', body: form });
     expect(res.status).toBe(201);
     const body = (await res.json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -8,6 +8,8 @@ import * as m002 from './002_printer_ports';
 import * as m003 from './003_job_tracking';
 import * as m004 from './004_status_history';
 import * as m005 from './005_file_catalog';
+import * as m006 from './006_ideas';
+import * as m007 from './007_usage_stats';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001_initial': m001,
@@ -15,4 +17,6 @@ export const MIGRATIONS: Record<string, Migration> = {
   '003_job_tracking': m003,
   '004_status_history': m004,
   '005_file_catalog': m005,
+  '006_ideas': m006,
+  '007_usage_stats': m007,
 };

@@ -164,7 +164,7 @@ export class FilesRepository {
       downloaded_count: downloaded,
       local_count: Number(row.local_count),
       total_size: Number(row.total_size),
-      download_success_rate: downloaded + failed === 0 ? 100 : Math.round((downloaded / (downloaded + failed)) * 1000) / 10,
+      download_success_rate: downloaded + failed === 0 ? 0 : Math.round((downloaded / (downloaded + failed)) * 1000) / 10,
     };
   }
 

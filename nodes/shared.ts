@@ -1,0 +1,105 @@
+/**
+ * What the printfarm nodes share: the config node's interface as its users
+ * see it, and the status lights (texts through the node's own catalog).
+ */
+import type { Node, NodeAPI, NodeStatus } from '@node-red/registry';
+import type { ConnectionState, FarmConnection, PrinterSnapshot, PrintfarmClient } from '../service/client';
+
+export type Translate = (key: string, substitutions?: Record<string, string | number>) => string;
+
+/** A node that uses a printfarm-server config node. */
+export interface ServerUser extends Node {
+  /** Called with the connection state whenever it changes (and once on register). */
+  onServerState?(state: ConnectionState, error?: Error): void;
+}
+
+/** The printfarm-server config node as its users see it (the pattern of Node-RED's mqtt-broker). */
+export interface ServerNode extends Node {
+  connection: FarmConnection;
+  users: Record<string, ServerUser>;
+  register(user: ServerUser): void;
+  deregister(user: ServerUser, done: () => void): void;
+}
+
+/** The status light of a connection state. */
+export function connectionStatus(t: Translate, type: string, state: ConnectionState): NodeStatus {
+  switch (state) {
+    case 'starting':
+      return { fill: 'yellow', shape: 'ring', text: t(`${type}.status.starting`) };
+    case 'connecting':
+      return { fill: 'yellow', shape: 'ring', text: t(`${type}.status.connecting`) };
+    case 'connected':
+      return { fill: 'green', shape: 'dot', text: t(`${type}.status.connected`) };
+    case 'polling':
+      return { fill: 'yellow', shape: 'dot', text: t(`${type}.status.polling`) };
+    case 'unreachable':
+      return { fill: 'red', shape: 'ring', text: t(`${type}.status.unreachable`) };
+    case 'error':
+      return { fill: 'red', shape: 'ring', text: t(`${type}.status.error`) };
+    case 'closed':
+      return {};
+  }
+}
+
+/** The status light of one printer: "printing 42 %", "paused 42 %", "online", "offline"... */
+export function printerStatus(t: Translate, printer: PrinterSnapshot | undefined): NodeStatus {
+  if (!printer) return { fill: 'grey', shape: 'ring', text: t('printer.status.unknown') };
+  const progress = Math.floor(printer.progress);
+  switch (printer.status) {
+    case 'printing':
+      return { fill: 'blue', shape: 'dot', text: t('printer.status.printing', { progress }) };
+    case 'paused':
+      return { fill: 'yellow', shape: 'dot', text: t('printer.status.paused', { progress }) };
+    case 'online':
+    case 'idle':
+      return { fill: 'green', shape: 'dot', text: t('printer.status.online') };
+    case 'configuring':
+      return { fill: 'yellow', shape: 'ring', text: t('printer.status.configuring') };
+    case 'error':
+      return { fill: 'red', shape: 'dot', text: t('printer.status.error') };
+    default:
+      return { fill: 'red', shape: 'ring', text: t('printer.status.offline') };
+  }
+}
+
+/** The status light of a whole farm: "2 of 5 printing". */
+export function farmStatus(t: Translate, printers: Iterable<PrinterSnapshot>): NodeStatus {
+  const all = [...printers];
+  const printing = all.filter((p) => p.status === 'printing').length;
+  const offline = all.filter((p) => p.status === 'offline' || p.status === 'error').length;
+  return { fill: offline ? 'yellow' : printing ? 'blue' : 'green', shape: 'dot', text: t('printer.status.farm', { printing, total: all.length }) };
+}
+
+/**
+ * Looks up the config node and registers `node` with it; reports a missing
+ * one (error + red status) and returns null. Deregisters on close, after `onClose`.
+ */
+export function useServer(RED: NodeAPI, node: ServerUser, serverId: string | undefined, type: string, onClose?: () => Promise<void> | void): ServerNode | null {
+  const server = serverId ? (RED.nodes.getNode(serverId) as ServerNode | null) : null;
+  if (!server || typeof server.register !== 'function') {
+    node.status({ fill: 'red', shape: 'ring', text: RED._(`${type}.status.no-server`) });
+    node.error(RED._(`${type}.errors.no-server`));
+    node.on('close', (done: () => void) => {
+      Promise.resolve(onClose?.()).finally(done);
+    });
+    return null;
+  }
+  server.register(node);
+  node.on('close', (done: () => void) => {
+    Promise.resolve()
+      .then(onClose)
+      .catch((err) => node.warn(err))
+      .finally(() => server.deregister(node, done));
+  });
+  return server;
+}
+
+/** The client once the config node is connected (rejects when the embedded service could not start). */
+export function clientOf(server: ServerNode): Promise<PrintfarmClient> {
+  return server.connection.ready();
+}
+
+/** An Error for done()/node.error (which show `err.toString()`). */
+export function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}

@@ -1,0 +1,72 @@
+/**
+ * Options of `printfarm aggregator`: flags win over environment variables.
+ *
+ * | Flag | Environment | Default |
+ * |---|---|---|
+ * | --port | AGGREGATOR_PORT | 8100 |
+ * | --host | AGGREGATOR_HOST | 0.0.0.0 |
+ * | --data-dir | AGGREGATOR_DATA_DIR | ./aggregator-data |
+ * | --api-key (repeatable, or comma-separated) | AGGREGATOR_API_KEY (comma-separated) | required |
+ * | --rate-limit | AGGREGATOR_RATE_LIMIT_PER_HOUR | 10 |
+ * | --tls-key / --tls-cert (PEM files) | AGGREGATOR_TLS_KEY / AGGREGATOR_TLS_CERT | plain HTTP |
+ * | | AGGREGATOR_SMTP_HOST, _PORT, _SECURE, _USER, _PASS, _FROM; AGGREGATOR_REPORT_TO (comma-separated) | no mail |
+ */
+import fs from 'node:fs';
+import { ConfigError } from '../config';
+import type { AggregatorOptions } from './app';
+import type { SmtpOptions } from './reports';
+
+export interface AggregatorFlags {
+  port?: string;
+  host?: string;
+  'data-dir'?: string;
+  'api-key'?: string[];
+  'rate-limit'?: string;
+  'tls-key'?: string;
+  'tls-cert'?: string;
+}
+
+const list = (v: string | undefined) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+
+function integer(name: string, raw: string, min: number, max: number): number {
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) < min || Number(raw) > max) throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+  return Number(raw);
+}
+
+function readPem(name: string, file: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`${name}: cannot read ${file} (${(err as Error).message})`);
+  }
+}
+
+export function aggregatorOptions(flags: AggregatorFlags, env: NodeJS.ProcessEnv = process.env): AggregatorOptions {
+  const apiKeys = flags['api-key']?.length ? flags['api-key'].flatMap(list) : list(env.AGGREGATOR_API_KEY);
+  if (apiKeys.length === 0) throw new ConfigError('the aggregation service needs at least one API key: --api-key KEY or AGGREGATOR_API_KEY=key1,key2');
+  const port = flags.port ?? env.AGGREGATOR_PORT;
+  const rate = flags['rate-limit'] ?? env.AGGREGATOR_RATE_LIMIT_PER_HOUR;
+  const tlsKey = flags['tls-key'] ?? env.AGGREGATOR_TLS_KEY;
+  const tlsCert = flags['tls-cert'] ?? env.AGGREGATOR_TLS_CERT;
+  if (!!tlsKey !== !!tlsCert) throw new ConfigError('--tls-key and --tls-cert go together');
+  let smtp: SmtpOptions | undefined;
+  if (env.AGGREGATOR_SMTP_HOST) {
+    smtp = {
+      host: env.AGGREGATOR_SMTP_HOST,
+      ...(env.AGGREGATOR_SMTP_PORT ? { port: integer('AGGREGATOR_SMTP_PORT', env.AGGREGATOR_SMTP_PORT, 1, 65535) } : {}),
+      secure: ['true', '1', 'yes', 'on'].includes((env.AGGREGATOR_SMTP_SECURE ?? '').toLowerCase()),
+      ...(env.AGGREGATOR_SMTP_USER ? { user: env.AGGREGATOR_SMTP_USER, pass: env.AGGREGATOR_SMTP_PASS ?? '' } : {}),
+      ...(env.AGGREGATOR_SMTP_FROM ? { from: env.AGGREGATOR_SMTP_FROM } : {}),
+      to: list(env.AGGREGATOR_REPORT_TO),
+    };
+  }
+  return {
+    apiKeys,
+    port: port === undefined ? 8100 : integer('--port', port, 0, 65535),
+    host: flags.host ?? env.AGGREGATOR_HOST ?? '0.0.0.0',
+    dataDir: flags['data-dir'] ?? env.AGGREGATOR_DATA_DIR ?? './aggregator-data',
+    ...(rate === undefined ? {} : { rateLimitPerHour: integer('--rate-limit', rate, 1, 100_000) }),
+    ...(tlsKey && tlsCert ? { tls: { key: readPem('--tls-key', tlsKey), cert: readPem('--tls-cert', tlsCert) } } : {}),
+    ...(smtp ? { smtp } : {}),
+  };
+}

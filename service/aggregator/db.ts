@@ -1,0 +1,159 @@
+/**
+ * The aggregation service's own database: SQLite through kysely (so that a
+ * PostgreSQL dialect can follow), with its own numbered migrations. Times are
+ * kept twice: ISO text to show, epoch milliseconds to bucket by integer
+ * division (the same SQL in SQLite and PostgreSQL).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, Migrator, SqliteDialect, sql, type Generated, type Migration } from 'kysely';
+
+export interface InstallationsTable {
+  installation_id: string;
+  first_seen_at: string;
+  first_seen_ms: number;
+  last_seen_at: string;
+  last_seen_ms: number;
+  submissions: number;
+  app_version: string;
+  platform: string;
+  deployment_mode: string;
+  country_code: string;
+  printer_count: number;
+}
+
+export interface SubmissionsTable {
+  id: Generated<number>;
+  installation_id: string;
+  received_at: string;
+  received_ms: number;
+  submitted_at: string;
+  schema_version: string;
+  period_start: string;
+  period_end: string;
+  app_version: string;
+  platform: string;
+  deployment_mode: string;
+  country_code: string;
+  printer_count: number;
+  /** JSON array. */
+  printer_types: string;
+  /** JSON object type -> count. */
+  printer_type_counts: string;
+  total_jobs_created: number;
+  total_jobs_completed: number;
+  total_jobs_failed: number;
+  total_files_downloaded: number;
+  total_files_uploaded: number;
+  uptime_hours: number;
+  /** JSON object feature -> boolean. */
+  feature_usage: string;
+  /** JSON object event -> count. */
+  event_counts: string;
+  /** event_counts.error, kept as a column for the error statistics. */
+  error_count: number;
+}
+
+/** The per-installation rate-limit record (spec: installation_id, last_submission_at, submission_count, window_start). */
+export interface RateLimitsTable {
+  installation_id: string;
+  last_submission_at: string;
+  submission_count: number;
+  window_start: string;
+  window_start_ms: number;
+}
+
+export interface AggregatorDB {
+  installations: InstallationsTable;
+  submissions: SubmissionsTable;
+  rate_limits: RateLimitsTable;
+}
+
+export type AggregatorDb = Kysely<AggregatorDB>;
+
+const m001: Migration = {
+  async up(db: Kysely<unknown>) {
+    await sql`CREATE TABLE installations (
+      installation_id TEXT PRIMARY KEY,
+      first_seen_at TEXT NOT NULL,
+      first_seen_ms INTEGER NOT NULL,
+      last_seen_at TEXT NOT NULL,
+      last_seen_ms INTEGER NOT NULL,
+      submissions INTEGER NOT NULL,
+      app_version TEXT NOT NULL,
+      platform TEXT NOT NULL,
+      deployment_mode TEXT NOT NULL,
+      country_code TEXT NOT NULL,
+      printer_count INTEGER NOT NULL
+    ) STRICT`.execute(db);
+    await sql`CREATE INDEX installations_first_seen ON installations (first_seen_ms)`.execute(db);
+    await sql`CREATE TABLE submissions (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      installation_id TEXT NOT NULL,
+      received_at TEXT NOT NULL,
+      received_ms INTEGER NOT NULL,
+      submitted_at TEXT NOT NULL,
+      schema_version TEXT NOT NULL,
+      period_start TEXT NOT NULL,
+      period_end TEXT NOT NULL,
+      app_version TEXT NOT NULL,
+      platform TEXT NOT NULL,
+      deployment_mode TEXT NOT NULL,
+      country_code TEXT NOT NULL,
+      printer_count INTEGER NOT NULL,
+      printer_types TEXT NOT NULL,
+      printer_type_counts TEXT NOT NULL,
+      total_jobs_created INTEGER NOT NULL,
+      total_jobs_completed INTEGER NOT NULL,
+      total_jobs_failed INTEGER NOT NULL,
+      total_files_downloaded INTEGER NOT NULL,
+      total_files_uploaded INTEGER NOT NULL,
+      uptime_hours REAL NOT NULL,
+      feature_usage TEXT NOT NULL,
+      event_counts TEXT NOT NULL,
+      error_count INTEGER NOT NULL
+    ) STRICT`.execute(db);
+    // A client that retries a submission the server did store (its answer was lost) sends the same submitted_at.
+    await sql`CREATE UNIQUE INDEX submissions_once ON submissions (installation_id, submitted_at)`.execute(db);
+    await sql`CREATE INDEX submissions_received ON submissions (received_ms)`.execute(db);
+    await sql`CREATE INDEX submissions_installation ON submissions (installation_id, received_ms)`.execute(db);
+    await sql`CREATE TABLE rate_limits (
+      installation_id TEXT PRIMARY KEY,
+      last_submission_at TEXT NOT NULL,
+      submission_count INTEGER NOT NULL,
+      window_start TEXT NOT NULL,
+      window_start_ms INTEGER NOT NULL
+    ) STRICT`.execute(db);
+  },
+};
+
+export const AGGREGATOR_MIGRATIONS: Record<string, Migration> = { '001_aggregator': m001 };
+
+export interface AggregatorConnection {
+  db: AggregatorDb;
+  sqlite: BetterSqlite3.Database;
+  file: string;
+  close(): Promise<void>;
+}
+
+export const AGGREGATOR_DB_FILENAME = 'aggregator.db';
+
+export async function openAggregatorDatabase(dataDir: string): Promise<AggregatorConnection> {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const file = path.join(dataDir, AGGREGATOR_DB_FILENAME);
+  const sqlite = new BetterSqlite3(file);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('busy_timeout = 5000');
+  const db = new Kysely<AggregatorDB>({ dialect: new SqliteDialect({ database: sqlite }) });
+  try {
+    const migrator = new Migrator({ db, provider: { getMigrations: async () => AGGREGATOR_MIGRATIONS } });
+    const { error } = await migrator.migrateToLatest();
+    if (error) throw error;
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  return { db, sqlite, file, close: () => db.destroy() };
+}

@@ -1,0 +1,241 @@
+/** The routes of the aggregation service, declared with their schemas (validation + its OpenAPI document). */
+import { z } from 'zod';
+import { ApiError, notFound } from '../api/errors';
+import { defineRoute, Reply, type AnyRoute } from '../api/route';
+import { UsageSubmission } from '../schemas/usage';
+import type { Mailer } from './reports';
+import { HOUR_MS, type AggregatorRepository } from './repository';
+import {
+  Anomalies,
+  DeploymentModes,
+  EmailStatus,
+  Errors,
+  Export,
+  Features,
+  FeatureTrends,
+  Geography,
+  Health,
+  InstallationDeleted,
+  InstallationParams,
+  Installations,
+  Liveness,
+  MailBody,
+  MailSent,
+  Overview,
+  Printers,
+  Readiness,
+  SubmitAccepted,
+  Summary,
+  TimelineQuery,
+  Versions,
+  VersionMigration,
+  WindowQuery,
+} from './schemas';
+import type { AggregatorStats } from './stats';
+
+export interface RouteDeps {
+  repo: AggregatorRepository;
+  stats: AggregatorStats;
+  mailer: Mailer;
+  version: string;
+  startedAt: number;
+  rateLimitPerHour: number;
+  now: () => number;
+  dbOk(): boolean;
+}
+
+const STATS = 'Statistics';
+const REPORTS = 'Reports';
+
+export function aggregatorRoutes(d: RouteDeps): AnyRoute[] {
+  const view = (path: string, summary: string, response: z.ZodType, handler: (q: { days: number }) => Promise<unknown>, description?: string) =>
+    defineRoute({ method: 'get', path, tag: STATS, summary, description, query: WindowQuery, response, handler: ({ query }) => handler(query) });
+  const timeline = (path: string, summary: string, response: z.ZodType, handler: (q: { days: number; interval: 'day' | 'week' }) => Promise<unknown>, description?: string) =>
+    defineRoute({ method: 'get', path, tag: STATS, summary, description, query: TimelineQuery, response, handler: ({ query }) => handler(query) });
+
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/health',
+      tag: 'Health',
+      summary: 'Health of the aggregation service',
+      response: Health,
+      handler: () => {
+        const ok = d.dbOk();
+        const body = {
+          status: ok ? 'healthy' : 'unhealthy',
+          service: 'printfarm-aggregator',
+          version: d.version,
+          uptime_seconds: Math.floor((Date.now() - d.startedAt) / 1000),
+          database: ok ? 'ok' : 'error',
+          email_configured: d.mailer.configured,
+          timestamp: new Date().toISOString(),
+        };
+        return ok ? body : new Reply(503, body);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/health/live',
+      tag: 'Health',
+      summary: 'Liveness: the process answers',
+      response: Liveness,
+      handler: () => ({ status: 'alive', timestamp: new Date().toISOString() }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/health/ready',
+      tag: 'Health',
+      summary: 'Readiness: the database answers (503 otherwise)',
+      response: Readiness,
+      handler: () => {
+        const ok = d.dbOk();
+        const body = { ready: ok, database: ok ? 'ok' : 'error', timestamp: new Date().toISOString() };
+        return ok ? body : new Reply(503, body);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/submit',
+      tag: 'Submissions',
+      summary: 'Receive a usage-statistics submission',
+      description: `Requires \`X-API-Key\` (401 otherwise). The body is validated (422 VALIDATION_ERROR with the offending fields; unknown fields are ignored). At most ${d.rateLimitPerHour} accepted submissions per installation_id per hour (a fixed window from the first one): beyond that 429 RATE_LIMIT_EXCEEDED with \`Retry-After\` (seconds). A repeat of a stored (installation_id, submitted_at), e.g. a client retry whose answer was lost, answers 200 \`duplicate\` and changes nothing.`,
+      body: UsageSubmission,
+      status: 201,
+      response: SubmitAccepted,
+      errors: [401, 429],
+      async handler({ body, res }) {
+        const now = d.now();
+        const outcome = await d.repo.accept(body, now, d.rateLimitPerHour, HOUR_MS);
+        const resetMs = outcome.windowStartMs + HOUR_MS;
+        const remaining = Math.max(0, d.rateLimitPerHour - outcome.count);
+        res.setHeader('X-RateLimit-Limit', String(d.rateLimitPerHour));
+        res.setHeader('X-RateLimit-Remaining', String(remaining));
+        res.setHeader('X-RateLimit-Reset', String(Math.ceil(resetMs / 1000)));
+        if (outcome.kind === 'limited') {
+          const retryAfter = Math.max(1, Math.ceil((resetMs - now) / 1000));
+          res.setHeader('Retry-After', String(retryAfter));
+          throw new ApiError(429, 'RATE_LIMIT_EXCEEDED', `At most ${d.rateLimitPerHour} submissions per hour per installation; retry in ${retryAfter} s`, {
+            installation_id: body.installation_id,
+            limit: d.rateLimitPerHour,
+            submission_count: outcome.count,
+            window_start: new Date(outcome.windowStartMs).toISOString(),
+            retry_after_seconds: retryAfter,
+          });
+        }
+        const result = {
+          status: outcome.kind,
+          installation_id: body.installation_id,
+          submission_id: outcome.id,
+          received_at: new Date(now).toISOString(),
+          rate_limit: { limit: d.rateLimitPerHour, remaining, window_start: new Date(outcome.windowStartMs).toISOString(), reset_at: new Date(resetMs).toISOString() },
+        };
+        return new Reply(outcome.kind === 'accepted' ? 201 : 200, result);
+      },
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/installation/{id}',
+      tag: 'Submissions',
+      summary: 'Delete all data of one installation',
+      description: 'Removes its submissions, its installation record and its rate-limit record. 404 INSTALLATION_NOT_FOUND when nothing is stored.',
+      params: InstallationParams,
+      response: InstallationDeleted,
+      errors: [401],
+      async handler({ params }) {
+        const result = await d.repo.deleteInstallation(params.id);
+        if (!result.found) throw notFound('INSTALLATION_NOT_FOUND', `No data of installation ${params.id}`, { installation_id: params.id });
+        return { installation_id: params.id, deleted: true as const, submissions_deleted: result.submissions };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/stats/summary',
+      tag: STATS,
+      summary: 'Statistics summary: installations, submissions, counter totals',
+      response: Summary,
+      handler: () => d.stats.summary(),
+    }),
+    view('/stats/overview', 'Combined dashboard data (summary, installations, distributions, anomalies)', Overview, (q) => d.stats.overview(q.days), 'Distributions use the installations active within `days`; the installation trend covers 90 days in weeks.'),
+    timeline('/stats/installations', 'Installation metrics with trend', Installations, (q) => d.stats.installations(q.days, q.interval)),
+    view('/stats/deployment-modes', 'Deployment distribution (standalone, node-red, docker)', DeploymentModes, (q) => d.stats.deploymentModes(q.days)),
+    view('/stats/versions', 'Version adoption', Versions, (q) => d.stats.versions(q.days)),
+    view('/stats/geography', 'Geographic distribution (country from the time zone; XX unknown)', Geography, (q) => d.stats.geography(q.days)),
+    view('/stats/printers', 'Printer statistics: fleet sizes and types', Printers, (q) => d.stats.printers(q.days)),
+    view('/stats/features', 'Feature usage: enabled and disabled counts', Features, (q) => d.stats.features(q.days)),
+    timeline('/stats/version-migration', 'Version adoption over time', VersionMigration, (q) => d.stats.versionMigration(q.days, q.interval)),
+    defineRoute({
+      method: 'get',
+      path: '/stats/anomalies',
+      tag: STATS,
+      summary: 'Anomaly alerts with severity',
+      description:
+        'Rules: active installations week over week down >= 20 % medium, down >= 50 % high, up >= 50 % spike (medium); submissions in the last 24 h above 3x (spike, medium) or below 0.2x (drop, high) the daily mean of the 30 days before; errors week over week up >= 50 % medium (>= 100 % high); more than 30 % of active installations reporting errors, high.',
+      response: Anomalies,
+      handler: () => d.stats.anomalies(),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/stats/export',
+      tag: STATS,
+      summary: 'Full export (JSON download)',
+      response: Export,
+      async handler({ res }) {
+        const data = await d.stats.export();
+        res.setHeader('Content-Disposition', `attachment; filename="printfarm-aggregator-export-${data.exported_at.slice(0, 10)}.json"`);
+        return data;
+      },
+    }),
+    timeline('/stats/feature-trends', 'Feature adoption over time', FeatureTrends, (q) => d.stats.featureTrends(q.days, q.interval)),
+    timeline('/stats/errors', 'Error statistics with trends', Errors, (q) => d.stats.errors(q.days, q.interval), 'Errors are the `error` event counts of the submissions; `by_type` adds up their `error_<code>` counts.'),
+    defineRoute({
+      method: 'get',
+      path: '/reports/email-status',
+      tag: REPORTS,
+      summary: 'Mail configuration status',
+      response: EmailStatus,
+      handler: () => d.mailer.status(),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/reports/test-email',
+      tag: REPORTS,
+      summary: 'Send a test mail',
+      description: '503 EMAIL_NOT_CONFIGURED without an SMTP server; 502 EMAIL_SEND_FAILED when the server refused.',
+      body: MailBody,
+      response: MailSent,
+      errors: [401, 502, 503],
+      async handler({ body }) {
+        const subject = 'Printfarm aggregator: test mail';
+        const sent = await d.mailer.send(subject, `This is a test mail of the Printfarm aggregation service (version ${d.version}), sent ${new Date().toISOString()}.\n`, undefined, body.to);
+        return { sent: true as const, ...sent, subject, report: null };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/reports/weekly',
+      tag: REPORTS,
+      summary: 'Send the weekly summary report (last 7 days against the 7 before)',
+      body: MailBody,
+      response: MailSent,
+      errors: [401, 502, 503],
+      async handler({ body }) {
+        const report = await d.stats.report('weekly');
+        return { sent: true as const, ...(await d.mailer.sendReport(report, body.to)), report };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/reports/monthly',
+      tag: REPORTS,
+      summary: 'Send the monthly report (last 30 days against the 30 before)',
+      body: MailBody,
+      response: MailSent,
+      errors: [401, 502, 503],
+      async handler({ body }) {
+        const report = await d.stats.report('monthly');
+        return { sent: true as const, ...(await d.mailer.sendReport(report, body.to)), report };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,480 @@
+/**
+ * The dashboard views of the aggregation service. Distributions (deployment
+ * modes, versions, countries, printers, features) describe the installations
+ * active in a window by their latest submission; timelines count back from
+ * now in buckets of a day or a week.
+ *
+ * Anomaly rules (all against the same clock):
+ *  - active installations, last 7 days against the 7 before: down >= 20 %
+ *    medium, down >= 50 % high, up >= 50 % a spike (medium);
+ *  - submissions in the last 24 h against the daily mean of the 30 days
+ *    before (needs 7 days of history): above 3x a spike (medium), below 0.2x
+ *    a drop (high);
+ *  - errors, last 7 days against the 7 before: up >= 50 % medium, >= 100 % high;
+ *  - more than 30 % of the installations active in the last 7 days reported
+ *    errors: high.
+ */
+import type { z } from 'zod';
+import type { Anomaly as AnomalySchema, ReportData } from './schemas';
+import { DAY_MS, type AggregatorRepository, type StoredSubmission } from './repository';
+
+type Anomaly = z.infer<typeof AnomalySchema>;
+type Interval = 'day' | 'week';
+
+const WEEK_MS = 7 * DAY_MS;
+const round1 = (v: number) => Math.round(v * 10) / 10;
+const round2 = (v: number) => Math.round(v * 100) / 100;
+const pct = (part: number, whole: number) => (whole > 0 ? round1((part / whole) * 100) : 0);
+const change = (current: number, previous: number): number | null => (previous > 0 ? round1(((current - previous) / previous) * 100) : null);
+const direction = (c: number | null): 'up' | 'down' | 'stable' => (c === null || Math.abs(c) <= 5 ? 'stable' : c > 0 ? 'up' : 'down');
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** Compares dotted versions numerically (1.10.0 > 1.9.3); pre-release suffixes sort before the release. */
+export function compareVersions(a: string, b: string): number {
+  const split = (v: string) => {
+    const [core, pre] = v.replace(/^v/, '').split('-', 2);
+    return { parts: core.split('.').map((p) => Number.parseInt(p, 10) || 0), pre };
+  };
+  const x = split(a);
+  const y = split(b);
+  for (let i = 0; i < Math.max(x.parts.length, y.parts.length); i++) {
+    const d = (x.parts[i] ?? 0) - (y.parts[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  if (x.pre === y.pre) return 0;
+  if (x.pre === undefined) return 1;
+  if (y.pre === undefined) return -1;
+  return x.pre < y.pre ? -1 : 1;
+}
+
+function tally<T>(rows: T[], keyOf: (row: T) => string): { key: string; n: number }[] {
+  const counts = new Map<string, number>();
+  for (const row of rows) counts.set(keyOf(row), (counts.get(keyOf(row)) ?? 0) + 1);
+  return [...counts].map(([key, n]) => ({ key, n }));
+}
+
+const byCountThenName = (a: { key: string; n: number }, b: { key: string; n: number }) => b.n - a.n || a.key.localeCompare(b.key);
+
+function featureCounts(rows: StoredSubmission[]) {
+  const counts = new Map<string, { enabled: number; disabled: number }>();
+  for (const row of rows) {
+    for (const [feature, on] of Object.entries(row.feature_usage)) {
+      const c = counts.get(feature) ?? { enabled: 0, disabled: 0 };
+      if (on) c.enabled++;
+      else c.disabled++;
+      counts.set(feature, c);
+    }
+  }
+  return [...counts]
+    .map(([feature, c]) => ({ feature, enabled: c.enabled, disabled: c.disabled, adoption: pct(c.enabled, c.enabled + c.disabled) }))
+    .sort((a, b) => b.enabled - a.enabled || a.feature.localeCompare(b.feature));
+}
+
+function fleetSize(n: number): '0' | '1' | '2-5' | '6-10' | '11-50' | '51+' {
+  if (n <= 0) return '0';
+  if (n === 1) return '1';
+  if (n <= 5) return '2-5';
+  if (n <= 10) return '6-10';
+  if (n <= 50) return '11-50';
+  return '51+';
+}
+
+const ANOMALY_RULES = [
+  'active installations (7 days vs the 7 before): down >= 20 % medium, down >= 50 % high, up >= 50 % spike (medium)',
+  'submissions in the last 24 h vs the daily mean of the 30 days before (needs 7 days of history): > 3x spike (medium), < 0.2x drop (high)',
+  'errors (7 days vs the 7 before): up >= 50 % medium, up >= 100 % high',
+  'installations reporting errors in the last 7 days: > 30 % high',
+];
+
+export class AggregatorStats {
+  constructor(
+    private readonly repo: AggregatorRepository,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  private async latest(days: number, end = this.now()) {
+    return this.repo.latestPerInstallation(end - days * DAY_MS, end);
+  }
+
+  async summary() {
+    const now = this.now();
+    const [total, active7, active30, new7, totals, last24, range, latest30] = await Promise.all([
+      this.repo.installationCount(),
+      this.repo.activeCount(now - 7 * DAY_MS, now),
+      this.repo.activeCount(now - 30 * DAY_MS, now),
+      this.repo.newCount(now - 7 * DAY_MS, now),
+      this.repo.totals(),
+      this.repo.totals(now - DAY_MS, now),
+      this.repo.receivedRange(),
+      this.latest(30, now),
+    ]);
+    const { submissions, ...counters } = totals;
+    return {
+      generated_at: iso(now),
+      total_installations: total,
+      active_installations_7d: active7,
+      active_installations_30d: active30,
+      new_installations_7d: new7,
+      total_submissions: submissions,
+      submissions_24h: last24.submissions,
+      total_printers: latest30.reduce((sum, r) => sum + r.printer_count, 0),
+      totals: { ...counters, uptime_hours: round2(counters.uptime_hours) },
+      job_success_rate: pct(counters.jobs_completed, counters.jobs_completed + counters.jobs_failed),
+      first_submission_at: range.first === null ? null : iso(range.first),
+      last_submission_at: range.last === null ? null : iso(range.last),
+    };
+  }
+
+  private bucketing(days: number, interval: Interval) {
+    const size = interval === 'day' ? DAY_MS : WEEK_MS;
+    const count = Math.max(1, Math.ceil((days * DAY_MS) / size));
+    const end = this.now();
+    /** Oldest first. */
+    const periods = Array.from({ length: count }, (_, i) => count - 1 - i).map((bucket) => ({
+      bucket,
+      period_start: iso(end - (bucket + 1) * size),
+      period_end: iso(end - bucket * size),
+    }));
+    return { size, count, end, periods };
+  }
+
+  async installations(days: number, interval: Interval) {
+    const { size, count, end, periods } = this.bucketing(days, interval);
+    const [total, active7, previous7, active30, new7, buckets, fresh] = await Promise.all([
+      this.repo.installationCount(),
+      this.repo.activeCount(end - 7 * DAY_MS, end),
+      this.repo.activeCount(end - 14 * DAY_MS, end - 7 * DAY_MS),
+      this.repo.activeCount(end - 30 * DAY_MS, end),
+      this.repo.newCount(end - 7 * DAY_MS, end),
+      this.repo.buckets(end, size, count),
+      this.repo.newPerBucket(end, size, count),
+    ]);
+    const byBucket = new Map(buckets.map((b) => [b.bucket, b]));
+    const wow = change(active7, previous7);
+    return {
+      generated_at: iso(end),
+      days,
+      interval,
+      total_installations: total,
+      active_installations_7d: active7,
+      active_installations_30d: active30,
+      new_installations_7d: new7,
+      week_over_week_change: wow,
+      trend_direction: direction(wow),
+      trend: periods.map(({ bucket, period_start, period_end }) => ({
+        period_start,
+        period_end,
+        active_installations: byBucket.get(bucket)?.active ?? 0,
+        new_installations: fresh.get(bucket) ?? 0,
+        submissions: byBucket.get(bucket)?.submissions ?? 0,
+      })),
+    };
+  }
+
+  async deploymentModes(days: number) {
+    const rows = await this.latest(days);
+    return {
+      generated_at: iso(this.now()),
+      days,
+      total_installations: rows.length,
+      modes: tally(rows, (r) => r.deployment_mode)
+        .sort(byCountThenName)
+        .map(({ key, n }) => ({ mode: key, installations: n, percentage: pct(n, rows.length) })),
+    };
+  }
+
+  async versions(days: number) {
+    const rows = await this.latest(days);
+    const versions = tally(rows, (r) => r.app_version).sort((a, b) => compareVersions(b.key, a.key));
+    const latest = versions[0] ?? null;
+    return {
+      generated_at: iso(this.now()),
+      days,
+      total_installations: rows.length,
+      latest_version: latest?.key ?? null,
+      latest_version_adoption: latest ? pct(latest.n, rows.length) : 0,
+      versions: versions.map(({ key, n }) => ({ version: key, installations: n, percentage: pct(n, rows.length) })),
+    };
+  }
+
+  async geography(days: number) {
+    const rows = await this.latest(days);
+    const printers = new Map<string, number>();
+    for (const r of rows) printers.set(r.country_code, (printers.get(r.country_code) ?? 0) + r.printer_count);
+    const countries = tally(rows, (r) => r.country_code).sort(byCountThenName);
+    return {
+      generated_at: iso(this.now()),
+      days,
+      total_installations: rows.length,
+      country_count: countries.filter((c) => c.key !== 'XX').length,
+      countries: countries.map(({ key, n }) => ({ country_code: key, installations: n, percentage: pct(n, rows.length), printers: printers.get(key) ?? 0 })),
+    };
+  }
+
+  async printers(days: number) {
+    const rows = await this.latest(days);
+    const total = rows.reduce((sum, r) => sum + r.printer_count, 0);
+    const sizes = rows.map((r) => r.printer_count).sort((a, b) => a - b);
+    const median = sizes.length === 0 ? 0 : sizes.length % 2 ? sizes[(sizes.length - 1) / 2] : (sizes[sizes.length / 2 - 1] + sizes[sizes.length / 2]) / 2;
+    const types = new Map<string, { printers: number; installations: number }>();
+    for (const r of rows) {
+      for (const [type, n] of Object.entries(r.printer_type_counts)) {
+        const t = types.get(type) ?? { printers: 0, installations: 0 };
+        t.printers += n;
+        if (n > 0) t.installations++;
+        types.set(type, t);
+      }
+    }
+    const typePrinters = [...types.values()].reduce((sum, t) => sum + t.printers, 0);
+    const buckets = ['0', '1', '2-5', '6-10', '11-50', '51+'] as const;
+    return {
+      generated_at: iso(this.now()),
+      days,
+      total_installations: rows.length,
+      total_printers: total,
+      average_per_installation: rows.length ? round2(total / rows.length) : 0,
+      median_per_installation: median,
+      max_per_installation: sizes.at(-1) ?? 0,
+      types: [...types]
+        .map(([type, t]) => ({ type, printers: t.printers, installations: t.installations, percentage: pct(t.printers, typePrinters) }))
+        .sort((a, b) => b.printers - a.printers || a.type.localeCompare(b.type)),
+      fleet_sizes: buckets.map((size) => ({ size, installations: rows.filter((r) => fleetSize(r.printer_count) === size).length })),
+    };
+  }
+
+  async features(days: number) {
+    const rows = await this.latest(days);
+    return { generated_at: iso(this.now()), days, total_installations: rows.length, features: featureCounts(rows) };
+  }
+
+  async versionMigration(days: number, interval: Interval) {
+    const { size, count, end, periods } = this.bucketing(days, interval);
+    const rows = await this.repo.latestPerBucket(end, size, count);
+    const all = [...new Set(rows.map((r) => r.app_version))].sort((a, b) => compareVersions(b, a));
+    return {
+      generated_at: iso(end),
+      days,
+      interval,
+      versions: all,
+      timeline: periods.map(({ bucket, period_start, period_end }) => {
+        const inBucket = rows.filter((r) => r.bucket === bucket);
+        return {
+          period_start,
+          period_end,
+          total_installations: inBucket.length,
+          versions: tally(inBucket, (r) => r.app_version)
+            .sort((a, b) => compareVersions(b.key, a.key))
+            .map(({ key, n }) => ({ version: key, installations: n, percentage: pct(n, inBucket.length) })),
+        };
+      }),
+    };
+  }
+
+  async featureTrends(days: number, interval: Interval) {
+    const { size, count, end, periods } = this.bucketing(days, interval);
+    const rows = await this.repo.latestPerBucket(end, size, count);
+    const names = [...new Set(rows.flatMap((r) => Object.keys(r.feature_usage)))].sort();
+    return {
+      generated_at: iso(end),
+      days,
+      interval,
+      features: names,
+      timeline: periods.map(({ bucket, period_start, period_end }) => {
+        const inBucket = rows.filter((r) => r.bucket === bucket);
+        const counts = new Map(featureCounts(inBucket).map((f) => [f.feature, f]));
+        return {
+          period_start,
+          period_end,
+          total_installations: inBucket.length,
+          features: names.map((feature) => counts.get(feature) ?? { feature, enabled: 0, disabled: 0, adoption: 0 }),
+        };
+      }),
+    };
+  }
+
+  async errors(days: number, interval: Interval) {
+    const { size, count, end, periods } = this.bucketing(days, interval);
+    const start = end - days * DAY_MS;
+    const [window, reporting, withErrors, buckets, types, week, previousWeek] = await Promise.all([
+      this.repo.totals(start, end),
+      this.repo.activeCount(start, end),
+      this.installationsWithErrors(start, end),
+      this.repo.buckets(end, size, count),
+      this.repo.errorsIn(start, end),
+      this.repo.totals(end - WEEK_MS, end),
+      this.repo.totals(end - 2 * WEEK_MS, end - WEEK_MS),
+    ]);
+    const byBucket = new Map(buckets.map((b) => [b.bucket, b]));
+    const wow = change(week.errors, previousWeek.errors);
+    return {
+      generated_at: iso(end),
+      days,
+      interval,
+      total_errors: window.errors,
+      installations_reporting: reporting,
+      installations_with_errors: withErrors,
+      installations_with_errors_percentage: pct(withErrors, reporting),
+      errors_per_installation: reporting ? round2(window.errors / reporting) : 0,
+      week_over_week_change: wow,
+      trend_direction: direction(wow),
+      by_type: [...types.byType].map(([type, n]) => ({ type, count: n })).sort((a, b) => b.count - a.count || a.type.localeCompare(b.type)),
+      trend: periods.map(({ bucket, period_start, period_end }) => ({
+        period_start,
+        period_end,
+        errors: byBucket.get(bucket)?.errors ?? 0,
+        submissions: byBucket.get(bucket)?.submissions ?? 0,
+        installations_with_errors: byBucket.get(bucket)?.with_errors ?? 0,
+      })),
+    };
+  }
+
+  private async installationsWithErrors(startMs: number, endMs: number): Promise<number> {
+    const [row] = await this.repo.buckets(endMs, endMs - startMs, 1);
+    return row?.with_errors ?? 0;
+  }
+
+  async anomalies() {
+    const now = this.now();
+    const at = iso(now);
+    const found: Anomaly[] = [];
+    const [active, previous, last24, baseline, range, errorsWeek, errorsPrevious, withErrors] = await Promise.all([
+      this.repo.activeCount(now - WEEK_MS, now),
+      this.repo.activeCount(now - 2 * WEEK_MS, now - WEEK_MS),
+      this.repo.totals(now - DAY_MS, now),
+      this.repo.totals(now - 31 * DAY_MS, now - DAY_MS),
+      this.repo.receivedRange(),
+      this.repo.totals(now - WEEK_MS, now),
+      this.repo.totals(now - 2 * WEEK_MS, now - WEEK_MS),
+      this.installationsWithErrors(now - WEEK_MS, now),
+    ]);
+
+    const activeChange = change(active, previous);
+    if (activeChange !== null) {
+      const base = { metric: 'active_installations_7d', current_value: active, baseline_value: previous, change_percent: activeChange, detected_at: at };
+      if (activeChange <= -50) {
+        found.push({ ...base, type: 'active_installations_drop', severity: 'high', threshold: 'down >= 50 % week over week', message: `Active installations fell by ${-activeChange} % week over week (${previous} -> ${active})` });
+      } else if (activeChange <= -20) {
+        found.push({ ...base, type: 'active_installations_drop', severity: 'medium', threshold: 'down >= 20 % week over week', message: `Active installations fell by ${-activeChange} % week over week (${previous} -> ${active})` });
+      } else if (activeChange >= 50) {
+        found.push({ ...base, type: 'active_installations_spike', severity: 'medium', threshold: 'up >= 50 % week over week', message: `Active installations rose by ${activeChange} % week over week (${previous} -> ${active})` });
+      }
+    }
+
+    // The daily mean over the 30 days before the last 24 h, over the days the service has data for.
+    if (range.first !== null) {
+      const historyDays = Math.min(30, (now - DAY_MS - range.first) / DAY_MS);
+      if (historyDays >= 7) {
+        const mean = baseline.submissions / historyDays;
+        const base = { metric: 'submissions_24h', current_value: last24.submissions, baseline_value: round2(mean), change_percent: mean > 0 ? change(last24.submissions, mean) : null, detected_at: at };
+        if (mean > 0 && last24.submissions > 3 * mean) {
+          found.push({ ...base, type: 'submission_spike', severity: 'medium', threshold: '> 3x the 30-day daily mean', message: `${last24.submissions} submissions in the last 24 h, more than 3x the daily mean of ${round2(mean)}` });
+        } else if (mean > 0 && last24.submissions < 0.2 * mean) {
+          found.push({ ...base, type: 'submission_drop', severity: 'high', threshold: '< 0.2x the 30-day daily mean', message: `${last24.submissions} submissions in the last 24 h, below 0.2x the daily mean of ${round2(mean)}` });
+        }
+      }
+    }
+
+    const errorChange = change(errorsWeek.errors, errorsPrevious.errors);
+    if (errorChange !== null && errorChange >= 50) {
+      found.push({
+        type: 'error_increase',
+        severity: errorChange >= 100 ? 'high' : 'medium',
+        metric: 'errors_7d',
+        message: `Reported errors rose by ${errorChange} % week over week (${errorsPrevious.errors} -> ${errorsWeek.errors})`,
+        current_value: errorsWeek.errors,
+        baseline_value: errorsPrevious.errors,
+        change_percent: errorChange,
+        threshold: errorChange >= 100 ? 'up >= 100 % week over week' : 'up >= 50 % week over week',
+        detected_at: at,
+      });
+    }
+
+    if (active > 0 && withErrors / active > 0.3) {
+      found.push({
+        type: 'error_prevalence',
+        severity: 'high',
+        metric: 'installations_with_errors_7d',
+        message: `${pct(withErrors, active)} % of the installations active in the last 7 days reported errors (${withErrors} of ${active})`,
+        current_value: pct(withErrors, active),
+        baseline_value: 30,
+        change_percent: null,
+        threshold: '> 30 % of active installations',
+        detected_at: at,
+      });
+    }
+
+    const order = { high: 0, medium: 1, low: 2 };
+    found.sort((a, b) => order[a.severity] - order[b.severity]);
+    return {
+      generated_at: at,
+      anomalies: found,
+      counts: { high: found.filter((a) => a.severity === 'high').length, medium: found.filter((a) => a.severity === 'medium').length, low: found.filter((a) => a.severity === 'low').length },
+      rules: ANOMALY_RULES,
+    };
+  }
+
+  async overview(days: number) {
+    const [summary, installations, deployment_modes, versions, geography, printers, features, anomalies] = await Promise.all([
+      this.summary(),
+      this.installations(90, 'week'),
+      this.deploymentModes(days),
+      this.versions(days),
+      this.geography(days),
+      this.printers(days),
+      this.features(days),
+      this.anomalies(),
+    ]);
+    return { generated_at: iso(this.now()), summary, installations, deployment_modes, versions, geography, printers, features, anomalies };
+  }
+
+  async export() {
+    const [installations, submissions] = await Promise.all([this.repo.allInstallations(), this.repo.allSubmissions()]);
+    return {
+      exported_at: iso(this.now()),
+      installations: installations.map(({ first_seen_ms: _f, last_seen_ms: _l, ...i }) => i),
+      submissions: submissions.map(({ received_ms: _r, error_count: _e, ...s }) => s),
+    };
+  }
+
+  /** The figures of the weekly (7 days) or monthly (30 days) report. */
+  async report(kind: 'weekly' | 'monthly'): Promise<z.infer<typeof ReportData>> {
+    const now = this.now();
+    const span = (kind === 'weekly' ? 7 : 30) * DAY_MS;
+    const start = now - span;
+    const [active, previous, fresh, totals, latest, anomalies] = await Promise.all([
+      this.repo.activeCount(start, now),
+      this.repo.activeCount(start - span, start),
+      this.repo.newCount(start, now),
+      this.repo.totals(start, now),
+      this.repo.latestPerInstallation(start, now),
+      this.anomalies(),
+    ]);
+    const top = (keyOf: (r: StoredSubmission) => string) => tally(latest, keyOf).sort(byCountThenName);
+    return {
+      kind,
+      period_start: iso(start),
+      period_end: iso(now),
+      active_installations: active,
+      previous_active_installations: previous,
+      active_change_percent: change(active, previous),
+      new_installations: fresh,
+      submissions: totals.submissions,
+      jobs_created: totals.jobs_created,
+      jobs_completed: totals.jobs_completed,
+      jobs_failed: totals.jobs_failed,
+      job_success_rate: pct(totals.jobs_completed, totals.jobs_completed + totals.jobs_failed),
+      files_downloaded: totals.files_downloaded,
+      files_uploaded: totals.files_uploaded,
+      errors: totals.errors,
+      total_printers: latest.reduce((sum, r) => sum + r.printer_count, 0),
+      top_versions: top((r) => r.app_version)
+        .slice(0, 10)
+        .map(({ key, n }) => ({ version: key, installations: n })),
+      top_countries: top((r) => r.country_code)
+        .slice(0, 10)
+        .map(({ key, n }) => ({ country_code: key, installations: n })),
+      deployment_modes: top((r) => r.deployment_mode).map(({ key, n }) => ({ mode: key, installations: n })),
+      anomalies: anomalies.anomalies,
+    };
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * One connection to a Printfarm service, shared by everything that talks to
+ * it (the Node-RED config node holds one): the REST client, the farm monitor
+ * (with /ws and the polling fallback) and, for an embedded service, the
+ * service itself. `state` sums it up for a status light.
+ *
+ * Events: state (ConnectionState, Error | undefined).
+ */
+import { EventEmitter } from 'node:events';
+import { FarmMonitor, type MonitorMode } from './monitor';
+import type { RealtimeOptions } from './realtime';
+import { PrintfarmClient, type ClientOptions } from './rest';
+
+export type ConnectionState = 'starting' | 'connecting' | 'connected' | 'polling' | 'unreachable' | 'error' | 'closed';
+
+export interface StartedService {
+  url: string;
+  close(): Promise<void>;
+}
+
+export interface FarmConnectionOptions {
+  /** Remote mode: the base URL of a running service. */
+  baseUrl?: string;
+  /** Embedded mode: starts the service and says where it listens. */
+  start?: () => Promise<StartedService>;
+  pollIntervalMs?: number;
+  realtime?: RealtimeOptions;
+  client?: ClientOptions;
+}
+
+const STATE_OF_MODE: Record<MonitorMode, ConnectionState> = {
+  connecting: 'connecting',
+  realtime: 'connected',
+  polling: 'polling',
+  unreachable: 'unreachable',
+  stopped: 'closed',
+};
+
+export class FarmConnection extends EventEmitter {
+  private _state: ConnectionState = 'closed';
+  private _error: Error | undefined;
+  private service: StartedService | null = null;
+  private opening: Promise<PrintfarmClient> | null = null;
+  private closing: Promise<void> | null = null;
+  client: PrintfarmClient | null = null;
+  monitor: FarmMonitor | null = null;
+
+  constructor(private readonly options: FarmConnectionOptions) {
+    super();
+    this.setMaxListeners(0);
+    if (!options.baseUrl === !options.start) throw new TypeError('give either baseUrl (remote) or start (embedded)');
+    if (options.baseUrl) new URL(options.baseUrl); // fails early on a malformed URL
+  }
+
+  get state(): ConnectionState {
+    return this._state;
+  }
+
+  get error(): Error | undefined {
+    return this._error;
+  }
+
+  /** True when the farm's state is known (through /ws or polling). */
+  get online(): boolean {
+    return this._state === 'connected' || this._state === 'polling';
+  }
+
+  private setState(state: ConnectionState, error?: Error): void {
+    if (state === this._state && error === this._error) return;
+    this._state = state;
+    this._error = error;
+    this.emit('state', state, error);
+  }
+
+  /** Starts (embedded) and connects; resolves with the client, rejects when the embedded service cannot start. */
+  open(): Promise<PrintfarmClient> {
+    this.opening ??= (async () => {
+      let url = this.options.baseUrl;
+      if (this.options.start) {
+        this.setState('starting');
+        try {
+          this.service = await this.options.start();
+        } catch (err) {
+          this.setState('error', err as Error);
+          throw err;
+        }
+        url = this.service.url;
+        if (this.closing) {
+          const started = this.service;
+          this.service = null;
+          await started.close();
+          throw new Error('closed while starting');
+        }
+      }
+      const client = new PrintfarmClient(url!, this.options.client);
+      const monitor = new FarmMonitor(client, { pollIntervalMs: this.options.pollIntervalMs, realtimeOptions: this.options.realtime });
+      monitor.on('mode', (mode: MonitorMode) => this.setState(STATE_OF_MODE[mode]));
+      // Listened to so that a failed poll never becomes an unhandled 'error'; the mode tells the user.
+      monitor.on('poll-error', () => undefined);
+      this.client = client;
+      this.monitor = monitor;
+      await monitor.start();
+      return client;
+    })();
+    return this.opening;
+  }
+
+  /** Waits for the client (after open()). */
+  ready(): Promise<PrintfarmClient> {
+    return this.open();
+  }
+
+  /** Stops following the farm and, embedded, stops the service (awaiting its shutdown). */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.opening?.catch(() => undefined);
+      await this.monitor?.close();
+      await this.service?.close();
+      this.service = null;
+      this.setState('closed');
+    })();
+    return this.closing;
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * The client of `/ws`: connects, parses frames, reconnects with exponential
+ * backoff and jitter, and re-sends the printer subscription after every
+ * reconnect. Events: `open`, `close` (code, reason), `frame` (Frame),
+ * `error` (Error; only when someone listens).
+ */
+import { EventEmitter } from 'node:events';
+import WebSocket from 'ws';
+import type { Frame } from './types';
+
+export interface RealtimeOptions {
+  /** First reconnect delay in ms (1 s); doubles up to reconnectMaxMs. */
+  reconnectMinMs?: number;
+  /** Longest reconnect delay in ms (30 s). */
+  reconnectMaxMs?: number;
+  /** Follow only these printers (the service filters); empty or undefined: all. */
+  printerIds?: string[];
+  /** A connection attempt that has not opened after this many ms is dropped (10 s). */
+  connectTimeoutMs?: number;
+}
+
+export type RealtimeState = 'idle' | 'connecting' | 'open' | 'closed';
+
+export class RealtimeClient extends EventEmitter {
+  private socket: WebSocket | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private attempt = 0;
+  private stopped = true;
+  private printerIds: string[];
+  private readonly min: number;
+  private readonly max: number;
+  private readonly connectTimeoutMs: number;
+  state: RealtimeState = 'idle';
+
+  constructor(
+    readonly url: string,
+    options: RealtimeOptions = {},
+  ) {
+    super();
+    this.min = options.reconnectMinMs ?? 1000;
+    this.max = options.reconnectMaxMs ?? 30_000;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
+    this.printerIds = options.printerIds ?? [];
+  }
+
+  get connected(): boolean {
+    return this.state === 'open';
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.connect();
+  }
+
+  /** Follow only these printers ([] for all); kept across reconnects. */
+  subscribe(printerIds: string[]): void {
+    this.printerIds = [...printerIds];
+    this.sendSubscription();
+  }
+
+  private sendSubscription(): void {
+    if (this.socket?.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify({ type: 'subscribe', printer_ids: this.printerIds }));
+  }
+
+  private connect(): void {
+    if (this.stopped) return;
+    this.state = 'connecting';
+    const socket = new WebSocket(this.url, { handshakeTimeout: this.connectTimeoutMs });
+    this.socket = socket;
+    let opened = false;
+    socket.on('open', () => {
+      opened = true;
+      this.attempt = 0;
+      this.state = 'open';
+      if (this.printerIds.length) this.sendSubscription();
+      this.emit('open');
+    });
+    socket.on('message', (raw, isBinary) => {
+      if (isBinary) return;
+      let frame: Frame;
+      try {
+        frame = JSON.parse(raw.toString());
+      } catch {
+        return;
+      }
+      if (frame && typeof frame.type === 'string') this.emit('frame', { ...frame, data: frame.data ?? {} });
+    });
+    socket.on('error', (err) => {
+      if (this.listenerCount('error')) this.emit('error', err);
+    });
+    socket.on('close', (code, reason) => {
+      if (this.socket === socket) this.socket = null;
+      const wasOpen = opened;
+      this.state = 'closed';
+      if (wasOpen) this.emit('close', code, reason.toString());
+      else this.emit('connect-failed');
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.stopped || this.timer) return;
+    const base = Math.min(this.max, this.min * 2 ** this.attempt);
+    this.attempt++;
+    // Full jitter over the upper half: clients that lost the service together do not return together.
+    const delay = Math.round(base / 2 + Math.random() * (base / 2));
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.connect();
+    }, delay);
+    this.timer.unref?.();
+  }
+
+  /** Closes the socket and stops reconnecting. */
+  async close(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const socket = this.socket;
+    this.socket = null;
+    this.state = 'idle';
+    if (!socket || socket.readyState === WebSocket.CLOSED) return;
+    await new Promise<void>((resolve) => {
+      const cut = setTimeout(() => socket.terminate(), 1000);
+      socket.once('close', () => {
+        clearTimeout(cut);
+        resolve();
+      });
+      if (socket.readyState === WebSocket.CONNECTING) socket.terminate();
+      else socket.close(1000, 'client closing');
+    });
+  }
+}

@@ -1,0 +1,224 @@
+/**
+ * The typed client of `/api/v1`: one method per operation, JSON in and out,
+ * the service's error body turned into a PrintfarmError.
+ */
+import { PrintfarmError } from './errors';
+import type {
+  CleanupCandidatesView,
+  CleanupResultView,
+  ConnectionTestView,
+  CreateJobInput,
+  CreatePrinterInput,
+  CurrentJobDownloadView,
+  DownloadStartedView,
+  DownloadStatusView,
+  FileDeletedView,
+  FileDetailView,
+  FileListFilter,
+  FileListView,
+  GcodeOptimizationUpdatedView,
+  GcodeOptimizationView,
+  HealthView,
+  JobCancelledView,
+  JobDeletedView,
+  JobDetailView,
+  JobListFilter,
+  JobListView,
+  JobUpdatedView,
+  PrinterCommand,
+  PrinterCommandView,
+  PrinterCreatedView,
+  PrinterDeletedView,
+  PrinterDetailView,
+  PrinterListFilter,
+  PrinterListView,
+  PrinterStatisticsView,
+  PrinterUpdatedView,
+  RefreshResultView,
+  Settings,
+  SettingsUpdatedView,
+  StatisticsFilter,
+  StatisticsOverviewView,
+  SystemInfoView,
+  ThumbnailMethod,
+  ThumbnailResultView,
+  UpdateCheckView,
+  UpdateJobInput,
+  UpdatePrinterInput,
+} from './types';
+
+export const API_PREFIX = '/api/v1';
+
+type Query = Record<string, string | number | boolean | undefined | null>;
+
+export interface RequestOptions {
+  query?: Query;
+  body?: unknown;
+  /** Milliseconds before the request is given up (default: the client's timeoutMs). */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface ClientOptions {
+  /** Default request timeout in ms (30 s). */
+  timeoutMs?: number;
+  /** How long a call that waits for a whole transfer may take (POST /files/download; 10 min). */
+  transferTimeoutMs?: number;
+  /** Extra headers on every request. */
+  headers?: Record<string, string>;
+  fetch?: typeof fetch;
+}
+
+const enc = encodeURIComponent;
+
+export class PrintfarmClient {
+  readonly baseUrl: string;
+  private readonly timeoutMs: number;
+  private readonly transferTimeoutMs: number;
+  private readonly headers: Record<string, string>;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(baseUrl: string, options: ClientOptions = {}) {
+    const url = new URL(baseUrl);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`base URL must be http(s), got "${baseUrl}"`);
+    this.baseUrl = url.href.replace(/\/+$/, '');
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.transferTimeoutMs = options.transferTimeoutMs ?? 10 * 60_000;
+    this.headers = options.headers ?? {};
+    this.fetchImpl = options.fetch ?? fetch;
+  }
+
+  /** ws(s)://host/ws for the real-time channel. */
+  get wsUrl(): string {
+    return this.baseUrl.replace(/^http/, 'ws') + '/ws';
+  }
+
+  url(path: string, query?: Query): string {
+    const u = new URL(this.baseUrl + API_PREFIX + path);
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== null && v !== '') u.searchParams.set(k, String(v));
+    return u.href;
+  }
+
+  /** Sends one request; resolves with the parsed JSON body, rejects with PrintfarmError. */
+  async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    const res = await this.send(method, path, options, 'application/json');
+    const text = await res.text();
+    let body: unknown = undefined;
+    if (text) {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        if (res.ok) throw new PrintfarmError(res.status, 'BAD_RESPONSE', `${method} ${path}: the answer is not JSON`);
+      }
+    }
+    if (!res.ok) throw PrintfarmError.fromBody(res.status, body, `${method} ${path} answered ${res.status}`);
+    return body as T;
+  }
+
+  /** Like request() but gives the bytes (file contents, pictures). */
+  async requestBytes(method: string, path: string, options: RequestOptions = {}): Promise<{ data: Buffer; contentType: string | null }> {
+    const res = await this.send(method, path, options, '*/*');
+    const data = Buffer.from(await res.arrayBuffer());
+    if (!res.ok) {
+      let body: unknown;
+      try {
+        body = JSON.parse(data.toString('utf8'));
+      } catch {
+        body = undefined;
+      }
+      throw PrintfarmError.fromBody(res.status, body, `${method} ${path} answered ${res.status}`);
+    }
+    return { data, contentType: res.headers.get('content-type') };
+  }
+
+  private async send(method: string, path: string, options: RequestOptions, accept: string): Promise<Response> {
+    const headers: Record<string, string> = { accept, ...this.headers };
+    let body: string | undefined;
+    if (options.body !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(options.body);
+    }
+    const timeout = AbortSignal.timeout(options.timeoutMs ?? this.timeoutMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    try {
+      return await this.fetchImpl(this.url(path, options.query), { method, headers, body, signal });
+    } catch (err) {
+      const e = err as Error & { cause?: { code?: string; message?: string } };
+      if (e.name === 'TimeoutError') throw new PrintfarmError(0, 'TIMEOUT', `${method} ${path}: no answer from ${this.baseUrl} in time`);
+      if (e.name === 'AbortError') throw new PrintfarmError(0, 'ABORTED', `${method} ${path}: aborted`);
+      const reason = e.cause?.code ?? e.cause?.message ?? e.message;
+      throw new PrintfarmError(0, 'NETWORK_ERROR', `${method} ${path}: cannot reach ${this.baseUrl} (${reason})`, { cause: reason });
+    }
+  }
+
+  // System
+  health = () => this.request<HealthView>('GET', '/health');
+  systemInfo = () => this.request<SystemInfoView>('GET', '/system/info');
+  updateCheck = () => this.request<UpdateCheckView>('GET', '/update-check');
+
+  readonly printers = {
+    list: (filter: PrinterListFilter = {}) => this.request<PrinterListView>('GET', '/printers', { query: { ...filter } }),
+    get: (id: string) => this.request<PrinterDetailView>('GET', `/printers/${enc(id)}`),
+    create: (body: CreatePrinterInput) => this.request<PrinterCreatedView>('POST', '/printers', { body }),
+    update: (id: string, body: UpdatePrinterInput) => this.request<PrinterUpdatedView>('PUT', `/printers/${enc(id)}`, { body }),
+    remove: (id: string) => this.request<PrinterDeletedView>('DELETE', `/printers/${enc(id)}`),
+    /** pause / resume / stop; resolves when the printer acknowledged. */
+    command: (id: string, action: PrinterCommand) => this.request<PrinterCommandView>('POST', `/printers/${enc(id)}/${action}`),
+    pause: (id: string) => this.printers.command(id, 'pause'),
+    resume: (id: string) => this.printers.command(id, 'resume'),
+    stop: (id: string) => this.printers.command(id, 'stop'),
+    testConnection: (id: string) => this.request<ConnectionTestView>('POST', `/printers/${enc(id)}/test-connection`),
+  };
+
+  readonly jobs = {
+    list: (filter: JobListFilter = {}) => this.request<JobListView>('GET', '/jobs', { query: { ...filter } }),
+    get: (id: number | string) => this.request<JobDetailView>('GET', `/jobs/${enc(String(id))}`),
+    create: (body: CreateJobInput) => this.request<JobDetailView>('POST', '/jobs', { body }),
+    update: (id: number | string, body: UpdateJobInput) => this.request<JobUpdatedView>('PUT', `/jobs/${enc(String(id))}`, { body }),
+    remove: (id: number | string) => this.request<JobDeletedView>('DELETE', `/jobs/${enc(String(id))}`),
+    cancel: (id: number | string) => this.request<JobCancelledView>('POST', `/jobs/${enc(String(id))}/cancel`),
+  };
+
+  readonly files = {
+    list: (filter: FileListFilter = {}) => this.request<FileListView>('GET', '/files', { query: { ...filter } }),
+    get: (id: string) => this.request<FileDetailView>('GET', `/files/${enc(id)}`),
+    refresh: (printerId?: string) => this.request<RefreshResultView>('POST', '/files/refresh', { body: printerId ? { printer_id: printerId } : {} }),
+    /** Starts a background download (202); follow downloadStatus() or file_update frames. */
+    startDownload: (id: string) => this.request<DownloadStartedView>('POST', `/files/${enc(id)}/download`),
+    downloadStatus: (id: string) => this.request<DownloadStatusView>('GET', `/files/${enc(id)}/download/status`),
+    /** Fetches the file of a printer's current print (or `filePath`) and answers when it is local. */
+    downloadForPrinter: (printerId: string, filePath?: string, options: { signal?: AbortSignal } = {}) =>
+      this.request<CurrentJobDownloadView>('POST', '/files/download', {
+        body: filePath ? { printer_id: printerId, file_path: filePath } : { printer_id: printerId },
+        timeoutMs: this.transferTimeoutMs,
+        signal: options.signal,
+      }),
+    content: (id: string) => this.requestBytes('GET', `/files/${enc(id)}/content`, { timeoutMs: this.transferTimeoutMs }).then((r) => r.data),
+    removeLocal: (id: string) => this.request<FileDeletedView>('DELETE', `/files/${enc(id)}`),
+    cleanupCandidates: (query: { older_than_days?: number; min_size_mb?: number; unused_only?: boolean } = {}) =>
+      this.request<CleanupCandidatesView>('GET', '/files/cleanup/candidates', { query }),
+    cleanup: (fileIds: string[]) => this.request<CleanupResultView>('POST', '/files/cleanup', { body: { file_ids: fileIds, confirm: true } }),
+    /** Spec 4.4: extract (3MF/BGCode), generate (STL/OBJ) or analyze (G-code) a file's thumbnail. */
+    thumbnail: (id: string, method: ThumbnailMethod, options: { signal?: AbortSignal } = {}) =>
+      this.request<ThumbnailResultView>('POST', method === 'analyze' ? `/files/${enc(id)}/analyze/gcode` : `/files/${enc(id)}/thumbnail/${method}`, {
+        timeoutMs: this.transferTimeoutMs,
+        signal: options.signal,
+      }),
+    /** Spec 4.4: POST /files/{id}/preview (the picture's bytes). */
+    preview: (id: string) => this.requestBytes('POST', `/files/${enc(id)}/preview`, { timeoutMs: this.transferTimeoutMs }),
+  };
+
+  readonly statistics = {
+    overview: (filter: StatisticsFilter = {}) => this.request<StatisticsOverviewView>('GET', '/statistics/overview', { query: { ...filter } }),
+    printer: (id: string, filter: StatisticsFilter = {}) => this.request<PrinterStatisticsView>('GET', `/statistics/printers/${enc(id)}`, { query: { ...filter } }),
+  };
+
+  readonly settings = {
+    get: () => this.request<Settings>('GET', '/settings'),
+    update: (changes: Settings) => this.request<SettingsUpdatedView>('PUT', '/settings', { body: changes }),
+    application: () => this.request<Settings>('GET', '/settings/application'),
+    gcodeOptimization: () => this.request<GcodeOptimizationView>('GET', '/settings/gcode-optimization'),
+    updateGcodeOptimization: (changes: Partial<GcodeOptimizationView>) =>
+      this.request<GcodeOptimizationUpdatedView>('PUT', '/settings/gcode-optimization', { body: changes }),
+  };
+}

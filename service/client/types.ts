@@ -1,0 +1,137 @@
+/**
+ * The shapes the client sends and receives, taken from the service's own zod
+ * schemas (type-only imports: nothing of zod is loaded at run time).
+ */
+import type { z } from 'zod';
+import type { CleanupCandidates, CleanupResult, CurrentJobDownloadResult, DownloadStarted, DownloadStatus, FileDeleted, FileDetail, FileItem, FileList, FileListQuery, RefreshResult } from '../schemas/files';
+import type { JobCancelled, JobDeleted, JobDetail, Job, JobList, JobListQuery, JobUpdated, CreateJobBody, UpdateJobBody } from '../schemas/jobs';
+import type {
+  ConnectionTestResult,
+  CreatePrinterBody,
+  Printer,
+  PrinterCommandResult,
+  PrinterCreated,
+  PrinterDeleted,
+  PrinterDetail,
+  PrinterList,
+  PrinterUpdated,
+  UpdatePrinterBody,
+} from '../schemas/printers';
+import type { GcodeOptimizationSettings, GcodeOptimizationUpdated, SettingsUpdated } from '../schemas/settings';
+import type { PrinterStatistics, StatisticsOverview } from '../schemas/statistics';
+import type { Health, SystemInfo, UpdateCheck } from '../schemas/system';
+
+export type HealthView = z.output<typeof Health>;
+export type SystemInfoView = z.output<typeof SystemInfo>;
+export type UpdateCheckView = z.output<typeof UpdateCheck>;
+
+export type PrinterView = z.output<typeof Printer>;
+export type PrinterDetailView = z.output<typeof PrinterDetail>;
+export type PrinterListView = z.output<typeof PrinterList>;
+export type PrinterCreatedView = z.output<typeof PrinterCreated>;
+export type PrinterUpdatedView = z.output<typeof PrinterUpdated>;
+export type PrinterDeletedView = z.output<typeof PrinterDeleted>;
+export type PrinterCommandView = z.output<typeof PrinterCommandResult>;
+export type ConnectionTestView = z.output<typeof ConnectionTestResult>;
+export type CreatePrinterInput = z.input<typeof CreatePrinterBody>;
+export type UpdatePrinterInput = z.input<typeof UpdatePrinterBody>;
+export type PrinterCommand = 'pause' | 'resume' | 'stop';
+export interface PrinterListFilter {
+  active?: boolean;
+  type?: PrinterView['type'];
+}
+
+export type JobView = z.output<typeof Job>;
+export type JobDetailView = z.output<typeof JobDetail>;
+export type JobListView = z.output<typeof JobList>;
+export type JobCancelledView = z.output<typeof JobCancelled>;
+export type JobUpdatedView = z.output<typeof JobUpdated>;
+export type JobDeletedView = z.output<typeof JobDeleted>;
+export type JobListFilter = Partial<z.output<typeof JobListQuery>>;
+export type CreateJobInput = z.input<typeof CreateJobBody>;
+export type UpdateJobInput = z.input<typeof UpdateJobBody>;
+
+export type FileView = z.output<typeof FileItem>;
+export type FileDetailView = z.output<typeof FileDetail>;
+export type FileListView = z.output<typeof FileList>;
+export type FileListFilter = Partial<z.output<typeof FileListQuery>>;
+export type DownloadStartedView = z.output<typeof DownloadStarted>;
+export type DownloadStatusView = z.output<typeof DownloadStatus>;
+export type CurrentJobDownloadView = z.output<typeof CurrentJobDownloadResult>;
+export type FileDeletedView = z.output<typeof FileDeleted>;
+export type CleanupCandidatesView = z.output<typeof CleanupCandidates>;
+export type CleanupResultView = z.output<typeof CleanupResult>;
+export type RefreshResultView = z.output<typeof RefreshResult>;
+
+/** Spec 4.4: the thumbnail and preview calls (POST /files/{id}/thumbnail/extract|generate, /analyze/gcode). */
+export type ThumbnailMethod = 'extract' | 'generate' | 'analyze';
+export interface ThumbnailResultView {
+  success: boolean;
+  method: 'extracted' | 'generated' | 'analyzed' | string;
+  thumbnail_url?: string | null;
+  metadata?: Record<string, unknown>;
+  message?: string;
+}
+
+export type StatisticsOverviewView = z.output<typeof StatisticsOverview>;
+export type PrinterStatisticsView = z.output<typeof PrinterStatistics>;
+export type StatisticsPeriod = 'day' | 'week' | 'month' | 'year';
+export interface StatisticsFilter {
+  period?: StatisticsPeriod;
+  start_date?: string;
+  end_date?: string;
+}
+
+export type Settings = Record<string, unknown>;
+export type SettingsUpdatedView = z.output<typeof SettingsUpdated>;
+export type GcodeOptimizationView = z.output<typeof GcodeOptimizationSettings>;
+export type GcodeOptimizationUpdatedView = z.output<typeof GcodeOptimizationUpdated>;
+
+/** A frame on /ws (spec 6): `{type, timestamp, data}`. */
+export interface Frame<T = Record<string, unknown>> {
+  type: string;
+  timestamp: string;
+  data: T;
+}
+
+/** data of a printer_status frame. */
+export interface PrinterStatusData {
+  printer_id: string;
+  change?: 'created' | 'updated' | 'deleted' | 'state';
+  status: string;
+  connection_status?: string;
+  progress?: number;
+  temperatures?: { nozzle: number; bed: number; chamber?: number };
+  name?: string;
+  type?: string;
+  job_name?: string;
+  layer_current?: number | null;
+  layer_total?: number | null;
+  estimated_remaining?: number | null;
+  error?: { code?: string; message?: string } | null;
+  [extra: string]: unknown;
+}
+
+/** data of a job_update frame. */
+export interface JobUpdateData {
+  id: number;
+  job_id: number;
+  printer_id: string;
+  change: 'created' | 'updated' | 'deleted' | 'cancelled' | 'progress' | 'status';
+  status: string;
+  progress: number;
+  job_name?: string;
+  [extra: string]: unknown;
+}
+
+/** data of a job_auto_created frame. */
+export interface JobAutoCreatedData {
+  id: string;
+  printer_id: string;
+  job_name: string;
+  filename: string;
+  status: string;
+  start_time: string;
+  customer_info: Record<string, unknown>;
+  [extra: string]: unknown;
+}

@@ -1,0 +1,89 @@
+/**
+ * The service as Node-RED's printfarm-server config node runs it: createService
+ * on a port and data dir it names, optionally with the demo farm (simulated
+ * printers on 127.0.0.1, registered with the service, some of them printing).
+ */
+import { createService, type Service, type ServiceOptions } from './app';
+import type { CreatePrinterInput } from './schemas/printers';
+import { startFarm, type FarmOptions, type SimulatedFarm } from './simulators';
+
+export interface EmbeddedOptions extends ServiceOptions {
+  /** Start simulated printers too (true: 3 Bambu Lab + 2 PrusaLink at speed 20). */
+  demo?: boolean | FarmOptions;
+  /** Demo: how often an idle simulated printer may start the next print, in ms (20 s; 0: never). */
+  demoRestartMs?: number;
+}
+
+export interface EmbeddedService {
+  url: string;
+  port: number;
+  service: Service;
+  farm: SimulatedFarm | null;
+  close(): Promise<void>;
+}
+
+export async function startEmbedded(options: EmbeddedOptions = {}): Promise<EmbeddedService> {
+  const { demo, demoRestartMs, ...serviceOptions } = options;
+  const service = await createService(serviceOptions);
+  let farm: SimulatedFarm | null = null;
+  try {
+    if (demo) farm = await startDemoFarm(service, demo === true ? {} : demo, demoRestartMs ?? 20_000);
+  } catch (err) {
+    await service.close();
+    throw err;
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    url: service.url,
+    port: service.port,
+    service,
+    farm,
+    close: () =>
+      (closing ??= (async () => {
+        // The service first: it lets go of the printers before they disappear.
+        await service.close();
+        await farm?.close();
+      })()),
+  };
+}
+
+/** Simulated printers registered with the service (existing demo printers get the new ports). */
+async function startDemoFarm(service: Service, options: FarmOptions, restartMs: number): Promise<SimulatedFarm> {
+  const farm = await startFarm({ bambu: 3, prusa: 2, speed: 20, ...options });
+  try {
+    const { printers, store } = service.context;
+    for (const { printer } of farm.printers) {
+      const body = printer as unknown as CreatePrinterInput;
+      const { id, name: _name, type: _type, model: _model, is_active: _active, ...link } = body;
+      if (id && (await store.printers.exists(id))) await printers.update(id, { ...link, is_active: true });
+      else await printers.create({ ...body, is_active: true });
+    }
+  } catch (err) {
+    await farm.close();
+    throw err;
+  }
+  const startSomething = async ({ printer, control_url }: SimulatedFarm['printers'][number]) => {
+    const state = (await (await fetch(`${control_url}/state`)).json()) as { status: string; files: string[] };
+    if (!/^(idle|finished|stopped|failed|ready)$/i.test(state.status)) return;
+    const printable = printer.type === 'bambu_lab' ? /\.3mf$/i : /\.bgcode$/i;
+    const file = state.files.find((f) => printable.test(f)) ?? state.files[0];
+    await fetch(`${control_url}/print`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ file }) });
+  };
+  let timer: NodeJS.Timeout | null = null;
+  if (restartMs > 0) {
+    // Two printers start at once; later an idle printer now and then starts the next print.
+    for (const p of [farm.printers[0], farm.printers[3]].filter(Boolean)) await startSomething(p).catch(() => undefined);
+    timer = setInterval(() => {
+      const pick = farm.printers[Math.floor(Math.random() * farm.printers.length)];
+      if (pick) startSomething(pick).catch(() => undefined);
+    }, restartMs);
+    timer.unref();
+  }
+  return {
+    ...farm,
+    close: async () => {
+      if (timer) clearInterval(timer);
+      await farm.close();
+    },
+  };
+}

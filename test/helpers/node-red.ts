@@ -1,0 +1,182 @@
+/**
+ * Node tests: node-red-node-test-helper with the pack's nodes (loaded from
+ * their TypeScript sources), the real en-US catalogs as RED._ (the helper's
+ * own RED._ returns the key), flows with a tab so that Catch and Status nodes
+ * work, and a collector for the messages a helper node receives.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import fileDownload = require('../../nodes/file-download');
+import gcodePreview = require('../../nodes/gcode-preview');
+import jobWatcher = require('../../nodes/job-watcher');
+import printer = require('../../nodes/printer');
+import printfarmServer = require('../../nodes/printfarm-server');
+import stats = require('../../nodes/stats');
+
+/** The part of node-red-node-test-helper the tests use (its DefinitelyTyped package pulls the DOM types into the whole program). */
+export interface TestNode {
+  id: string;
+  type: string;
+  credentials: Record<string, unknown>;
+  receive(msg: Record<string, unknown>): void;
+  on(event: string, listener: (...args: any[]) => void): TestNode; // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** Node.prototype methods that the helper wraps in sinon spies (shared by every node: filter by thisValue). */
+  status: Spy;
+  error: Spy;
+  warn: Spy;
+  [key: string]: unknown;
+}
+interface Spy {
+  (...args: unknown[]): void;
+  getCalls(): { thisValue: unknown; args: unknown[] }[];
+}
+export interface NodeTestHelper {
+  init(runtimePath: string, settings?: Record<string, unknown>): void;
+  settings(settings: Record<string, unknown>): Record<string, unknown>;
+  load(nodes: unknown, flow: FlowNode[], credentials?: Record<string, Record<string, unknown>>): Promise<void>;
+  unload(): Promise<void>;
+  startServer(): Promise<void>;
+  stopServer(): Promise<void>;
+  getNode(id: string): TestNode;
+}
+export type FlowNode = { id: string; type: string; z?: string; wires?: string[][]; [key: string]: unknown };
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+export const helper = require('node-red-node-test-helper') as NodeTestHelper;
+helper.init(require.resolve('node-red'));
+
+const LOCALES = path.join(__dirname, '..', '..', 'locales');
+const catalogs = new Map<string, Record<string, unknown>>();
+/** Keys the nodes asked for that no catalog has. */
+export const missingKeys = new Set<string>();
+
+function catalog(lang: string, set: string): Record<string, unknown> | undefined {
+  const key = `${lang}/${set}`;
+  if (!catalogs.has(key)) {
+    const file = path.join(LOCALES, lang, `${set}.json`);
+    catalogs.set(key, fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : {});
+  }
+  return catalogs.get(key);
+}
+
+/** RED._ as Node-RED does it for this pack (i18next with __name__ substitutions), reading locales/<lang>/<type>.json. */
+export function translate(key: string, subs: Record<string, unknown> = {}, lang = 'en-US'): string {
+  const parts = key.split('.');
+  let value: unknown = catalog(lang, parts[0]);
+  for (const p of parts) value = (value as Record<string, unknown> | undefined)?.[p];
+  if (typeof value !== 'string') {
+    missingKeys.add(key);
+    return key;
+  }
+  return value.replace(/__(\w+)__/g, (_m, name: string) => (name in subs ? String(subs[name]) : `__${name}__`));
+}
+
+type NodeModule = (RED: { _: unknown }) => unknown;
+const withCatalogs = (fn: NodeModule): NodeModule => (RED) => {
+  RED._ = translate;
+  return fn(RED);
+};
+
+/** Every node type of the pack. */
+export const NODES = [printfarmServer, printer, jobWatcher, fileDownload, gcodePreview, stats].map((fn) => withCatalogs(fn as unknown as NodeModule));
+
+export function tempDir(prefix = 'printfarm-nodes-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/** A tab, the config node (embedded on 127.0.0.1:0 in a temp dir unless overridden) and the given nodes on the tab. */
+export function flow(nodes: FlowNode[], server: Record<string, unknown> = {}): FlowNode[] {
+  return [
+    { id: 'tab', type: 'tab', label: 'farm' },
+    { id: 'srv', type: 'printfarm-server', name: 'farm', mode: 'embedded', url: '', port: 0, host: '127.0.0.1', dataDir: '', demo: false, logLevel: 'silent', pollInterval: 30, ...server },
+    ...nodes.map((n) => ({ z: 'tab', ...n })),
+  ];
+}
+
+export interface Collector {
+  messages: Record<string, any>[]; // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** The first message (received or coming) that matches, or a rejection after `ms`. */
+  next(match?: (m: Record<string, any>) => boolean, ms?: number): Promise<Record<string, any>>; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+/** Collects what a helper node receives (assertions stay outside Node-RED's listeners, which swallow them). */
+export function collect(node: TestNode): Collector {
+  const messages: Record<string, unknown>[] = [];
+  const waiters: { match: (m: Record<string, unknown>) => boolean; resolve: (m: Record<string, unknown>) => void }[] = [];
+  node.on('input', (msg: Record<string, unknown>) => {
+    messages.push(msg);
+    for (const w of [...waiters]) {
+      if (w.match(msg)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(msg);
+      }
+    }
+  });
+  return {
+    messages,
+    next(match = () => true, ms = 10_000) {
+      const seen = messages.find(match);
+      if (seen) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        const waiter = {
+          match,
+          resolve: (m: Record<string, unknown>) => {
+            clearTimeout(timer);
+            resolve(m);
+          },
+        };
+        const timer = setTimeout(() => {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          reject(new Error(`no matching message within ${ms} ms; got ${JSON.stringify(messages.map((m) => [m.topic, m.event ?? (m.payload as { status?: unknown })?.status]))}`));
+        }, ms);
+        waiters.push(waiter);
+      });
+    },
+  };
+}
+
+/** Polls `probe` until it returns a truthy value, failing after `ms`. */
+export async function until<T>(probe: () => T | undefined | null | false | Promise<T | undefined | null | false>, what: string, ms = 10_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export type Status = { fill?: string; shape?: string; text?: string };
+
+/** Every status the node has shown, oldest first. */
+export function statusesOf(node: TestNode): Status[] {
+  return node.status
+    .getCalls()
+    .filter((c) => c.thisValue === node)
+    .map((c) => c.args[0] as Status);
+}
+
+/** The node's latest status object. */
+export function statusOf(node: TestNode): Status {
+  const all = statusesOf(node);
+  return all[all.length - 1] ?? {};
+}
+
+/** What the node passed to this.error / this.warn. */
+export function callsOf(node: TestNode, method: 'error' | 'warn'): unknown[][] {
+  return node[method]
+    .getCalls()
+    .filter((c) => c.thisValue === node)
+    .map((c) => c.args);
+}
+
+/** Drives a simulator's control API. */
+export async function control(url: string, action: string, body: unknown = {}): Promise<unknown> {
+  const res = await fetch(`${url}/${action}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  if (!res.ok) throw new Error(`control ${action}: ${res.status} ${await res.text()}`);
+  return res.json().catch(() => ({}));
+}
+
+export const simState = async (url: string) =>
+  (await (await fetch(`${url}/state`)).json()) as { status: string; progress: number; file: string | null; files: string[] };

@@ -1,0 +1,215 @@
+/**
+ * The shipped flows: every example and flow imports cleanly (each pack node
+ * carries its editor defaults, references a config node that is there, wires
+ * to nodes that exist; every node type has an example); flows/farm.json
+ * deploys; flows/home-assistant.json, deployed in a real Node-RED (the
+ * `npm start` launcher) against a real MQTT broker (aedes), publishes every
+ * printer to Home Assistant by MQTT discovery, and a press of its pause
+ * button pauses the printer.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import vm from 'node:vm';
+import { Aedes } from 'aedes';
+import mqtt from 'mqtt';
+import { createService, type Service } from '../../service/app';
+import { PrintfarmClient, type CreatePrinterInput } from '../../service/client';
+import { driverFactory } from '../../service/printers/drivers';
+import { startFarm, type SimulatedFarm } from '../../service/simulators';
+import { startNodeRed, type RunningNodeRed } from '../helpers/launcher';
+import { collect, control, helper, NODES, simState, statusOf, tempDir, until, type FlowNode } from '../helpers/node-red';
+
+const root = path.join(__dirname, '..', '..');
+const PACK_TYPES = ['printfarm-server', 'printer', 'job-watcher', 'file-download', 'gcode-preview', 'stats'];
+const readJson = (file: string) => JSON.parse(fs.readFileSync(file, 'utf8')) as FlowNode[];
+const shipped = [
+  ...fs.readdirSync(path.join(root, 'examples')).map((f) => path.join('examples', f)),
+  path.join('flows', 'farm.json'),
+  path.join('flows', 'home-assistant.json'),
+];
+
+/** The defaults each node's editor html declares (from the source html). */
+function editorDefaults(type: string): string[] {
+  const html = fs.readFileSync(path.join(root, 'nodes', `${type}.html`), 'utf8');
+  const js = /<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(html)![1];
+  let defaults: Record<string, unknown> = {};
+  const RED = { nodes: { registerType: (_t: string, def: { defaults: Record<string, unknown> }) => (defaults = def.defaults) }, validators: { number: () => () => true } };
+  vm.runInNewContext(js, { RED, $: () => ({}) });
+  return Object.keys(defaults);
+}
+
+const SERVICE_OPTIONS = {
+  env: {},
+  updateCheckUrl: 'http://127.0.0.1:9/unreachable',
+  updateCheckTimeout: 1,
+  driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),
+  fleet: { watchdogMs: 1500, commandTimeoutMs: 3000, pollMs: 200, connectTimeoutMs: 4000 },
+};
+
+describe('examples and flows', () => {
+  test.each(shipped)('%s imports cleanly', (file) => {
+    const nodes = readJson(path.join(root, file));
+    expect(Array.isArray(nodes)).toBe(true);
+    const ids = new Set(nodes.map((n) => n.id));
+    expect(ids.size).toBe(nodes.length);
+    for (const n of nodes) {
+      for (const out of n.wires ?? []) for (const target of out) expect(ids.has(target)).toBe(true);
+      if (!PACK_TYPES.includes(n.type)) continue;
+      expect(Object.keys(n)).toEqual(expect.arrayContaining(editorDefaults(n.type)));
+      if (n.type !== 'printfarm-server') expect(nodes.find((c) => c.id === n.server)?.type).toBe('printfarm-server');
+    }
+    if (file.startsWith('examples')) {
+      expect(nodes.some((n) => n.type === 'comment')).toBe(true);
+      expect(nodes.every((n) => n.z === undefined)).toBe(true);
+    }
+  });
+
+  test('every node type of the pack has an example', () => {
+    const used = new Set(shipped.filter((f) => f.startsWith('examples')).flatMap((f) => readJson(path.join(root, f)).map((n) => n.type)));
+    expect(PACK_TYPES.filter((t) => !used.has(t))).toEqual([]);
+  });
+});
+
+describe('flows/farm.json in Node-RED', () => {
+  beforeEach(async () => {
+    helper.settings({ printfarmServerOptions: { ...SERVICE_OPTIONS, port: 0, host: '127.0.0.1', dataDir: tempDir(), logLevel: 'silent' } });
+    await helper.startServer();
+  });
+  afterEach(async () => {
+    await helper.unload();
+    await helper.stopServer();
+  });
+
+  test('deploys: the farm connects, every node shows its state, the buttons and the statistics work', async () => {
+    /* eslint-disable @typescript-eslint/no-require-imports */
+    const core = [require('@node-red/nodes/core/common/20-inject.js'), require('@node-red/nodes/core/common/21-debug.js'), require('@node-red/nodes/core/common/90-comment.js')];
+    /* eslint-enable @typescript-eslint/no-require-imports */
+    const flow = readJson(path.join(root, 'flows', 'farm.json'));
+    // Watch what the statistics and the printers send.
+    const tab = flow[0].id;
+    flow.push({ id: 'watch', type: 'helper', z: tab });
+    flow.find((n) => n.id === 'pf-stats')!.wires = [['watch']];
+    await helper.load([...core, ...NODES], flow);
+    await until(() => statusOf(helper.getNode('pf-all')).text === '0 of 0 printing', 'farm status');
+    expect(statusOf(helper.getNode('pf-p1'))).toEqual({ fill: 'grey', shape: 'ring', text: 'unknown printer' });
+    expect(statusOf(helper.getNode('pf-jobs'))).toEqual({ fill: 'green', shape: 'dot', text: 'connected' });
+    expect(statusOf(helper.getNode('pf-downloads')).text).toBe('idle (0 done, 0 failed)');
+    const watch = collect(helper.getNode('watch'));
+    helper.getNode('pf-i-stats').receive({});
+    expect(await watch.next()).toMatchObject({ topic: 'overview', payload: { period: 'day', printers: { total_active: 0 } } });
+  });
+});
+
+describe('flows/home-assistant.json in a real Node-RED with a real MQTT broker', () => {
+  let farm: SimulatedFarm;
+  let svc: Service;
+  let broker: Aedes;
+  let brokerServer: net.Server;
+  let nodeRed: RunningNodeRed | null = null;
+  let ha: mqtt.MqttClient;
+  const seen: { topic: string; payload: string; retain: boolean }[] = [];
+
+  beforeAll(async () => {
+    [farm, svc, broker] = await Promise.all([
+      startFarm({ bambu: 1, prusa: 0, speed: 100 }),
+      createService({ ...SERVICE_OPTIONS, host: '127.0.0.1', port: 0, dataDir: tempDir(), logLevel: 'silent' }),
+      Aedes.createBroker(),
+    ]);
+    brokerServer = net.createServer(broker.handle);
+    await new Promise<void>((r) => brokerServer.listen(0, '127.0.0.1', r));
+  }, 30_000);
+  afterAll(async () => {
+    await nodeRed?.stop();
+    await ha?.endAsync();
+    await new Promise<void>((r) => broker.close(() => r()));
+    await new Promise((r) => brokerServer.close(r));
+    await svc?.close();
+    await farm?.close();
+  });
+
+  const next = (match: (m: (typeof seen)[number]) => boolean, what: string, ms = 15_000) => until(() => seen.find(match), what, ms);
+
+  test('discovery configs and states arrive on the right topics; the pause button reaches the printer', async () => {
+    const { port } = brokerServer.address() as net.AddressInfo;
+    // Home Assistant's side: a client on the broker that sees everything.
+    ha = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, { clientId: 'home-assistant' });
+    ha.on('message', (topic, payload, packet) => seen.push({ topic, payload: payload.toString(), retain: packet.retain }));
+    await ha.subscribeAsync(['homeassistant/#', 'printfarm/#']);
+
+    // The flow as shipped, pointed at this broker and this service.
+    const flow = readJson(path.join(root, 'flows', 'home-assistant.json'));
+    Object.assign(flow.find((n) => n.type === 'mqtt-broker')!, { broker: '127.0.0.1', port: String(port) });
+    Object.assign(flow.find((n) => n.type === 'printfarm-server')!, { mode: 'remote', url: svc.url });
+    const dir = tempDir();
+    fs.writeFileSync(path.join(dir, 'ha-flow.json'), JSON.stringify(flow));
+    nodeRed = await startNodeRed({ userDir: path.join(dir, 'user'), flows: path.join(dir, 'ha-flow.json') });
+    await next((m) => m.topic === 'printfarm/bridge/availability' && m.payload === 'online', 'the birth message');
+
+    const { printer, control_url } = farm.printers[0];
+    const client = new PrintfarmClient(svc.url);
+    await client.printers.create(printer as unknown as CreatePrinterInput);
+    const sid = printer.id.replace(/[^a-zA-Z0-9_-]/g, '_');
+    const config = (component: string, key: string) => next((m) => m.topic === `homeassistant/${component}/printfarm_${sid}/${key}/config`, `${component} ${key} config`);
+
+    const progress = JSON.parse((await config('sensor', 'progress')).payload);
+    expect(progress).toMatchObject({
+      unique_id: `printfarm_${sid}_progress`,
+      name: 'Progress',
+      state_topic: `printfarm/${sid}/state`,
+      value_template: '{{ value_json.progress }}',
+      unit_of_measurement: '%',
+      availability_mode: 'all',
+      availability: [{ topic: 'printfarm/bridge/availability' }, { topic: `printfarm/${sid}/availability` }],
+      device: { identifiers: [`printfarm_${sid}`], name: printer.name, manufacturer: 'Bambu Lab' },
+      origin: { name: 'Printfarm' },
+    });
+    for (const key of ['nozzle_temperature', 'bed_temperature']) expect(JSON.parse((await config('sensor', key)).payload)).toMatchObject({ device_class: 'temperature', unit_of_measurement: '°C' });
+    expect(JSON.parse((await config('sensor', 'remaining_time')).payload)).toMatchObject({ device_class: 'duration', unit_of_measurement: 's' });
+    expect(JSON.parse((await config('sensor', 'job_name')).payload)).toMatchObject({ value_template: '{{ value_json.job_name }}' });
+    expect(JSON.parse((await config('binary_sensor', 'printing')).payload)).toMatchObject({ state_topic: `printfarm/${sid}/state` });
+    for (const key of ['pause', 'resume', 'stop']) {
+      const button = await config('button', key);
+      expect(JSON.parse(button.payload)).toMatchObject({ command_topic: `printfarm/${sid}/command`, payload_press: key, device: { identifiers: [`printfarm_${sid}`] } });
+    }
+    // The configs are retained: a Home Assistant that connects later gets them.
+    const late = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, { clientId: 'late-home-assistant' });
+    const retained: string[] = [];
+    late.on('message', (topic, _payload, packet) => packet.retain && retained.push(topic));
+    await late.subscribeAsync(`homeassistant/+/printfarm_${sid}/+/config`);
+    await until(() => retained.length >= 10, 'retained discovery configs');
+    await late.endAsync();
+    expect(retained.sort()).toEqual(
+      [
+        ...['progress', 'nozzle_temperature', 'bed_temperature', 'remaining_time', 'job_name', 'status'].map((k) => `homeassistant/sensor/printfarm_${sid}/${k}/config`),
+        `homeassistant/binary_sensor/printfarm_${sid}/printing/config`,
+        ...['pause', 'resume', 'stop'].map((k) => `homeassistant/button/printfarm_${sid}/${k}/config`),
+      ].sort(),
+    );
+    await next((m) => m.topic === `printfarm/${sid}/availability` && m.payload === 'online', 'printer available');
+    const idle = await next((m) => m.topic === `printfarm/${sid}/state` && JSON.parse(m.payload).status === 'online', 'idle state');
+    expect(JSON.parse(idle.payload)).toMatchObject({ printing: false, nozzle_temperature: expect.any(Number), bed_temperature: expect.any(Number), job_name: '' });
+
+    // A print: the state follows.
+    const file = (await simState(control_url)).files.find((f) => /\.3mf$/.test(f))!;
+    await control(control_url, 'print', { file });
+    const printing = await next((m) => m.topic === `printfarm/${sid}/state` && JSON.parse(m.payload).printing === true && JSON.parse(m.payload).progress > 0, 'printing state');
+    expect(JSON.parse(printing.payload)).toMatchObject({ status: 'printing', job_name: expect.any(String), remaining_time: expect.any(Number) });
+
+    // Home Assistant presses "Pause".
+    await ha.publishAsync(`printfarm/${sid}/command`, 'pause');
+    await until(async () => /pause/i.test((await simState(control_url)).status), 'the simulator paused', 10_000);
+    await next((m) => m.topic === `printfarm/${sid}/state` && JSON.parse(m.payload).status === 'paused', 'paused state');
+
+    // Home Assistant restarts: everything is announced again.
+    const before = seen.filter((m) => m.topic.endsWith('/progress/config')).length;
+    await ha.publishAsync('homeassistant/status', 'online');
+    await until(() => seen.filter((m) => m.topic.endsWith('/progress/config')).length > before, 'discovery again');
+
+    // Stopping Node-RED says the bridge is gone.
+    expect(await nodeRed.stop()).toBe(0);
+    nodeRed = null;
+    await next((m) => m.topic === 'printfarm/bridge/availability' && m.payload === 'offline', 'offline on close');
+    await control(control_url, 'cancel');
+  }, 60_000);
+});

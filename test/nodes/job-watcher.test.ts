@@ -1,0 +1,155 @@
+/**
+ * job-watcher and stats nodes against an embedded service and a simulated
+ * printer: a print on the printer becomes auto-created, started, progress
+ * (throttled), completed events with the job's detail; filters by event and
+ * printer; cancelled; the statistics on input and on an interval.
+ */
+import { driverFactory } from '../../service/printers/drivers';
+import { startFarm, type SimulatedFarm } from '../../service/simulators';
+import { collect, control, flow, helper, missingKeys, NODES, simState, statusOf, tempDir, until, type FlowNode } from '../helpers/node-red';
+
+const SERVICE_OPTIONS = {
+  env: {},
+  updateCheckUrl: 'http://127.0.0.1:9/unreachable',
+  updateCheckTimeout: 1,
+  driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),
+  fleet: { watchdogMs: 1500, commandTimeoutMs: 3000, pollMs: 200, connectTimeoutMs: 4000 },
+};
+
+describe('job-watcher and stats nodes', () => {
+  let farm: SimulatedFarm;
+  beforeAll(async () => {
+    farm = await startFarm({ bambu: 1, prusa: 0, speed: 100 });
+  });
+  afterAll(async () => {
+    await farm.close();
+    expect([...missingKeys]).toEqual([]);
+  });
+  beforeEach(async () => {
+    helper.settings({ printfarmServerOptions: SERVICE_OPTIONS });
+    await helper.startServer();
+  });
+  afterEach(async () => {
+    await helper.unload();
+    await helper.stopServer();
+    const { control_url } = farm.printers[0];
+    if (/print|pause|prepare|running/i.test((await simState(control_url)).status)) await control(control_url, 'cancel');
+  });
+
+  const printer = () => farm.printers[0].printer as Record<string, unknown> & { id: string };
+  /** A flow whose printer node registers the simulator (so the service knows it). */
+  const withPrinter = (nodes: FlowNode[]): FlowNode[] =>
+    flow(
+      [
+        {
+          id: 'reg',
+          type: 'printer',
+          server: 'srv',
+          printer: printer().id,
+          register: true,
+          printerName: printer().name,
+          printerType: printer().type,
+          model: '',
+          ipAddress: printer().ip_address,
+          serialNumber: printer().serial_number,
+          mqttPort: printer().mqtt_port,
+          ftpsPort: printer().ftps_port,
+          httpPort: '',
+          wires: [['online']],
+        },
+        { id: 'online', type: 'helper' },
+        ...nodes,
+      ],
+      { dataDir: tempDir() },
+    );
+  const credentials = () => ({ reg: { accessCode: printer().access_code as string } });
+
+  async function startPrint() {
+    const { control_url } = farm.printers[0];
+    await collect(helper.getNode('online')).next((m) => m.payload.status === 'online');
+    const file = (await simState(control_url)).files.find((f) => /\.3mf$/.test(f))!;
+    await control(control_url, 'print', { file });
+    return control_url;
+  }
+
+  test('a print becomes auto-created, started, progress and completed events; completed carries the job detail', async () => {
+    await helper.load(NODES, withPrinter([{ id: 'jw', type: 'job-watcher', server: 'srv', printer: '', events: '', throttle: 0.2, details: true, wires: [['out']] }, { id: 'out', type: 'helper' }]), credentials());
+    const out = collect(helper.getNode('out'));
+    const control_url = await startPrint();
+
+    const created = await out.next((m) => m.event === 'auto-created');
+    expect(created).toMatchObject({ topic: printer().id, payload: { printer_id: printer().id, job_id: expect.any(Number), status: 'running', customer_info: { auto_created: true } } });
+    const jobId = created.payload.job_id;
+    expect(await out.next((m) => m.event === 'started')).toMatchObject({ payload: { job_id: jobId, status: 'printing' } });
+    await out.next((m) => m.event === 'progress' && m.payload.progress > 0);
+    await until(() => /^job \d+ \d+ %$/.test(statusOf(helper.getNode('jw')).text ?? ''), 'progress status');
+
+    await control(control_url, 'finish');
+    const done = await out.next((m) => m.event === 'completed');
+    expect(done.payload).toMatchObject({ job_id: jobId, status: 'completed', job: { id: jobId, status: 'completed', progress: 100, actual_duration: expect.any(Number) } });
+    expect(statusOf(helper.getNode('jw'))).toEqual({ fill: 'green', shape: 'dot', text: `job ${jobId} completed` });
+    // Progress events of one job are at least the throttle apart.
+    const times = out.messages.filter((m) => m.event === 'progress').map((m) => Date.parse(m.payload.timestamp));
+    for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(150);
+  });
+
+  test('filters: only the chosen events of the chosen printer; a cancel is one cancelled event', async () => {
+    await helper.load(
+      NODES,
+      withPrinter([
+        { id: 'ended', type: 'job-watcher', server: 'srv', printer: printer().id, events: ['cancelled', 'completed'], throttle: 10, details: false, wires: [['out']] },
+        { id: 'other', type: 'job-watcher', server: 'srv', printer: 'another-printer', events: '', throttle: 10, details: false, wires: [['out2']] },
+        { id: 'out', type: 'helper' },
+        { id: 'out2', type: 'helper' },
+      ]),
+      credentials(),
+    );
+    const out = collect(helper.getNode('out'));
+    const out2 = collect(helper.getNode('out2'));
+    const control_url = await startPrint();
+    await until(async () => /running|print/i.test((await simState(control_url)).status), 'printing');
+    const svc = (helper.getNode('srv') as unknown as { connection: { client: { jobs: { list(q: object): Promise<{ jobs: { id: number }[] }> } } } }).connection.client;
+    const job = await until(async () => (await svc.jobs.list({ status: 'printing' })).jobs[0], 'job created');
+    await control(control_url, 'cancel');
+    const cancelled = await out.next((m) => m.event === 'cancelled');
+    expect(cancelled.payload).toMatchObject({ job_id: job.id, status: 'cancelled' });
+    expect(cancelled.payload.job).toBeUndefined();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(out.messages.map((m) => m.event)).toEqual(['cancelled']);
+    expect(out2.messages).toEqual([]);
+  });
+
+  test('stats: overview and per printer on input, and on an interval', async () => {
+    await helper.load(
+      NODES,
+      withPrinter([
+        { id: 'st', type: 'stats', server: 'srv', scope: 'overview', printer: '', period: 'week', interval: 0, wires: [['out']] },
+        { id: 'tick', type: 'stats', server: 'srv', scope: 'printer', printer: printer().id, period: 'day', interval: 0.2, wires: [['ticks']] },
+        { id: 'out', type: 'helper' },
+        { id: 'ticks', type: 'helper' },
+        { id: 'c1', type: 'catch', scope: ['st'], uncaught: false, wires: [['caught']] },
+        { id: 'caught', type: 'helper' },
+      ]),
+      credentials(),
+    );
+    const out = collect(helper.getNode('out'));
+    await collect(helper.getNode('online')).next((m) => m.payload.status === 'online');
+    helper.getNode('st').receive({ _id: 'a' });
+    const overview = await out.next((m) => m._id === 'a');
+    expect(overview).toMatchObject({ topic: 'overview', payload: { period: 'week', printers: { total_active: 1 }, jobs: { total_jobs: expect.any(Number) } } });
+    expect(statusOf(helper.getNode('st')).text).toMatch(/^\d+ jobs, [\d.]+ % ok$/);
+
+    helper.getNode('st').receive({ _id: 'b', printer_id: printer().id, period: 'month' });
+    expect(await out.next((m) => m._id === 'b')).toMatchObject({ topic: printer().id, payload: { printer_id: printer().id, period: 'month', uptime: expect.any(Object) } });
+
+    const ticks = collect(helper.getNode('ticks'));
+    await until(() => ticks.messages.length >= 2, 'two interval updates', 5000);
+    expect(ticks.messages[0]).toMatchObject({ topic: printer().id, payload: { printer_id: printer().id, period: 'day' } });
+
+    const caught = collect(helper.getNode('caught'));
+    helper.getNode('st').receive({ period: 'decade' });
+    expect((await caught.next()).error.message).toBe('Error: Unknown period "decade" (use day, week, month or year)');
+    helper.getNode('st').receive({ printer_id: 'nobody' });
+    expect((await caught.next((m) => /nobody/.test(m.error.message))).error.message).toMatch(/nobody/);
+  });
+});

@@ -1,0 +1,231 @@
+/**
+ * The printfarm-server config node and the printer node in Node-RED (the test
+ * helper) against a real embedded service and simulated printers over their
+ * real protocols: a printer registered from the flow comes online, its state
+ * arrives as printer_status messages and as "printing 42 %" on the node;
+ * pause, resume and stop reach the printer; errors reach Catch nodes; closing
+ * the flow stops the embedded service.
+ */
+import net from 'node:net';
+import { createService, type Service } from '../../service/app';
+import { driverFactory } from '../../service/printers/drivers';
+import { startFarm, type SimulatedFarm } from '../../service/simulators';
+import { callsOf, collect, control, flow, helper, missingKeys, NODES, simState, statusesOf, statusOf, tempDir, until, type FlowNode } from '../helpers/node-red';
+
+const SERVICE_OPTIONS = {
+  env: {},
+  updateCheckUrl: 'http://127.0.0.1:9/unreachable',
+  updateCheckTimeout: 1,
+  driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),
+  fleet: { watchdogMs: 1500, commandTimeoutMs: 3000, pollMs: 200, connectTimeoutMs: 4000 },
+};
+
+/** A printer node that registers simulator `index` (the access code as a credential). */
+function printerNode(farm: SimulatedFarm, index: number, extra: Record<string, unknown> = {}): FlowNode {
+  const p = farm.printers[index].printer as Record<string, unknown>;
+  return {
+    id: 'p1',
+    type: 'printer',
+    name: '',
+    server: 'srv',
+    printer: p.id,
+    register: true,
+    printerName: p.name,
+    printerType: p.type,
+    model: p.model ?? '',
+    ipAddress: p.ip_address,
+    serialNumber: p.serial_number ?? '',
+    mqttPort: p.mqtt_port ?? '',
+    ftpsPort: p.ftps_port ?? '',
+    httpPort: p.http_port ?? '',
+    wires: [['out']],
+    ...extra,
+  };
+}
+const creds = (farm: SimulatedFarm, index: number) => ({ p1: { accessCode: farm.printers[index].printer.access_code as string } });
+
+const portOf = (url: string) => Number(new URL(url).port);
+const refused = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.once('connect', () => {
+      s.destroy();
+      resolve(false);
+    });
+    s.once('error', () => resolve(true));
+  });
+
+describe('printfarm-server and printer nodes', () => {
+  let farm: SimulatedFarm;
+  beforeAll(async () => {
+    farm = await startFarm({ bambu: 1, prusa: 1, speed: 100 });
+  });
+  afterAll(async () => {
+    await farm.close();
+    expect([...missingKeys]).toEqual([]);
+  });
+  beforeEach(async () => {
+    helper.settings({ printfarmServerOptions: SERVICE_OPTIONS });
+    await helper.startServer();
+  });
+  afterEach(async () => {
+    await helper.unload();
+    await helper.stopServer();
+    for (const p of farm.printers) {
+      await control(p.control_url, 'online');
+      await control(p.control_url, 'faults', { reject_commands: false });
+      if (/print|pause|prepare|running/i.test((await simState(p.control_url)).status)) await control(p.control_url, 'cancel');
+    }
+  });
+
+  const server = () => helper.getNode('srv') as unknown as { connection: { client: { baseUrl: string } | null; state: string } };
+
+  test.each([0, 1])('a printer (%#) registered from the flow comes online and prints, as messages and as status', async (index) => {
+    const id = farm.printers[index].printer.id;
+    await helper.load(NODES, flow([printerNode(farm, index), { id: 'out', type: 'helper' }], { dataDir: tempDir() }), creds(farm, index));
+    const out = collect(helper.getNode('out'));
+    const p1 = helper.getNode('p1');
+
+    const online = await out.next((m) => m.payload.status === 'online' && m.payload.connection_status === 'connected');
+    expect(online).toMatchObject({ topic: id, event: 'printer_status', payload: { id, type: farm.printers[index].printer.type, temperatures: { nozzle: expect.any(Number), bed: expect.any(Number) } } });
+    await until(() => statusOf(p1).text === 'online', 'status "online"');
+    expect(statusOf(p1)).toEqual({ fill: 'green', shape: 'dot', text: 'online' });
+
+    const file = (await simState(farm.printers[index].control_url)).files.find((f) => /gcode/.test(f))!;
+    await control(farm.printers[index].control_url, 'print', { file });
+    const printing = await out.next((m) => m.payload.status === 'printing' && m.payload.progress > 0);
+    expect(printing.payload.current_job).toMatchObject({ name: expect.any(String), progress: expect.any(Number) });
+    const shown = await until(() => statusesOf(p1).find((s) => /^printing \d+ %$/.test(s.text ?? '')), 'status "printing N %"');
+    expect(shown).toMatchObject({ fill: 'blue', shape: 'dot' });
+  });
+
+  test('pause, resume and stop on the input reach the printer; a refused command reaches the Catch node', async () => {
+    const { control_url } = farm.printers[0];
+    await helper.load(
+      NODES,
+      flow([printerNode(farm, 0), { id: 'out', type: 'helper' }, { id: 'c1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }, { id: 'caught', type: 'helper' }], { dataDir: tempDir() }),
+      creds(farm, 0),
+    );
+    const out = collect(helper.getNode('out'));
+    const caught = collect(helper.getNode('caught'));
+    const p1 = helper.getNode('p1');
+    await out.next((m) => m.payload.status === 'online');
+    const file = (await simState(control_url)).files.find((f) => /gcode/.test(f))!;
+    await control(control_url, 'print', { file });
+    await out.next((m) => m.payload.status === 'printing');
+
+    p1.receive({ payload: 'pause' });
+    await out.next((m) => m.payload.status === 'paused');
+    expect((await simState(control_url)).status.toLowerCase()).toContain('pause');
+    await until(() => /^paused \d+ %$/.test(statusOf(p1).text ?? ''), 'status "paused N %"');
+
+    p1.receive({ payload: 'resume' });
+    await until(async () => !/pause/i.test((await simState(control_url)).status), 'simulator resumed');
+
+    await control(control_url, 'faults', { reject_commands: true });
+    p1.receive({ payload: 'pause', _id: 'refused' });
+    const refusal = await caught.next();
+    expect(refusal.error.message).toMatch(/refused|busy/i);
+    expect(refusal.error.source).toMatchObject({ id: 'p1', type: 'printer' });
+    expect(refusal._id).toBe('refused');
+    await control(control_url, 'faults', { reject_commands: false });
+
+    p1.receive({ command: 'stop' });
+    await until(async () => !/print|pause|prepare|running/i.test((await simState(control_url)).status), 'simulator stopped');
+  });
+
+  test('an unknown command and a missing printer id reach the Catch node', async () => {
+    await helper.load(
+      NODES,
+      flow([
+        { id: 'all', type: 'printer', server: 'srv', printer: '', register: false, wires: [['out']] },
+        { id: 'out', type: 'helper' },
+        { id: 'c1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
+        { id: 'caught', type: 'helper' },
+      ]),
+    );
+    const caught = collect(helper.getNode('caught'));
+    helper.getNode('all').receive({ payload: 'explode' });
+    expect((await caught.next()).error.message).toBe('Error: Unknown command "explode" (use pause, resume, stop or refresh)');
+    helper.getNode('all').receive({ payload: 'pause' });
+    expect((await caught.next((m) => m !== caught.messages[0])).error.message).toBe('Error: Which printer? Set msg.printer_id or msg.topic');
+  });
+
+  test('all printers: every printer sends its state; refresh sends them again; the status sums up the farm', async () => {
+    await helper.load(NODES, flow([printerNode(farm, 1, { id: 'reg', wires: [] }), { id: 'all', type: 'printer', server: 'srv', printer: '', register: false, wires: [['out']] }, { id: 'out', type: 'helper' }], { dataDir: tempDir() }), {
+      reg: { accessCode: farm.printers[1].printer.access_code as string },
+    });
+    const out = collect(helper.getNode('out'));
+    const id = farm.printers[1].printer.id;
+    await out.next((m) => m.topic === id && m.payload.status === 'online');
+    await until(() => statusOf(helper.getNode('all')).text === '0 of 1 printing', 'farm status');
+    const before = out.messages.length;
+    helper.getNode('all').receive({ payload: 'refresh', _id: 'r1' });
+    const again = await out.next((m) => m._id === 'r1');
+    expect(again).toMatchObject({ topic: id, event: 'printer_status', payload: { id, status: 'online' } });
+    expect(out.messages.length).toBe(before + 1);
+  });
+
+  test('the config node: status for every user, connected state, and close stops the embedded service', async () => {
+    await helper.load(NODES, flow([{ id: 'a', type: 'printer', server: 'srv', printer: 'nope', register: false, wires: [] }, { id: 'b', type: 'job-watcher', server: 'srv', printer: '', events: '', throttle: 10, details: true, wires: [] }]));
+    await until(() => server().connection.state === 'connected', 'connected');
+    const url = server().connection.client!.baseUrl;
+    expect(((await (await fetch(`${url}/api/v1/health`)).json()) as { status: string }).status).toBe('healthy');
+    expect(statusOf(helper.getNode('srv'))).toEqual({ fill: 'green', shape: 'dot', text: 'connected' });
+    expect(statusOf(helper.getNode('b'))).toEqual({ fill: 'green', shape: 'dot', text: 'connected' });
+    await until(() => statusOf(helper.getNode('a')).text === 'unknown printer', 'unknown printer');
+    expect(statusesOf(helper.getNode('a')).map((s) => s.text)).toContain('starting service');
+    await helper.unload();
+    expect(await refused(portOf(url))).toBe(true);
+  });
+
+  test('remote mode: a running service by its URL', async () => {
+    const svc: Service = await createService({ ...SERVICE_OPTIONS, host: '127.0.0.1', port: 0, dataDir: tempDir(), logLevel: 'silent' });
+    try {
+      await helper.load(NODES, flow([{ id: 'a', type: 'printer', server: 'srv', printer: '', register: false, wires: [] }], { mode: 'remote', url: svc.url }));
+      await until(() => server().connection.state === 'connected', 'connected by URL');
+      expect(server().connection.client!.baseUrl).toBe(svc.url);
+      expect(statusOf(helper.getNode('a'))).toEqual({ fill: 'green', shape: 'dot', text: '0 of 0 printing' });
+      await helper.unload();
+      // The remote service keeps running when the flow stops.
+      expect((await fetch(`${svc.url}/api/v1/health`)).status).toBe(200);
+    } finally {
+      await svc.close();
+    }
+  });
+
+  test('an embedded service that cannot start (port taken) and an unreachable remote are errors on Catch and status', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+    const port = (blocker.address() as net.AddressInfo).port;
+    try {
+      await helper.load(
+        NODES,
+        flow([{ id: 'a', type: 'printer', server: 'srv', printer: '', register: false, wires: [] }, { id: 'c1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }, { id: 'caught', type: 'helper' }], {
+          port,
+          dataDir: tempDir(),
+        }),
+      );
+      const caught = collect(helper.getNode('caught'));
+      const err = await caught.next();
+      expect(err.error.message).toMatch(/^Printfarm service did not start: .*EADDRINUSE/);
+      expect(err.error.source).toMatchObject({ id: 'srv', type: 'printfarm-server' });
+      expect(statusOf(helper.getNode('a'))).toEqual({ fill: 'red', shape: 'ring', text: 'error' });
+      await helper.unload();
+
+    } finally {
+      await new Promise((r) => blocker.close(r));
+    }
+    // Nothing listens there now: connections are refused.
+    await helper.load(NODES, flow([{ id: 'a', type: 'printer', server: 'srv', printer: '', register: false, wires: [] }], { mode: 'remote', url: `http://127.0.0.1:${port}`, pollInterval: 30 }));
+    await until(() => statusOf(helper.getNode('a')).text === 'unreachable', 'unreachable');
+    expect(statusOf(helper.getNode('a'))).toEqual({ fill: 'red', shape: 'ring', text: 'unreachable' });
+  });
+
+  test('a printer node without a config node says so', async () => {
+    await helper.load(NODES, flow([{ id: 'a', type: 'printer', server: '', printer: 'x', register: false, wires: [] }]));
+    const a = helper.getNode('a');
+    expect(statusOf(a)).toEqual({ fill: 'red', shape: 'ring', text: 'no server' });
+    expect(callsOf(a, 'error')[0][0]).toBe('No printfarm-server configured');
+  });
+});
