@@ -15,6 +15,7 @@ import { EventBus } from './events';
 import { JobService } from './jobs/service';
 import { FileCatalog } from './files/catalog';
 import { DownloadManager, type DownloadOptions } from './files/downloads';
+import { PreviewService } from './files/previews';
 import { FileStorage } from './files/storage';
 import { IdeaService, type IdeaServiceOptions } from './ideas/service';
 import { JobTracker } from './monitoring/job-tracker';
@@ -135,6 +136,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     printers: new PrinterRegistry(store, cache, bus, fleet),
     jobs: new JobService(store, settings, bus),
     files,
+    previews: new PreviewService(store, files, settings, dataDir),
     updates: new UpdateChecker(VERSION, config.update_check_url, config.update_check_timeout * 1000, log),
     usage,
     ideas,

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Store } from './db';
 import type { EventBus } from './events';
 import type { FileCatalog } from './files/catalog';
+import type { PreviewService } from './files/previews';
 import type { IdeaService } from './ideas/service';
 import type { JobService } from './jobs/service';
 import type { JobTracker } from './monitoring/job-tracker';
@@ -27,6 +28,7 @@ export interface ServiceContext {
   printers: PrinterRegistry;
   jobs: JobService;
   files: FileCatalog;
+  previews: PreviewService;
   updates: UpdateChecker;
   /** Opt-in usage statistics (client side). */
   usage: UsageService;

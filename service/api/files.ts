@@ -1,6 +1,8 @@
 import type { Request } from 'express';
 import Busboy from 'busboy';
+import fs from 'node:fs';
 import type { ServiceContext } from '../context';
+import type { PreviewAction } from '../files/previews';
 import { MAX_UPLOAD_BYTES } from '../files/catalog';
 import {
   CleanupBody,
@@ -18,6 +20,7 @@ import {
   FileListQuery,
   RefreshBody,
   RefreshResult,
+  ThumbnailResult,
   UploadResult,
 } from '../schemas/files';
 import { ApiError, notFound } from './errors';
@@ -58,8 +61,39 @@ function readUpload(req: Request, store: (name: string, stream: NodeJS.ReadableS
   });
 }
 
-export function fileRoutes({ files, fleet, store }: ServiceContext): AnyRoute[] {
+export function fileRoutes({ files, fleet, store, previews }: ServiceContext): AnyRoute[] {
+  const preview = (action: PreviewAction, suffix: string, summary: string) =>
+    defineRoute({
+      method: 'post',
+      path: `/files/{file_id}/${suffix}`,
+      tag: 'Files',
+      summary,
+      description: 'Needs a local copy (download the file first: 409 NO_LOCAL_COPY otherwise). On failure the answer has success false and thumbnail_url serves a placeholder.',
+      params: FileIdParams,
+      response: ThumbnailResult,
+      errors: [409],
+      handler: ({ params }) => previews.run(params.file_id, action),
+    });
   return [
+    preview('extract', 'thumbnail/extract', 'Extract the embedded thumbnail (3MF, BGCode, G-code)'),
+    preview('generate', 'thumbnail/generate', 'Render a thumbnail of a mesh (STL, OBJ)'),
+    preview('analyze', 'analyze/gcode', 'Analyze G-code and render its toolpath (print-start optimisation)'),
+    preview('preview', 'preview', 'Render a preview of any print or model file'),
+    defineRoute({
+      method: 'get',
+      path: '/files/{file_id}/thumbnail',
+      tag: 'Files',
+      summary: 'The thumbnail PNG made by extract/generate/analyze/preview',
+      params: FileIdParams,
+      response: ThumbnailResult,
+      rawResponse: { contentType: 'image/png', description: 'The picture' },
+      async handler({ params, res }) {
+        await files.require(params.file_id);
+        const file = previews.thumbnailPath(params.file_id);
+        if (!fs.existsSync(file)) throw notFound('THUMBNAIL_NOT_FOUND', `No thumbnail of file "${params.file_id}" yet: POST .../thumbnail/extract first`, { file_id: params.file_id });
+        await new Promise<void>((resolve, reject) => res.type('image/png').sendFile(file, (err) => (err && !res.headersSent ? reject(err) : resolve())));
+      },
+    }),
     defineRoute({
       method: 'get',
       path: '/files',

@@ -19,7 +19,7 @@
 import { open } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { PreviewError } from './errors';
-import { cleanSlicerName, emptyMetadata, mergeMetadata, metadataFromCura, metadataFromSlicerKeys, type PrintMetadata } from './metadata';
+import { cleanSlicerName, mergeMetadata, metadataFromCura, metadataFromSlicerKeys, type PrintMetadata } from './metadata';
 import { imageInfo, toDisplayImage, type ImageFormat } from './png';
 
 export type GcodeFlavor = 'prusaslicer' | 'orcaslicer' | 'bambustudio' | 'cura' | 'unknown';
@@ -788,4 +788,3 @@ export async function extractGcodeThumbnail(
   return { ...img, source: `${best.keyword} ${best.width}x${best.height}`, metadata: result.metadata };
 }
 
-export { emptyMetadata };

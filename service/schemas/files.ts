@@ -151,3 +151,11 @@ export const RefreshResult = z.object({
 });
 
 export const UploadResult = FileDetail;
+
+export const ThumbnailResult = z.object({
+  success: z.boolean(),
+  method: z.enum(['extracted', 'generated', 'analyzed']),
+  thumbnail_url: z.string().meta({ description: 'GET: the PNG (a placeholder when success is false)' }),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  message: z.string(),
+});

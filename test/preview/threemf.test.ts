@@ -2,7 +2,6 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { zlibSync } from 'fflate';
 import { PreviewError } from '../../service/preview/errors';
 import { decodePng } from '../../service/preview/png';
 import { bufferSource } from '../../service/preview/source';
@@ -292,6 +291,5 @@ describe('hostile and broken archives', () => {
     await expect(read3mfMetadata(zip({ 'Metadata/project_settings.config': '[1,2,3]' }))).rejects.toMatchObject({ code: 'MALFORMED' });
     const buf = zip({ 'Metadata/plate_1.png': Buffer.from('not a picture'), 'Metadata/plate_2.png': thumbnailPng(40, 40) });
     expect(await extract3mfThumbnail(buf)).toMatchObject({ source: 'Metadata/plate_2.png' });
-    expect(Buffer.from(zlibSync(Buffer.from('x'))).length).toBeGreaterThan(0);
   });
 });
