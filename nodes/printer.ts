@@ -53,14 +53,19 @@ function registration(def: PrinterDef, accessCode: string | undefined): CreatePr
   return body;
 }
 
+/** Creates the printer, or changes what differs (a redeploy with the same settings leaves its connection alone). */
 async function upsert(client: PrintfarmClient, body: CreatePrinterInput): Promise<void> {
-  try {
+  const current = await client.printers.get(body.id!).catch((err) => {
+    if ((err as { status?: number }).status === 404) return null;
+    throw err;
+  });
+  if (!current) {
     await client.printers.create(body);
-  } catch (err) {
-    if ((err as { status?: number }).status !== 409) throw err;
-    const { id, type: _type, ...changes } = body;
-    await client.printers.update(id!, changes);
+    return;
   }
+  const { id: _id, type: _type, ...wanted } = body;
+  const changes = Object.fromEntries(Object.entries(wanted).filter(([k, v]) => (current as Record<string, unknown>)[k] !== v));
+  if (Object.keys(changes).length) await client.printers.update(body.id!, changes);
 }
 
 export = function (RED: NodeAPI) {

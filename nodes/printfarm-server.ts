@@ -38,6 +38,7 @@ export = function (RED: NodeAPI) {
     const pollSeconds = Number(def.pollInterval) || 30;
 
     let options: ConstructorParameters<typeof FarmConnection>[0];
+    let badConfig = false;
     try {
       if (def.mode === 'remote') {
         options = { baseUrl: String(def.url ?? '').trim(), pollIntervalMs: pollSeconds * 1000 };
@@ -56,9 +57,8 @@ export = function (RED: NodeAPI) {
       }
       node.connection = new FarmConnection(options);
     } catch (err) {
-      node.status({ fill: 'red', shape: 'ring', text: t(`${TYPE}.status.error`) });
-      node.error(t(`${TYPE}.errors.bad-config`, { message: asError(err).message }));
-      // A connection that never connects, so that users see the error state.
+      // A connection that never connects: users show the error state, open() reports it below.
+      badConfig = true;
       node.connection = new FarmConnection({ start: () => Promise.reject(asError(err)) });
     }
 
@@ -81,13 +81,23 @@ export = function (RED: NodeAPI) {
       for (const user of Object.values(node.users)) tell(user, state, error);
     });
 
-    node.connection.open().catch((err) => {
-      const e = asError(err);
-      // With a msg, so that Catch nodes on the users' tabs get it.
-      node.error(t(`${TYPE}.errors.start-failed`, { message: e.message }), { payload: { code: (e as { code?: string }).code ?? 'START_FAILED', message: e.message } });
-    });
+    // Start once every node of the deploy exists: users have registered and Catch nodes listen.
+    let opened = false;
+    const open = () => {
+      if (opened) return;
+      opened = true;
+      RED.events.off('flows:started', open);
+      node.connection.open().catch((err) => {
+        const e = asError(err);
+        // With a msg, so that Catch nodes on the users' tabs get it.
+        const text = t(`${TYPE}.errors.${badConfig ? 'bad-config' : 'start-failed'}`, { message: e.message });
+        node.error(text, { payload: { code: badConfig ? 'BAD_CONFIG' : ((e as { code?: string }).code ?? 'START_FAILED'), message: e.message } });
+      });
+    };
+    RED.events.on('flows:started', open);
 
     node.on('close', (done: () => void) => {
+      RED.events.off('flows:started', open);
       node.connection.close().then(
         () => done(),
         (err) => {

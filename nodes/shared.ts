@@ -101,5 +101,7 @@ export function clientOf(server: ServerNode): Promise<PrintfarmClient> {
 
 /** An Error for done()/node.error (which show `err.toString()`). */
 export function asError(err: unknown): Error {
-  return err instanceof Error ? err : new Error(String(err));
+  // Duck-typed: errors from another realm (vm contexts) are no `instanceof Error`.
+  if (err instanceof Error || (typeof err === 'object' && err !== null && typeof (err as Error).message === 'string')) return err as Error;
+  return new Error(String(err));
 }

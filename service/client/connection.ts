@@ -44,10 +44,15 @@ export class FarmConnection extends EventEmitter {
   private closing: Promise<void> | null = null;
   client: PrintfarmClient | null = null;
   monitor: FarmMonitor | null = null;
+  private readonly whenReady: Promise<PrintfarmClient>;
+  private settle!: { resolve: (c: PrintfarmClient) => void; reject: (e: unknown) => void };
 
   constructor(private readonly options: FarmConnectionOptions) {
     super();
     this.setMaxListeners(0);
+    this.whenReady = new Promise<PrintfarmClient>((resolve, reject) => (this.settle = { resolve, reject }));
+    // Nobody may be waiting when it fails: open() reports it to its caller.
+    this.whenReady.catch(() => undefined);
     if (!options.baseUrl === !options.start) throw new TypeError('give either baseUrl (remote) or start (embedded)');
     if (options.baseUrl) new URL(options.baseUrl); // fails early on a malformed URL
   }
@@ -102,17 +107,19 @@ export class FarmConnection extends EventEmitter {
       await monitor.start();
       return client;
     })();
+    this.opening.then(this.settle.resolve, this.settle.reject);
     return this.opening;
   }
 
-  /** Waits for the client (after open()). */
+  /** The client once open() has succeeded (does not open by itself); rejects when open() fails. */
   ready(): Promise<PrintfarmClient> {
-    return this.open();
+    return this.whenReady;
   }
 
   /** Stops following the farm and, embedded, stops the service (awaiting its shutdown). */
   close(): Promise<void> {
     this.closing ??= (async () => {
+      if (!this.opening) this.settle.reject(new Error('closed before it was opened'));
       await this.opening?.catch(() => undefined);
       await this.monitor?.close();
       await this.service?.close();

@@ -39,6 +39,8 @@ export interface NodeTestHelper {
   startServer(): Promise<void>;
   stopServer(): Promise<void>;
   getNode(id: string): TestNode;
+  /** supertest on the admin app. */
+  request(): { get(url: string): PromiseLike<{ status: number; body: any }> }; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 export type FlowNode = { id: string; type: string; z?: string; wires?: string[][]; [key: string]: unknown };
 
@@ -81,15 +83,22 @@ const withCatalogs = (fn: NodeModule): NodeModule => (RED) => {
 /** Every node type of the pack. */
 export const NODES = [printfarmServer, printer, jobWatcher, fileDownload, gcodePreview, stats].map((fn) => withCatalogs(fn as unknown as NodeModule));
 
+const madeDirs: string[] = [];
+/** A fresh temp dir, removed after the test file. */
 export function tempDir(prefix = 'printfarm-nodes-'): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  madeDirs.push(dir);
+  return dir;
 }
+afterAll(() => {
+  for (const dir of madeDirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+});
 
-/** A tab, the config node (embedded on 127.0.0.1:0 in a temp dir unless overridden) and the given nodes on the tab. */
+/** A tab, the config node (embedded on 127.0.0.1:0 in a fresh temp dir unless overridden) and the given nodes on the tab. */
 export function flow(nodes: FlowNode[], server: Record<string, unknown> = {}): FlowNode[] {
   return [
     { id: 'tab', type: 'tab', label: 'farm' },
-    { id: 'srv', type: 'printfarm-server', name: 'farm', mode: 'embedded', url: '', port: 0, host: '127.0.0.1', dataDir: '', demo: false, logLevel: 'silent', pollInterval: 30, ...server },
+    { id: 'srv', type: 'printfarm-server', name: 'farm', mode: 'embedded', url: '', port: 0, host: '127.0.0.1', dataDir: tempDir(), demo: false, logLevel: 'silent', pollInterval: 30, ...server },
     ...nodes.map((n) => ({ z: 'tab', ...n })),
   ];
 }

@@ -151,7 +151,7 @@ describe('printfarm-server and printer nodes', () => {
     expect((await caught.next((m) => m !== caught.messages[0])).error.message).toBe('Error: Which printer? Set msg.printer_id or msg.topic');
   });
 
-  test('all printers: every printer sends its state; refresh sends them again; the status sums up the farm', async () => {
+  test('all printers: every printer sends its state; refresh sends them again; the status sums up the farm; the editor can list them', async () => {
     await helper.load(NODES, flow([printerNode(farm, 1, { id: 'reg', wires: [] }), { id: 'all', type: 'printer', server: 'srv', printer: '', register: false, wires: [['out']] }, { id: 'out', type: 'helper' }], { dataDir: tempDir() }), {
       reg: { accessCode: farm.printers[1].printer.access_code as string },
     });
@@ -164,6 +164,11 @@ describe('printfarm-server and printer nodes', () => {
     const again = await out.next((m) => m._id === 'r1');
     expect(again).toMatchObject({ topic: id, event: 'printer_status', payload: { id, status: 'online' } });
     expect(out.messages.length).toBe(before + 1);
+    // The editor's list of printers for the printer id field.
+    const listed = await helper.request().get('/printfarm/srv/printers');
+    expect(listed.status).toBe(200);
+    expect(listed.body).toEqual([{ id, name: farm.printers[1].printer.name, type: 'prusa_core', status: 'online' }]);
+    expect((await helper.request().get('/printfarm/nothing/printers')).body).toEqual([]);
   });
 
   test('the config node: status for every user, connected state, and close stops the embedded service', async () => {
@@ -194,7 +199,7 @@ describe('printfarm-server and printer nodes', () => {
     }
   });
 
-  test('an embedded service that cannot start (port taken) and an unreachable remote are errors on Catch and status', async () => {
+  test('an embedded service that cannot start (port taken), an unreachable remote and a bad URL are errors on Catch and status', async () => {
     const blocker = net.createServer();
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
     const port = (blocker.address() as net.AddressInfo).port;
@@ -220,6 +225,20 @@ describe('printfarm-server and printer nodes', () => {
     await helper.load(NODES, flow([{ id: 'a', type: 'printer', server: 'srv', printer: '', register: false, wires: [] }], { mode: 'remote', url: `http://127.0.0.1:${port}`, pollInterval: 30 }));
     await until(() => statusOf(helper.getNode('a')).text === 'unreachable', 'unreachable');
     expect(statusOf(helper.getNode('a'))).toEqual({ fill: 'red', shape: 'ring', text: 'unreachable' });
+    await helper.unload();
+
+    // A remote URL that is no URL.
+    await helper.load(
+      NODES,
+      flow([{ id: 'a', type: 'printer', server: 'srv', printer: '', register: false, wires: [] }, { id: 'c1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }, { id: 'caught', type: 'helper' }], {
+        mode: 'remote',
+        url: 'printfarm.local',
+      }),
+    );
+    const bad = await collect(helper.getNode('caught')).next();
+    expect(bad.error.message).toBe('Bad configuration: Invalid URL');
+    expect(bad.payload).toEqual({ code: 'BAD_CONFIG', message: 'Invalid URL' });
+    expect(statusOf(helper.getNode('a'))).toEqual({ fill: 'red', shape: 'ring', text: 'error' });
   });
 
   test('a printer node without a config node says so', async () => {
