@@ -5,7 +5,7 @@
  * own OpenAPI document (/openapi.json, /docs, /redoc) and health endpoints.
  * Submissions and dashboards need an `X-API-Key` from the configured keys.
  */
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -14,6 +14,7 @@ import express, { type RequestHandler } from 'express';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { z } from 'zod';
 import { docsRouter } from '../api/docs';
+import { requestLog } from '../api';
 import { answerClientError, ApiError, errorHandler, sendError, unknownRoute } from '../api/errors';
 import { buildOpenApi } from '../api/openapi';
 import { defineRoute, mountRoutes, type AnyRoute } from '../api/route';
@@ -53,7 +54,6 @@ export const DEFAULT_RATE_LIMIT_PER_HOUR = 10;
 const BODY_LIMIT = 64 * 1024;
 /** Paths that need X-API-Key: submissions, deletion, dashboards, reports. */
 const PROTECTED = ['/submit', '/installation', '/stats', '/reports'];
-const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 const digest = (key: string) => createHash('sha256').update(key).digest();
 
@@ -65,21 +65,6 @@ function apiKeyCheck(keys: string[]): RequestHandler {
     if (!given) return sendError(res, new ApiError(401, 'UNAUTHORIZED', 'X-API-Key header required', { header: 'X-API-Key' }));
     const d = digest(given);
     if (!accepted.some((k) => timingSafeEqual(k, d))) return sendError(res, new ApiError(401, 'UNAUTHORIZED', 'Invalid API key', { header: 'X-API-Key' }));
-    next();
-  };
-}
-
-function requestLog(log: Logger): RequestHandler {
-  return (req, res, next) => {
-    const incoming = req.get('x-request-id');
-    const id = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    res.locals.requestId = id;
-    res.setHeader('X-Request-Id', id);
-    const started = process.hrtime.bigint();
-    res.on('finish', () => {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      log.info({ req_id: id, method: req.method, path: req.originalUrl.split('?')[0], status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
-    });
     next();
   };
 }

@@ -4,10 +4,9 @@
  * kept twice: ISO text to show, epoch milliseconds to bucket by integer
  * division (the same SQL in SQLite and PostgreSQL).
  */
-import fs from 'node:fs';
 import path from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, Migrator, SqliteDialect, sql, type Generated, type Migration } from 'kysely';
+import { openSqlite, type SqliteConnection } from '../db/connection';
+import { Kysely, sql, type Generated, type Migration } from 'kysely';
 
 export interface InstallationsTable {
   installation_id: string;
@@ -130,30 +129,10 @@ const m001: Migration = {
 
 export const AGGREGATOR_MIGRATIONS: Record<string, Migration> = { '001_aggregator': m001 };
 
-export interface AggregatorConnection {
-  db: AggregatorDb;
-  sqlite: BetterSqlite3.Database;
-  file: string;
-  close(): Promise<void>;
-}
+export type AggregatorConnection = SqliteConnection<AggregatorDB>;
 
 export const AGGREGATOR_DB_FILENAME = 'aggregator.db';
 
-export async function openAggregatorDatabase(dataDir: string): Promise<AggregatorConnection> {
-  fs.mkdirSync(dataDir, { recursive: true });
-  const file = path.join(dataDir, AGGREGATOR_DB_FILENAME);
-  const sqlite = new BetterSqlite3(file);
-  sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma('synchronous = NORMAL');
-  sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<AggregatorDB>({ dialect: new SqliteDialect({ database: sqlite }) });
-  try {
-    const migrator = new Migrator({ db, provider: { getMigrations: async () => AGGREGATOR_MIGRATIONS } });
-    const { error } = await migrator.migrateToLatest();
-    if (error) throw error;
-  } catch (err) {
-    await db.destroy();
-    throw err;
-  }
-  return { db, sqlite, file, close: () => db.destroy() };
+export function openAggregatorDatabase(dataDir: string): Promise<AggregatorConnection> {
+  return openSqlite<AggregatorDB>(path.join(dataDir, AGGREGATOR_DB_FILENAME), AGGREGATOR_MIGRATIONS);
 }

@@ -28,7 +28,7 @@ export type Phase = 'starting' | 'ready' | 'stopping';
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /** Gives every request an id (the client's X-Request-Id when sane) and logs one line when it ends. */
-function requestLog(log: Logger): RequestHandler {
+export function requestLog(log: Logger): RequestHandler {
   return (req, res, next) => {
     const incoming = req.get('x-request-id');
     const id = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();

@@ -1,22 +1,27 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, Migrator, SqliteDialect } from 'kysely';
+import { Kysely, Migrator, SqliteDialect, type Migration } from 'kysely';
 import type { DB } from './schema';
 import { MIGRATIONS } from './migrations';
 
 export type Db = Kysely<DB>;
 
-export interface Connection {
-  db: Db;
+export interface SqliteConnection<T> {
+  db: Kysely<T>;
   /** The raw handle, for pragmas and tests that need to break the database on purpose. */
   sqlite: BetterSqlite3.Database;
   file: string;
   close(): Promise<void>;
 }
 
-/** Opens (creating if needed) `file` with WAL and foreign keys, and applies pending migrations. */
-export async function openDatabase(file: string): Promise<Connection> {
+export type Connection = SqliteConnection<DB>;
+
+/**
+ * Opens (creating if needed) an SQLite file with WAL and foreign keys, and applies pending migrations.
+ * Shared by the service's database and the aggregation service's.
+ */
+export async function openSqlite<T>(file: string, migrations: Record<string, Migration>): Promise<SqliteConnection<T>> {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const sqlite = new BetterSqlite3(file);
   sqlite.pragma('journal_mode = WAL');
@@ -24,9 +29,9 @@ export async function openDatabase(file: string): Promise<Connection> {
   sqlite.pragma('synchronous = NORMAL');
   // A second process (or a backup) holding a lock makes writers wait instead of failing at once.
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<T>({ dialect: new SqliteDialect({ database: sqlite }) });
   try {
-    const migrator = new Migrator({ db, provider: { getMigrations: async () => MIGRATIONS } });
+    const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
     const { error } = await migrator.migrateToLatest();
     if (error) throw error;
   } catch (err) {
@@ -34,6 +39,11 @@ export async function openDatabase(file: string): Promise<Connection> {
     throw err;
   }
   return { db, sqlite, file, close: () => db.destroy() };
+}
+
+/** The service's database, with its migrations. */
+export function openDatabase(file: string): Promise<Connection> {
+  return openSqlite<DB>(file, MIGRATIONS);
 }
 
 /**

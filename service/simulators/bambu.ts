@@ -233,6 +233,7 @@ export class BambuSimulator {
     this.lastTick = Date.now();
     const startTicking = () => {
       this.startTimer = null;
+      if (this.closed) return;
       this.timer = setInterval(() => this.tick(), this.reportIntervalMs);
     };
     if (this.options.reportOffsetMs === undefined) startTicking();
