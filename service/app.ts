@@ -164,8 +164,9 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       await usage.close();
       await realtime.close();
       await files.downloads.close();
-      await files.close();
+      // Drivers close before the catalog waits for its refreshes: a listing stuck on a printer fails at once.
       await fleet.close();
+      await files.close();
       await tracker.idle();
       // In-flight requests finish; idle keep-alive connections close now, busy ones after their response.
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
