@@ -11,21 +11,8 @@ import { seedFiles } from '../../service/simulators/seed-files';
 import { startFarm, type SimulatedFarm } from '../../service/simulators';
 import { startService, type Harness } from '../helpers/service';
 import { connectWs } from '../helpers/ws';
+import { control, until } from '../helpers/farm';
 
-const control = async (url: string, action: string, body: unknown = {}) => {
-  const res = await fetch(`${url}/${action}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  if (!res.ok) throw new Error(`control ${action}: ${res.status} ${await res.text()}`);
-};
-
-async function until<T>(probe: () => Promise<T | undefined | null | false>, what: string, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const sha = (b: Buffer) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
 const seed = (suffix: string) => seedFiles().find((f) => f.name.endsWith(suffix))!.data;

@@ -7,24 +7,8 @@ import { driverFactory } from '../../service/printers/drivers';
 import { startFarm, type SimulatedFarm } from '../../service/simulators';
 import { startService, type Harness } from '../helpers/service';
 import { connectWs, type WsClient } from '../helpers/ws';
+import { control, simState, until } from '../helpers/farm';
 
-const control = async (url: string, action: string, body: unknown = {}) => {
-  const res = await fetch(`${url}/${action}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  if (!res.ok) throw new Error(`control ${action}: ${res.status} ${await res.text()}`);
-  return res.json().catch(() => ({}));
-};
-const simState = async (url: string) => (await fetch(`${url}/state`)).json() as Promise<{ status: string; progress: number; file: string | null; files: string[] }>;
-
-/** Polls `probe` until it returns a truthy value, failing after `ms`. */
-async function until<T>(probe: () => Promise<T | undefined | null | false>, what: string, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('fleet against simulated printers', () => {
   let farm: SimulatedFarm;

@@ -7,22 +7,9 @@ import { driverFactory } from '../../service/printers/drivers';
 import { startFarm, type SimulatedFarm } from '../../service/simulators';
 import { startService, tempDir, type Harness } from '../helpers/service';
 import { connectWs } from '../helpers/ws';
+import { control, until } from '../helpers/farm';
 
-const control = async (url: string, action: string, body: unknown = {}) => {
-  const res = await fetch(`${url}/${action}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  if (!res.ok) throw new Error(`control ${action}: ${res.status} ${await res.text()}`);
-};
 const files = async (url: string) => ((await (await fetch(`${url}/state`)).json()) as { files: string[] }).files;
-
-async function until<T>(probe: () => Promise<T | undefined | null | false>, what: string, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const serviceOptions = {
   driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),

@@ -145,17 +145,6 @@ export function collect(node: TestNode): Collector {
   };
 }
 
-/** Polls `probe` until it returns a truthy value, failing after `ms`. */
-export async function until<T>(probe: () => T | undefined | null | false | Promise<T | undefined | null | false>, what: string, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 export type Status = { fill?: string; shape?: string; text?: string };
 
 /** Every status the node has shown, oldest first. */
@@ -180,12 +169,4 @@ export function callsOf(node: TestNode, method: 'error' | 'warn'): unknown[][] {
     .map((c) => c.args);
 }
 
-/** Drives a simulator's control API. */
-export async function control(url: string, action: string, body: unknown = {}): Promise<unknown> {
-  const res = await fetch(`${url}/${action}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  if (!res.ok) throw new Error(`control ${action}: ${res.status} ${await res.text()}`);
-  return res.json().catch(() => ({}));
-}
-
-export const simState = async (url: string) =>
-  (await (await fetch(`${url}/state`)).json()) as { status: string; progress: number; file: string | null; files: string[] };
+export { control, simState, until } from './farm';
