@@ -2,15 +2,17 @@
  * createService(options) -> { url, server, close() }: the one entry that the
  * CLI, the Node-RED config node and the tests use to run the service.
  */
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { createApi, type Phase } from './api';
-import { answerClientError } from './api/errors';
+import { answerClientError, errorPayload } from './api/errors';
+import { clientAddress, RateLimiter, type RateLimits } from './api/rate-limit';
 import { runtimeDefaults, startupOptions, VERSION, type StartupOptions } from './config';
 import type { ServiceContext } from './context';
-import { openStore, type Store } from './db';
+import { DB_FILENAME, openStore, type Store } from './db';
 import { EventBus } from './events';
 import { JobService } from './jobs/service';
 import { FileCatalog } from './files/catalog';
@@ -25,6 +27,7 @@ import { Fleet, type DriverFactory, type FleetTimings } from './printers/fleet';
 import { PrinterRegistry } from './printers/registry';
 import { RealtimeHub } from './realtime';
 import { SettingsService } from './settings';
+import { ServiceMetrics } from './system/metrics';
 import { UpdateChecker } from './system/update-check';
 import { UsageService, type UsageOptions } from './usage/service';
 
@@ -53,6 +56,8 @@ export interface ServiceOptions {
   usageStats?: UsageOptions;
   /** Ideas: the page fetcher (injectable fetch, timeout, size cap), metadata retry and trending cache options. */
   ideas?: IdeaServiceOptions;
+  /** The figures applied while `rate_limit_enabled` is on (default: the spec's v1.0 limits; tests shorten the windows). */
+  rateLimits?: RateLimits;
 }
 
 export interface Service {
@@ -93,7 +98,25 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const dataDir = path.resolve(config.data_dir);
 
   let phase: Phase = 'starting';
-  const api = createApi(log, () => phase);
+  // Built before the database opens, so they can see the whole life of the service; they read the rest once it exists.
+  let context: ServiceContext | undefined;
+  let realtime: RealtimeHub | undefined;
+  const bus = new EventBus((err, type) => log.error({ err, type }, 'event listener failed'));
+  const metrics = new ServiceMetrics(
+    {
+      version: VERSION,
+      databaseFile: path.join(dataDir, DB_FILENAME),
+      printers: async () => (context ? context.store.printers.list() : []),
+      wsClients: () => realtime?.clientCount ?? 0,
+    },
+    bus,
+  );
+  const limiter = new RateLimiter({
+    enabled: () => context?.settings.get('rate_limit_enabled') ?? false,
+    limits: options.rateLimits,
+    onRefused: (limit) => metrics.refused(limit),
+  });
+  const api = createApi(log, () => phase, { metrics, limiter, trustProxy: config.trust_proxy });
   const server = http.createServer(api.app);
   server.on('clientError', answerClientError);
   // Listen first: a request that arrives while the database opens gets a 503, not a refused connection.
@@ -106,15 +129,19 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   });
 
   const { store, settings } = await openStorage(dataDir, env).catch(async (err) => {
+    metrics.close();
     await new Promise((resolve) => server.close(resolve));
     throw err;
   });
-  const bus = new EventBus((err, type) => log.error({ err, type }, 'event listener failed'));
   const cache = new StatusCache();
   const fleet = new Fleet(store, cache, bus, settings, log, options.driverFactory ?? createDriver, options.fleet);
   const tracker = new JobTracker(store, settings, bus, log);
-  fleet.onReport((printerId, state) => tracker.report(printerId, state));
+  fleet.onReport((printerId, state) => {
+    metrics.report();
+    tracker.report(printerId, state);
+  });
   const usage = await UsageService.create({ store, bus, settings, log, version: VERSION }, options.usageStats).catch(async (err) => {
+    metrics.close();
     await store.close();
     await new Promise((resolve) => server.close(resolve));
     throw err;
@@ -122,7 +149,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const storage = new FileStorage(dataDir);
   const files = new FileCatalog(store, fleet, storage, new DownloadManager(store, fleet, storage, bus, log, options.downloads), log);
   const ideas = new IdeaService(store, bus, log, options.ideas);
-  const context: ServiceContext = {
+  context = {
     version: VERSION,
     dataDir,
     startedAt: Date.now(),
@@ -142,7 +169,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     ideas,
   };
   api.mount(context);
-  const realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs });
+  realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs, admit: (req) => admitWebSocket(limiter, req, config.trust_proxy) });
   realtime.attach(server);
   phase = 'ready';
   usage.start();
@@ -162,7 +189,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       context.updates.close();
       await ideas.close();
       await usage.close();
-      await realtime.close();
+      await realtime!.close();
       await files.downloads.close();
       // Drivers close before the catalog waits for its refreshes: a listing stuck on a printer fails at once.
       await fleet.close();
@@ -175,9 +202,25 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       await drained;
       clearTimeout(cut);
       await store.close();
+      metrics.close();
       log.info('printfarm service stopped');
       log.flush?.();
     })());
 
   return { url, port, server, context, close };
+}
+
+/** The per-client /ws connection limit, answered like any other refusal: the error body with 429. */
+function admitWebSocket(limiter: RateLimiter, req: http.IncomingMessage, trustProxy: boolean) {
+  const admission = limiter.admitWebSocket(clientAddress(req, trustProxy));
+  if ('release' in admission) return admission;
+  const { error } = admission;
+  const requestId = randomUUID();
+  return {
+    refuse: {
+      status: error.status,
+      headers: { 'X-Request-Id': requestId, 'Retry-After': String(error.details.retry_after_seconds) },
+      body: JSON.stringify(errorPayload(error.code, error.message, error.details, requestId)),
+    },
+  };
 }

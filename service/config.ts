@@ -51,6 +51,7 @@ export const STARTUP_OPTIONS = {
     description: 'Where GET /update-check learns the latest version (GitHub release or npm "latest" JSON)',
   },
   update_check_timeout: { type: 'integer', default: 3, env: 'UPDATE_CHECK_TIMEOUT', min: 1, max: 30, description: 'Seconds before an unreachable update source counts as "no update"' },
+  trust_proxy: { type: 'boolean', default: false, env: 'TRUST_PROXY', description: 'Behind a reverse proxy: take the client address from X-Forwarded-For (rate limits count per client address)' },
 } as const satisfies Record<string, SettingDef>;
 
 /** Stored in the database; the environment variable is the default until a value is set through the API. */
@@ -66,6 +67,12 @@ export const RUNTIME_SETTINGS = {
   timezone: { type: 'string', default: Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC', env: 'TIMEZONE', description: 'IANA time zone used for "today" in summaries' },
   language: { type: 'enum', default: 'en', env: 'PRINTFARM_LANGUAGE', values: ['en', 'de'], description: 'Language of messages and the editor' },
   business_mode: { type: 'boolean', default: false, env: 'BUSINESS_MODE', description: 'Enable business analytics (costs, customers)' },
+  rate_limit_enabled: {
+    type: 'boolean',
+    default: false,
+    env: 'RATE_LIMIT_ENABLED',
+    description: 'Per-client-IP limits: 1000 requests/hour, 120 status requests/minute, 50 file downloads and 10 /ws connections at once (429 RATE_LIMIT_EXCEEDED)',
+  },
   usage_stats_endpoint: { type: 'url', default: 'https://stats.printfarm.invalid/submit', env: 'USAGE_STATS_ENDPOINT', description: 'Aggregation service submit address' },
   usage_stats_api_key: { type: 'string', default: '', env: 'USAGE_STATS_API_KEY', secret: true, description: 'X-API-Key sent with usage statistics' },
   usage_stats_timeout: { type: 'integer', default: 10, env: 'USAGE_STATS_TIMEOUT', min: 5, max: 60, description: 'Seconds per submission attempt' },
@@ -139,6 +146,7 @@ export interface StartupOptions {
   log_level: (typeof LOG_LEVELS)[number];
   update_check_url: string;
   update_check_timeout: number;
+  trust_proxy: boolean;
 }
 
 export function startupOptions(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Record<keyof StartupOptions, string>> = {}): StartupOptions {

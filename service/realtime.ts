@@ -5,7 +5,7 @@
  * A client may send `{"type":"subscribe","printer_ids":[...]}` to receive
  * printer-bound events of those printers only (an empty list or `null` means all).
  */
-import type { IncomingMessage, Server } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer } from 'ws';
@@ -22,6 +22,11 @@ export interface RealtimeOptions {
   heartbeatMs?: number;
   /** Incoming frames larger than this are refused (clients only send small control messages). */
   maxPayload?: number;
+  /**
+   * Asked before each upgrade (the per-client connection limit): a function to
+   * call when the socket closes, or an HTTP answer that refuses the upgrade.
+   */
+  admit?: (req: IncomingMessage) => { release: () => void } | { refuse: { status: number; headers: Record<string, string>; body: string } };
 }
 
 export class RealtimeHub {
@@ -30,6 +35,7 @@ export class RealtimeHub {
   private readonly heartbeat: NodeJS.Timeout;
   private readonly unsubscribe: () => void;
   readonly path: string;
+  private readonly admit: NonNullable<RealtimeOptions['admit']>;
 
   constructor(
     bus: EventBus,
@@ -37,6 +43,7 @@ export class RealtimeHub {
     options: RealtimeOptions = {},
   ) {
     this.path = options.path ?? '/ws';
+    this.admit = options.admit ?? (() => ({ release: () => {} }));
     this.wss = new WebSocketServer({ noServer: true, maxPayload: options.maxPayload ?? 64 * 1024 });
     this.wss.on('connection', (socket) => this.accept(socket));
     this.unsubscribe = bus.onAny((type, data) => this.broadcast(type, data));
@@ -56,6 +63,17 @@ export class RealtimeHub {
         socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
         return;
       }
+      const admission = this.admit(req);
+      if ('refuse' in admission) {
+        const { status, headers, body } = admission.refuse;
+        const headerLines = Object.entries({ ...headers, 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)), Connection: 'close' })
+          .map(([k, v]) => `${k}: ${v}\r\n`)
+          .join('');
+        socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${headerLines}\r\n${body}`);
+        return;
+      }
+      // The TCP socket closes with the WebSocket, and also when the handshake fails: the slot always comes back.
+      socket.once('close', admission.release);
       this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req));
     });
   }

@@ -45,9 +45,11 @@ export function validationError(location: Location, error: z.ZodError): ApiError
 }
 
 export function errorBody(res: Response, code: string, message: string, details: Record<string, unknown>) {
-  return {
-    error: { code, message, details, timestamp: new Date().toISOString(), request_id: String(res.locals.requestId ?? '') },
-  };
+  return errorPayload(code, message, details, String(res.locals.requestId ?? ''));
+}
+
+export function errorPayload(code: string, message: string, details: Record<string, unknown>, requestId: string) {
+  return { error: { code, message, details, timestamp: new Date().toISOString(), request_id: requestId } };
 }
 
 export function sendError(res: Response, err: ApiError): void {

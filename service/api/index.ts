@@ -8,12 +8,15 @@ import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { ServiceContext } from '../context';
 import { docsRouter } from './docs';
+import type { ServiceMetrics } from '../system/metrics';
+import { PROMETHEUS_CONTENT_TYPE } from '../util/prometheus';
 import { ApiError, errorHandler, sendError, unknownRoute } from './errors';
 import { fileRoutes } from './files';
 import { ideaRoutes } from './ideas';
 import { jobRoutes } from './jobs';
 import { buildOpenApi } from './openapi';
 import { printerRoutes } from './printers';
+import { routeLimiter, type RateLimiter } from './rate-limit';
 import { defineRoute, mountRoutes, type AnyRoute } from './route';
 import { settingsRoutes } from './settings';
 import { statisticsRoutes } from './statistics';
@@ -22,6 +25,7 @@ import { usageRoutes } from './usage';
 
 export const API_BASE = '/api/v1';
 export const BODY_LIMIT_BYTES = 1024 * 1024;
+export const METRICS_PATH = '/metrics';
 
 export type Phase = 'starting' | 'ready' | 'stopping';
 
@@ -76,12 +80,23 @@ export interface Api {
   routes(): AnyRoute[];
 }
 
-export function createApi(log: Logger, phase: () => Phase): Api {
+export interface ApiOptions {
+  metrics: ServiceMetrics;
+  limiter: RateLimiter;
+  /** Behind a reverse proxy: the client address is the left-most X-Forwarded-For (rate limits count per client). */
+  trustProxy?: boolean;
+}
+
+export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, trustProxy = false }: ApiOptions): Api {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  app.set('trust proxy', trustProxy);
+  app.use(metrics.http);
   app.use(requestLog(log));
   app.use(phaseGate(phase));
+  // Counted before the body is read: a refused request costs no parsing.
+  app.use(API_BASE, limiter.api);
   app.use(express.json({ limit: BODY_LIMIT_BYTES, reviver: refuseLoneSurrogates }));
   const inner = express.Router();
   app.use(inner);
@@ -105,6 +120,7 @@ export function createApi(log: Logger, phase: () => Phase): Api {
       routes = [...systemRoutes(ctx), ...printerRoutes(ctx), ...jobRoutes(ctx), ...fileRoutes(ctx), ...statisticsRoutes(ctx), ...settingsRoutes(ctx), ...ideaRoutes(ctx), ...usageRoutes(ctx), openapiRoute];
       document = buildOpenApi(routes, API_BASE, {
         version: ctx.version,
+        rateLimited: true,
         extraPaths: {
           '/ws': {
             get: {
@@ -113,14 +129,37 @@ export function createApi(log: Logger, phase: () => Phase): Api {
               description:
                 'Upgrade to a WebSocket. Server frames: `{type, timestamp, data}` with type printer_status, job_update, job_auto_created, file_update or system_alert. Client frames: `{"type":"subscribe","printer_ids":[...]}`, `{"type":"ping"}`.',
               operationId: 'getWs',
-              responses: { '101': { description: 'Switching protocols' }, '404': { description: 'Not a WebSocket upgrade' } },
+              responses: {
+                '101': { description: 'Switching protocols' },
+                '404': { description: 'Not a WebSocket upgrade' },
+                '429': { description: 'RATE_LIMIT_EXCEEDED: this client has 10 connections open (only with rate_limit_enabled)' },
+              },
+            },
+          },
+          [METRICS_PATH]: {
+            get: {
+              tags: ['System'],
+              summary: 'Metrics in Prometheus text format',
+              description:
+                'Printers by status and connection, printer reports (total and per second), /ws clients and events, API latency per route (histogram), downloads, rate-limit refusals, database size, process memory, CPU and event-loop delay. Not under /api/v1 and never rate limited.',
+              operationId: 'getMetrics',
+              security: [],
+              responses: {
+                '200': { description: 'The metrics', content: { [PROMETHEUS_CONTENT_TYPE]: { schema: { type: 'string' } } } },
+                '503': { description: 'The service is starting or stopping', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+              },
             },
           },
         },
       });
       const api = express.Router();
-      mountRoutes(api, routes);
+      mountRoutes(api, routes, { prefix: API_BASE, before: (route) => routeLimiter(limiter, route.method, route.path) });
       inner.use(API_BASE, api);
+      // Off the /api/v1 prefix and outside the rate limits: scrapers come often and from one address.
+      inner.get(METRICS_PATH, async (_req, res) => {
+        res.locals.route = METRICS_PATH;
+        res.type(PROMETHEUS_CONTENT_TYPE).send(await metrics.registry.render());
+      });
       inner.use(docsRouter(document));
     },
   };

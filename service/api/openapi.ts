@@ -28,7 +28,7 @@ const ERROR_TEXT: Record<number, string> = {
   409: 'Conflict',
   413: 'Body too large',
   422: 'Invalid body (VALIDATION_ERROR)',
-  429: 'Too many requests (RATE_LIMIT_EXCEEDED)',
+  429: 'Too many requests (RATE_LIMIT_EXCEEDED; only while rate_limit_enabled is on)',
   500: 'Server or database error',
   502: 'Printer communication error',
   503: 'Starting up or shutting down',
@@ -52,7 +52,17 @@ export interface OpenApiInfo {
   version: string;
   /** Extra paths that are not JSON routes (the WebSocket upgrade). */
   extraPaths?: Record<string, unknown>;
+  /** Every operation may answer 429 (the main service with rate_limit_enabled). */
+  rateLimited?: boolean;
 }
+
+/** The headers of a rate-limited answer (and of every answer while limits are on). */
+const RATE_LIMIT_HEADERS = {
+  'X-RateLimit-Limit': { description: 'Requests allowed in the current window (or at once)', schema: { type: 'integer' } },
+  'X-RateLimit-Remaining': { description: 'Requests left in the current window', schema: { type: 'integer' } },
+  'X-RateLimit-Reset': { description: 'Unix time (seconds) when the window starts again', schema: { type: 'integer' } },
+  'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'integer' } },
+};
 
 export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApiInfo) {
   const paths: Record<string, Record<string, unknown>> = {};
@@ -63,6 +73,7 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
     if (route.params || route.query) errorStatuses.add(400);
     if (route.body || route.rawBody) errorStatuses.add(422);
     if (route.params) errorStatuses.add(404);
+    if (info.rateLimited) errorStatuses.add(429);
     const status = route.status ?? 200;
     const responses: Record<string, unknown> = {
       [status]: route.rawResponse
@@ -70,7 +81,11 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
         : { description: 'Success', content: { 'application/json': { schema: jsonSchema(route.response, 'output') } } },
     };
     for (const code of [...errorStatuses].sort()) {
-      responses[code] = { description: ERROR_TEXT[code] ?? 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+      responses[code] = {
+        description: ERROR_TEXT[code] ?? 'Error',
+        ...(code === 429 && info.rateLimited ? { headers: RATE_LIMIT_HEADERS } : {}),
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+      };
     }
     const fullPath = basePath + route.path;
     paths[fullPath] ??= {};
@@ -94,7 +109,10 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
         'Print-farm manager for Bambu Lab (`bambu_lab`) and Prusa (`prusa_core`) printers. ' +
         'Real-time updates: a plain WebSocket at `/ws` carrying JSON frames `{type, timestamp, data}` ' +
         '(`printer_status`, `job_update`, `job_auto_created`, `file_update`, `system_alert`); send ' +
-        '`{"type":"subscribe","printer_ids":["..."]}` to narrow printer events. No authentication: deploy on a trusted LAN.',
+        '`{"type":"subscribe","printer_ids":["..."]}` to narrow printer events. No authentication: deploy on a trusted LAN. ' +
+        'Rate limits are off by default; with the setting `rate_limit_enabled` each client IP gets 1000 requests per hour, ' +
+        '120 status requests (printer list and detail, download status) per minute, 50 file downloads and 10 `/ws` connections at once, ' +
+        'announced in `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix time) and refused with 429 `RATE_LIMIT_EXCEEDED`.',
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     servers: [{ url: '/', description: 'This service' }],

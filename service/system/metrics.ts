@@ -1,0 +1,167 @@
+/**
+ * GET /metrics: the service in Prometheus text format, for the farm's own
+ * monitoring. Printers by status and connection, printer reports (a counter
+ * and the rate over the last seconds), /ws clients and frames, API latency per
+ * route, downloads, rate-limit refusals, the database size and the process.
+ * Values that already live elsewhere are read when scraped, not copied.
+ */
+import fs from 'node:fs';
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import type { RequestHandler } from 'express';
+import type { EventBus } from '../events';
+import { CONNECTION_STATUSES, PRINTER_STATUSES } from '../schemas/printers';
+import { Counter, Gauge, Histogram, Registry } from '../util/prometheus';
+
+export interface MetricSources {
+  version: string;
+  /** The stored printers with their current status and connection status. */
+  printers(): Promise<{ status: string; connection_status: string; is_active: boolean | number }[]>;
+  /** Connected /ws clients now. */
+  wsClients(): number;
+  /** The SQLite file; its -wal and -shm companions are counted with it. */
+  databaseFile: string;
+}
+
+/** Seconds; from a 1 ms answer to a slow statistics query over a large farm. */
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Reports per second are averaged over this many whole seconds. */
+const RATE_SECONDS = 10;
+
+/** Events per second over the last whole seconds, from one counter per second of a ring. */
+class RateMeter {
+  private readonly ring = new Float64Array(RATE_SECONDS + 1);
+  private second = 0;
+
+  constructor(private readonly now: () => number) {}
+
+  mark(): void {
+    this.advance();
+    this.ring[this.second % this.ring.length]++;
+  }
+
+  /** The average of the last RATE_SECONDS whole seconds (the current, partial second is left out). */
+  perSecond(): number {
+    this.advance();
+    let sum = 0;
+    for (let i = 1; i <= RATE_SECONDS; i++) sum += this.ring[(this.second - i + this.ring.length * 2) % this.ring.length];
+    return sum / RATE_SECONDS;
+  }
+
+  private advance(): void {
+    const current = Math.floor(this.now() / 1000);
+    if (current === this.second) return;
+    // Seconds that passed without events are zero; a long gap clears the whole ring.
+    for (let s = Math.max(this.second + 1, current - this.ring.length + 1); s <= current; s++) this.ring[s % this.ring.length] = 0;
+    this.second = current;
+  }
+}
+
+function databaseBytes(file: string): number {
+  let total = 0;
+  for (const suffix of ['', '-wal', '-shm']) {
+    try {
+      total += fs.statSync(file + suffix).size;
+    } catch {
+      // The -wal and -shm files come and go with checkpoints.
+    }
+  }
+  return total;
+}
+
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  private readonly requestSeconds: Histogram;
+  private readonly reports: Counter;
+  private readonly reportRate: RateMeter;
+  private readonly downloadsFinished: Counter;
+  private readonly rateLimited: Counter;
+  private readonly activeDownloads = new Set<string>();
+  private readonly eventLoop: IntervalHistogram;
+  private readonly unsubscribe: () => void;
+
+  constructor(sources: MetricSources, bus: EventBus, now: () => number = Date.now) {
+    const r = this.registry;
+    this.reportRate = new RateMeter(now);
+    this.eventLoop = monitorEventLoopDelay({ resolution: 10 });
+    this.eventLoop.enable();
+
+    r.add(new Gauge('printfarm_info', 'Version of the running service (always 1)', () => [{ labels: { version: sources.version }, value: 1 }]));
+    r.add(
+      new Gauge('printfarm_printers', 'Active printers by status', async () => {
+        const active = (await sources.printers()).filter((p) => p.is_active);
+        return PRINTER_STATUSES.map((status) => ({ labels: { status }, value: active.filter((p) => p.status === status).length }));
+      }),
+    );
+    r.add(
+      new Gauge('printfarm_printer_connections', 'Active printers by connection status', async () => {
+        const active = (await sources.printers()).filter((p) => p.is_active);
+        return CONNECTION_STATUSES.map((connection) => ({ labels: { connection }, value: active.filter((p) => p.connection_status === connection).length }));
+      }),
+    );
+    this.reports = r.add(new Counter('printfarm_printer_reports_total', 'State reports received from printers'));
+    r.add(new Gauge('printfarm_printer_reports_per_second', `State reports per second, averaged over the last ${RATE_SECONDS} s`, () => this.reportRate.perSecond()));
+    r.add(new Gauge('printfarm_ws_clients', 'Connected /ws clients', () => sources.wsClients()));
+    const frames = r.add(new Counter('printfarm_ws_events_total', 'Events published to /ws, by type'));
+    this.requestSeconds = r.add(new Histogram('printfarm_http_request_duration_seconds', 'API request latency by route and status', LATENCY_BUCKETS));
+    this.rateLimited = r.add(new Counter('printfarm_rate_limited_total', 'Requests and connections refused by a rate limit, by limit'));
+    r.add(new Gauge('printfarm_downloads_active', 'Printer file downloads running now', () => this.activeDownloads.size));
+    this.downloadsFinished = r.add(new Counter('printfarm_downloads_total', 'Finished printer file downloads, by result'));
+    r.add(new Gauge('printfarm_database_size_bytes', 'Size of the SQLite database with its WAL', () => databaseBytes(sources.databaseFile)));
+    r.add(new Gauge('process_resident_memory_bytes', 'Resident memory size in bytes', () => process.memoryUsage.rss()));
+    r.add(new Gauge('nodejs_heap_used_bytes', 'V8 heap in use in bytes', () => process.memoryUsage().heapUsed));
+    r.add(
+      new Gauge('process_cpu_seconds_total', 'User and system CPU time spent in seconds', () => {
+        const { user, system } = process.cpuUsage();
+        return (user + system) / 1e6;
+      }),
+    );
+    r.add(new Gauge('process_start_time_seconds', 'Start time of the process since the Unix epoch in seconds', () => Math.round(Date.now() / 1000 - process.uptime())));
+    r.add(
+      new Gauge('nodejs_eventloop_delay_seconds', 'Event loop delay since the previous scrape, by quantile', () => {
+        const h = this.eventLoop;
+        const samples = [0.5, 0.99, 1].map((q) => ({ labels: { quantile: String(q) }, value: (q === 1 ? h.max : h.percentile(q * 100)) / 1e9 }));
+        h.reset();
+        return samples;
+      }),
+    );
+
+    this.unsubscribe = bus.onAny((type, data) => {
+      frames.inc({ type });
+      if (type === 'file_update') this.download(data as { download_id?: unknown; status?: unknown });
+    });
+  }
+
+  /** One state report from a printer (the fleet's report listener). */
+  report(): void {
+    this.reports.inc();
+    this.reportRate.mark();
+  }
+
+  refused(limit: string): void {
+    this.rateLimited.inc({ limit });
+  }
+
+  /** Times every request; the route is the template (`/api/v1/printers/{printer_id}`), never the raw path. */
+  readonly http: RequestHandler = (req, res, next) => {
+    const started = process.hrtime.bigint();
+    res.once('finish', () => {
+      const route = typeof res.locals.route === 'string' ? res.locals.route : 'unmatched';
+      this.requestSeconds.observe({ method: req.method, route, status: String(res.statusCode) }, Number(process.hrtime.bigint() - started) / 1e9);
+    });
+    next();
+  };
+
+  /** Download tasks announce themselves in their file_update frames; the first and the last frame are always sent. */
+  private download(update: { download_id?: unknown; status?: unknown }): void {
+    if (typeof update.download_id !== 'string') return;
+    if (update.status === 'downloading') this.activeDownloads.add(update.download_id);
+    else if ((update.status === 'completed' || update.status === 'failed') && this.activeDownloads.delete(update.download_id)) {
+      this.downloadsFinished.inc({ result: update.status });
+    }
+  }
+
+  close(): void {
+    this.unsubscribe();
+    this.eventLoop.disable();
+  }
+}
