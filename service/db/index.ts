@@ -1,6 +1,7 @@
 /** The storage layer: one connection and a repository per table. Nothing outside service/db/ writes SQL. */
 import path from 'node:path';
 import { openDatabase, type Connection } from './connection';
+import { ReadWorker } from './read-worker';
 import { FilesRepository } from './repositories/files';
 import { IdeasRepository, TrendingRepository } from './repositories/ideas';
 import { JobsRepository } from './repositories/jobs';
@@ -38,6 +39,8 @@ export const DB_FILENAME = 'printfarm.db';
 export async function openStore(dataDir: string): Promise<Store> {
   const connection = await openDatabase(path.join(dataDir, DB_FILENAME));
   const { db } = connection;
+  // Statistics over a large farm take seconds: they run on their own connection in a worker thread.
+  const reader = new ReadWorker(connection.file);
   return {
     connection,
     printers: new PrintersRepository(db),
@@ -46,7 +49,7 @@ export async function openStore(dataDir: string): Promise<Store> {
     files: new FilesRepository(db),
     statusHistory: new StatusHistoryRepository(db),
     maintenance: new MaintenanceRepository(db),
-    statistics: new StatisticsRepository(db),
+    statistics: new StatisticsRepository(db, reader),
     usage: new UsageRepository(db),
     ideas: new IdeasRepository(db),
     trending: new TrendingRepository(db),
@@ -58,6 +61,9 @@ export async function openStore(dataDir: string): Promise<Store> {
         return false;
       }
     },
-    close: () => connection.close(),
+    close: async () => {
+      await reader.close();
+      await connection.close();
+    },
   };
 }

@@ -84,8 +84,17 @@ function score(path: string): RawBuilder<number | null> {
   return sql.raw(`CASE ${value} ${words} WHEN '1' THEN 1 WHEN '2' THEN 2 WHEN '3' THEN 3 WHEN '4' THEN 4 WHEN '5' THEN 5 END`);
 }
 
+/** Runs a compiled read-only query somewhere else than the main connection (the read worker). */
+export interface QueryReader {
+  all<R>(query: CompiledQuery<R>): Promise<R[]>;
+}
+
 export class StatisticsRepository {
-  constructor(private readonly db: Db) {}
+  /** `reader`: where the aggregations run (default: the main connection, which blocks the event loop while they do). */
+  constructor(
+    private readonly db: Db,
+    private readonly reader?: QueryReader,
+  ) {}
 
   private inRange(r: StatsRange, printerId?: string) {
     const printer = printerId === undefined ? sql`` : sql`AND printer_id = ${printerId}`;
@@ -204,6 +213,7 @@ export class StatisticsRepository {
   }
 
   private async all<R>(query: CompiledQuery<R>): Promise<R[]> {
+    if (this.reader) return this.reader.all(query);
     return (await this.db.executeQuery(query)).rows;
   }
 
