@@ -25,6 +25,7 @@ const ALLOWED_UPLOADS = ['.3mf', '.gcode', '.bgcode', '.stl', '.obj', '.gco', '.
 export class FileCatalog {
   private timer: NodeJS.Timeout | null = null;
   private readonly refreshing = new Map<string, Promise<{ added: number; removed: number }>>();
+  private recovering: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly store: Store,
@@ -38,6 +39,11 @@ export class FileCatalog {
   start(periodMs = 10 * 60_000): void {
     const swept = this.storage.sweepPartials();
     if (swept) this.log.info({ removed: swept }, 'removed partial downloads left by an interrupted run');
+    // Runs before any printer is connected (fleet.start() comes after), so no download of this run can race it.
+    this.recovering = this.downloads.recoverInterrupted().then(
+      (n) => n && this.log.info({ files: n }, 'reset files left downloading by an interrupted run'),
+      (err) => this.log.error({ err }, 'could not reset files left downloading by an interrupted run'),
+    );
     this.fleet.onLinkUp((printerId) => {
       this.refresh(printerId).catch((err) => this.log.warn({ err: (err as Error).message, printer_id: printerId }, 'file refresh failed'));
     });
@@ -49,7 +55,7 @@ export class FileCatalog {
 
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
-    await Promise.allSettled([...this.refreshing.values()]);
+    await Promise.allSettled([this.recovering, ...this.refreshing.values()]);
   }
 
   /** Lists a printer's files and brings the catalog in line (concurrent calls share one listing). */

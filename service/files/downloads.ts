@@ -101,6 +101,35 @@ export class DownloadManager {
     return { task, joined: false };
   }
 
+  /**
+   * Files a previous run left `downloading` (killed mid-transfer, so it never reset them): none of them has a
+   * task in this run. Each goes back to what it really is: `downloaded` when its earlier complete copy is still
+   * on disk (the copy is only ever replaced by a complete, checksummed file), else `available`. Call before the
+   * fleet connects, so no download of this run can be running yet.
+   */
+  async recoverInterrupted(): Promise<number> {
+    const stuck: FileRecord[] = [];
+    const limit = 500;
+    for (let page = 1; ; page++) {
+      const { files } = await this.store.files.list({ status: 'downloading', page, limit });
+      stuck.push(...files);
+      if (files.length < limit) break;
+    }
+    let recovered = 0;
+    for (const f of stuck) {
+      if (this.tasks.has(f.id)) continue;
+      const kept = f.local_path !== null && f.checksum !== null && fs.existsSync(f.local_path);
+      // A kill between the rename of a new complete copy and its database update leaves the new bytes under the
+      // old checksum: the copy on disk is complete either way (only checksummed files are renamed into place),
+      // so its checksum is taken again rather than trusted.
+      const patch = kept
+        ? { status: 'downloaded' as const, checksum: await sha256File(f.local_path!) }
+        : { status: 'available' as const, local_path: null, checksum: null, downloaded_at: null };
+      if (await this.store.files.transition(f.id, ['downloading'], { ...patch, error: null, updated_at: nowIso() })) recovered++;
+    }
+    return recovered;
+  }
+
   /** Aborts running transfers (their files go back to `available`) and waits for them. */
   async close(): Promise<void> {
     this.closed = true;
