@@ -165,24 +165,10 @@ export class RateLimiter {
   }
 
   /** Every /api/v1 request: the hourly budget. */
-  readonly api: RequestHandler = (req, res, next) => {
-    if (!this.enabled()) return next();
-    const now = this.now();
-    const quota = this.general.take(clientKey(req.ip), now);
-    setQuotaHeaders(res, quota);
-    if (!quota.allowed) return next(this.refuse(res, 'general', quota, now));
-    next();
-  };
+  readonly api: RequestHandler = this.counted(() => this.general, 'general');
 
   /** Status endpoints: the per-minute budget; its headers replace the hourly ones (it runs out first). */
-  readonly statusRequests: RequestHandler = (req, res, next) => {
-    if (!this.enabled()) return next();
-    const now = this.now();
-    const quota = this.status.take(clientKey(req.ip), now);
-    setQuotaHeaders(res, quota);
-    if (!quota.allowed) return next(this.refuse(res, 'status', quota, now));
-    next();
-  };
+  readonly statusRequests: RequestHandler = this.counted(() => this.status, 'status');
 
   /** File bodies: a slot per response being sent, given back when the response ends or the client goes. */
   readonly fileDownloads: RequestHandler = (req, res, next) => {
@@ -208,6 +194,18 @@ export class RateLimiter {
     const now = this.now();
     this.refused('websockets');
     return { error: rateLimitError('websockets', { limit: this.sockets.limit, remaining: 0, reset: Math.ceil(now / 1000) }, now) };
+  }
+
+  /** A request counted in a fixed window; the answer says what is left of it. */
+  private counted(window: () => FixedWindow, limit: LimitName): RequestHandler {
+    return (req, res, next) => {
+      if (!this.enabled()) return next();
+      const now = this.now();
+      const quota = window().take(clientKey(req.ip), now);
+      setQuotaHeaders(res, quota);
+      if (!quota.allowed) return next(this.refuse(res, limit, quota, now));
+      next();
+    };
   }
 
   private refuse(res: Response, limit: LimitName, quota: Quota, now: number): ApiError {

@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import type { JsonResponse } from './service';
+import { jsonRequest, type JsonResponse } from './service';
 
 const BIN = path.join(__dirname, '../../bin/printfarm.js');
 const live = new Set<ChildService>();
@@ -41,22 +41,7 @@ export async function spawnService(dataDir: string, env: NodeJS.ProcessEnv = {},
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
 
-  const request = async (method: string, urlPath: string, body?: unknown): Promise<JsonResponse> => {
-    const init: RequestInit = { method };
-    if (body !== undefined) {
-      init.body = JSON.stringify(body);
-      init.headers = { 'content-type': 'application/json' };
-    }
-    const res = await fetch(handle.base + urlPath, init);
-    const text = await res.text();
-    let parsed: unknown;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      parsed = undefined;
-    }
-    return { status: res.status, headers: res.headers, body: parsed, text };
-  };
+  const request = (method: string, urlPath: string, body?: unknown) => jsonRequest(handle.base, method, urlPath, body);
   const handle: ChildService = {
     child,
     base: '',

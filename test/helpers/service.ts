@@ -39,6 +39,24 @@ export function tempDir(prefix = 'printfarm-test-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
+/** One HTTP request with an optional JSON body; the answer's body parsed when it is JSON. */
+export async function jsonRequest(base: string, method: string, urlPath: string, body?: unknown, headers: Record<string, string> = {}): Promise<JsonResponse> {
+  const init: RequestInit = { method, headers: { ...headers } };
+  if (body !== undefined) {
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+    (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
+  }
+  const res = await fetch(base + urlPath, init);
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: parsed, text };
+}
+
 export async function startService(options: ServiceOptions = {}, dataDir = tempDir()): Promise<Harness> {
   const logs: Record<string, unknown>[] = [];
   const logStream = new Writable({
@@ -62,22 +80,7 @@ export async function startService(options: ServiceOptions = {}, dataDir = tempD
   });
   const base = `http://127.0.0.1:${service.port}`;
   let stopped = false;
-  const request = async (method: string, urlPath: string, body?: unknown, headers: Record<string, string> = {}): Promise<JsonResponse> => {
-    const init: RequestInit = { method, headers: { ...headers } };
-    if (body !== undefined) {
-      init.body = typeof body === 'string' ? body : JSON.stringify(body);
-      (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
-    }
-    const res = await fetch(base + urlPath, init);
-    const text = await res.text();
-    let parsed: unknown = undefined;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      parsed = undefined;
-    }
-    return { status: res.status, headers: res.headers, body: parsed, text };
-  };
+  const request = (method: string, urlPath: string, body?: unknown, headers: Record<string, string> = {}) => jsonRequest(base, method, urlPath, body, headers);
   const harness: Harness = {
     service,
     base,
