@@ -27,6 +27,7 @@ import { Fleet, type DriverFactory, type FleetTimings } from './printers/fleet';
 import { PrinterRegistry } from './printers/registry';
 import { RealtimeHub } from './realtime';
 import { SettingsService } from './settings';
+import { HistoryRetention } from './statistics/retention';
 import { ServiceMetrics } from './system/metrics';
 import { UpdateChecker } from './system/update-check';
 import { UsageService, type UsageOptions } from './usage/service';
@@ -149,6 +150,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const storage = new FileStorage(dataDir);
   const files = new FileCatalog(store, fleet, storage, new DownloadManager(store, fleet, storage, bus, log, options.downloads), log);
   const ideas = new IdeaService(store, bus, log, options.ideas);
+  const retention = new HistoryRetention(store, settings, log);
   context = {
     version: VERSION,
     dataDir,
@@ -175,6 +177,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   usage.start();
   files.start();
   ideas.start();
+  retention.start();
   await fleet.start();
 
   const { port } = server.address() as AddressInfo;
@@ -188,6 +191,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       phase = 'stopping';
       context.updates.close();
       await ideas.close();
+      await retention.close();
       await usage.close();
       await realtime!.close();
       await files.downloads.close();

@@ -67,6 +67,14 @@ export const RUNTIME_SETTINGS = {
   timezone: { type: 'string', default: Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC', env: 'TIMEZONE', description: 'IANA time zone used for "today" in summaries' },
   language: { type: 'enum', default: 'en', env: 'PRINTFARM_LANGUAGE', values: ['en', 'de'], description: 'Language of messages and the editor' },
   business_mode: { type: 'boolean', default: false, env: 'BUSINESS_MODE', description: 'Enable business analytics (costs, customers)' },
+  status_history_retention_days: {
+    type: 'integer',
+    default: 400,
+    env: 'STATUS_HISTORY_RETENTION_DAYS',
+    min: 7,
+    max: 3650,
+    description: 'Days of printer status history kept for uptime statistics (pruned daily)',
+  },
   rate_limit_enabled: {
     type: 'boolean',
     default: false,

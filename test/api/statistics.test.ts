@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { NewJob } from '../../service/db/repositories/jobs';
 import { DriverError, type ConnectionState, type DriverConfig, type PrinterDriver, type PrinterState } from '../../service/printers/driver';
 import { resolvePeriod } from '../../service/statistics/period';
+import { HistoryRetention } from '../../service/statistics/retention';
 import { calendarDate, dayStart } from '../../service/util/time';
 import { bambu, expectError, prusa, startService, type Harness } from '../helpers/service';
 
@@ -595,6 +596,33 @@ describe('printer status history', () => {
     expect(await history.connectedSeconds('lab-1', '2025-12-31T00:00:00.000Z', '2026-01-01T12:00:00.000Z')).toBeCloseTo(12 * 3600, 3);
     expect(await history.connectedSeconds('nobody', '2026-01-01T00:00:00.000Z', '2026-01-05T00:00:00.000Z')).toBe(0);
     expect(await history.connectedSeconds('lab-1', '2026-01-05T00:00:00.000Z', '2026-01-01T00:00:00.000Z')).toBe(0);
+  });
+
+  test('pruning forgets rows before the retention but keeps the state in effect at the cutoff, so uptime after it is unchanged', async () => {
+    const history = h.service.context.store.statusHistory;
+    const day = (d: number, hour = 0) => new Date(Date.UTC(2026, 0, d, hour)).toISOString();
+    // Two printers, a change every 6 hours for 20 days.
+    for (const printer of ['lab-1', 'lab-2']) {
+      for (let i = 0; i < 80; i++) await history.record(printer, i % 2 ? 'offline' : 'online', i % 2 ? 'disconnected' : 'connected', day(1 + Math.floor(i / 4), (i % 4) * 6));
+    }
+    const after = [day(15, 3), day(21)] as const;
+    const before = await history.connectedSeconds('lab-1', ...after);
+
+    const removed = await history.prune(day(15), 7);
+    // Rows before 15 January: 56 per printer; the last of them stays for each.
+    expect(removed).toBe(2 * 55);
+    expect(await history.list('lab-1', { to: day(15) })).toEqual([{ status: 'offline', connection_status: 'disconnected', at: day(14, 18) }]);
+    expect(await history.connectedSeconds('lab-1', ...after)).toBeCloseTo(before, 3);
+    expect(await history.prune(day(15))).toBe(0);
+
+    // The service prunes by its setting: with the default 400 days these rows stay; with 7 days they go.
+    const retention = new HistoryRetention(h.service.context.store, h.service.context.settings, h.service.context.log, () => Date.parse(day(31)));
+    expect(await retention.prune()).toBe(0);
+    await h.put('/api/v1/settings', { status_history_retention_days: 7 });
+    // Cutoff 24 January: of the 25 rows left per printer only the last (20 January, 18:00) stays.
+    expect(await retention.prune()).toBe(2 * 24);
+    expect((await history.list('lab-2')).map((r) => r.at)[0]).toBe(day(20, 18));
+    await retention.close();
   });
 });
 

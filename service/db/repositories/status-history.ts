@@ -49,6 +49,28 @@ export class StatusHistoryRepository {
     return (result.numAffectedRows ?? 0n) > 0n;
   }
 
+  /**
+   * Forgets the rows before `before`, except each printer's last one before it: that row is the state in
+   * effect at the cutoff, so uptime from the cutoff on stays exact. Deletes in batches, so that a large first
+   * prune never holds the database for long. Returns the number of rows deleted.
+   */
+  async prune(before: string, batch = 5000): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      const result = await sql`
+        DELETE FROM printer_status_history WHERE id IN (
+          SELECT h.id FROM printer_status_history AS h
+          WHERE h.at < ${before}
+            AND EXISTS (SELECT 1 FROM printer_status_history AS later WHERE later.printer_id = h.printer_id AND later.at < ${before}
+                          AND (later.at > h.at OR (later.at = h.at AND later.id > h.id)))
+          LIMIT ${batch}
+        )`.execute(this.db);
+      const n = Number(result.numAffectedRows ?? 0n);
+      deleted += n;
+      if (n < batch) return deleted;
+    }
+  }
+
   /** A printer's rows in time order, optionally those at or after `from` and before `to`. */
   async list(printerId: string, range: { from?: string; to?: string } = {}): Promise<StatusHistoryRow[]> {
     let q = this.db.selectFrom('printer_status_history').select(['status', 'connection_status', 'at']).where('printer_id', '=', printerId);
