@@ -23,6 +23,12 @@ export interface RealtimeOptions {
   /** Incoming frames larger than this are refused (clients only send small control messages). */
   maxPayload?: number;
   /**
+   * Bytes queued for one client beyond which it is dropped (default 4 MiB): a client that stopped reading
+   * (a hung dashboard) must not grow the service's memory. Dropping keeps the promise that a connected
+   * client gets every event in order; it reconnects and reads the current state from the API.
+   */
+  maxBufferedBytes?: number;
+  /**
    * Asked before each upgrade (the per-client connection limit): a function to
    * call when the socket closes, or an HTTP answer that refuses the upgrade.
    */
@@ -36,6 +42,7 @@ export class RealtimeHub {
   private readonly unsubscribe: () => void;
   readonly path: string;
   private readonly admit: NonNullable<RealtimeOptions['admit']>;
+  private readonly maxBuffered: number;
 
   constructor(
     bus: EventBus,
@@ -44,6 +51,7 @@ export class RealtimeHub {
   ) {
     this.path = options.path ?? '/ws';
     this.admit = options.admit ?? (() => ({ release: () => {} }));
+    this.maxBuffered = options.maxBufferedBytes ?? 4 * 1024 * 1024;
     this.wss = new WebSocketServer({ noServer: true, maxPayload: options.maxPayload ?? 64 * 1024 });
     this.wss.on('connection', (socket) => this.accept(socket));
     this.unsubscribe = bus.onAny((type, data) => this.broadcast(type, data));
@@ -117,7 +125,14 @@ export class RealtimeHub {
   }
 
   private send(client: Client, frame: string): void {
-    if (client.socket.readyState === WebSocket.OPEN) client.socket.send(frame);
+    if (client.socket.readyState !== WebSocket.OPEN) return;
+    if (client.socket.bufferedAmount > this.maxBuffered) {
+      this.log.warn({ buffered: client.socket.bufferedAmount }, 'dropping a /ws client that stopped reading');
+      client.socket.terminate();
+      this.clients.delete(client);
+      return;
+    }
+    client.socket.send(frame);
   }
 
   private broadcast<K extends EventType>(type: K, data: EventMap[K]): void {

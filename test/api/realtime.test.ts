@@ -99,6 +99,32 @@ describe('/ws real-time channel', () => {
     expect(await closed).toBe(1006);
   });
 
+  test('a client that stops reading is dropped once too much is queued for it; the others get every frame', async () => {
+    h = await startService();
+    const stuck = await connectWs(h.base);
+    const reader = await connectWs(h.base);
+    // The stuck client's TCP socket stops reading: frames pile up in the kernel, then in the server's queue.
+    const tcp = (stuck.socket as unknown as { _socket: { pause(): void; resume(): void } })._socket;
+    tcp.pause();
+    const clients = async () => Number(/^printfarm_ws_clients (\d+)$/m.exec(await (await fetch(`${h.base}/metrics`)).text())![1]);
+    expect(await clients()).toBe(2);
+    const big = 'x'.repeat(100_000);
+    let emitted = 0;
+    while (emitted < 400 && (await clients()) === 2) {
+      h.service.context.bus.emit('system_alert', { level: 'info', code: 'TEST', message: big, sequence: emitted++ } as never);
+      // Let the socket write between events, as real events come spread over time.
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(await clients()).toBe(1);
+    await reader.next((f) => f.type === 'system_alert' && f.data.sequence === emitted - 1, 10_000);
+    expect(reader.frames.filter((f) => f.type === 'system_alert').map((f) => f.data.sequence)).toEqual([...Array(emitted).keys()]);
+    const closed = new Promise<number>((resolve) => stuck.socket.once('close', (code) => resolve(code)));
+    tcp.resume();
+    expect(await closed).toBe(1006);
+    expect(h.logs.some((l) => l.msg === 'dropping a /ws client that stopped reading')).toBe(true);
+    await reader.close();
+  });
+
   test('closing the service closes client connections with 1001', async () => {
     h = await startService();
     const ws = await connectWs(h.base);
