@@ -10,31 +10,13 @@ import type { AggregatorDb, InstallationsTable, SubmissionsTable } from './db';
 export const HOUR_MS = 60 * 60 * 1000;
 export const DAY_MS = 24 * HOUR_MS;
 
-export interface StoredSubmission {
-  id: number;
-  installation_id: string;
-  received_at: string;
-  received_ms: number;
-  submitted_at: string;
-  schema_version: string;
-  period_start: string;
-  period_end: string;
-  app_version: string;
-  platform: string;
-  deployment_mode: string;
-  country_code: string;
-  printer_count: number;
+/** A submissions row with its JSON columns parsed. */
+export type StoredSubmission = Omit<Selectable<SubmissionsTable>, keyof SubmissionJson> & SubmissionJson;
+interface SubmissionJson {
   printer_types: string[];
   printer_type_counts: Record<string, number>;
-  total_jobs_created: number;
-  total_jobs_completed: number;
-  total_jobs_failed: number;
-  total_files_downloaded: number;
-  total_files_uploaded: number;
-  uptime_hours: number;
   feature_usage: Record<string, boolean>;
   event_counts: Record<string, number>;
-  error_count: number;
 }
 
 const parse = (row: Selectable<SubmissionsTable>): StoredSubmission => ({

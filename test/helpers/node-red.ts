@@ -7,6 +7,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { driverFactory } from '../../service/printers/drivers';
+import { startFarm, type FarmOptions, type SimulatedFarm } from '../../service/simulators';
+import { control, simState } from './farm';
 import fileDownload = require('../../nodes/file-download');
 import gcodePreview = require('../../nodes/gcode-preview');
 import jobWatcher = require('../../nodes/job-watcher');
@@ -167,6 +170,93 @@ export function callsOf(node: TestNode, method: 'error' | 'warn'): unknown[][] {
     .getCalls()
     .filter((c) => c.thisValue === node)
     .map((c) => c.args);
+}
+
+/** The embedded service's options in node tests: no update check, quick reconnects, a quick fleet. */
+export const SERVICE_OPTIONS = {
+  env: {},
+  updateCheckUrl: 'http://127.0.0.1:9/unreachable',
+  updateCheckTimeout: 1,
+  driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),
+  fleet: { watchdogMs: 1500, commandTimeoutMs: 3000, pollMs: 200, connectTimeoutMs: 4000 },
+};
+
+/**
+ * The set-up of a describe block whose nodes talk to simulated printers: the
+ * simulators for the whole block (closed after it, which then checks that no
+ * node asked for a missing catalog key), a Node-RED test server whose
+ * embedded service gets `serviceOptions` around each test, and after each
+ * test the flow unloaded and `reset` run to put the simulators back. The farm
+ * it returns reads the running simulators (so call it in the describe body).
+ */
+export function nodeTestFarm(options: FarmOptions, serviceOptions: Record<string, unknown>, reset: (farm: SimulatedFarm) => Promise<void>): SimulatedFarm {
+  let started: SimulatedFarm | undefined;
+  const running = () => {
+    if (!started) throw new Error('the simulators are not running (use the farm inside tests and hooks)');
+    return started;
+  };
+  beforeAll(async () => {
+    started = await startFarm(options);
+  });
+  afterAll(async () => {
+    await running().close();
+    expect([...missingKeys]).toEqual([]);
+  });
+  beforeEach(async () => {
+    helper.settings({ printfarmServerOptions: serviceOptions });
+    await helper.startServer();
+  });
+  afterEach(async () => {
+    await helper.unload();
+    await helper.stopServer();
+    await reset(running());
+  });
+  return {
+    get printers() {
+      return running().printers;
+    },
+    close: () => running().close(),
+  };
+}
+
+/** Cancels what the simulator prints (or pauses, prepares), if anything. */
+export async function cancelPrint(controlUrl: string): Promise<void> {
+  if (/print|pause|prepare|running/i.test((await simState(controlUrl)).status)) await control(controlUrl, 'cancel');
+}
+
+/** A printer node 'p1' that registers simulator `index` (its access code goes in as a credential: `printerCredentials`). */
+export function printerNode(farm: SimulatedFarm, index: number, extra: Record<string, unknown> = {}): FlowNode {
+  const p = farm.printers[index].printer as Record<string, unknown>;
+  return {
+    id: 'p1',
+    type: 'printer',
+    name: '',
+    server: 'srv',
+    printer: p.id,
+    register: true,
+    printerName: p.name,
+    printerType: p.type,
+    model: p.model ?? '',
+    ipAddress: p.ip_address,
+    serialNumber: p.serial_number ?? '',
+    mqttPort: p.mqtt_port ?? '',
+    ftpsPort: p.ftps_port ?? '',
+    httpPort: p.http_port ?? '',
+    wires: [['out']],
+    ...extra,
+  };
+}
+
+/** The credentials of printer node `id` that registers simulator `index`. */
+export const printerCredentials = (farm: SimulatedFarm, index: number, id = 'p1') => ({ [id]: { accessCode: farm.printers[index].printer.access_code as string } });
+
+/**
+ * A flow whose printer node 'reg' registers simulator 0 (so the service knows
+ * it; no model) and sends its state to the helper 'online', then `nodes`.
+ * Deploy it with `printerCredentials(farm, 0, 'reg')`.
+ */
+export function withRegisteredPrinter(farm: SimulatedFarm, nodes: FlowNode[]): FlowNode[] {
+  return flow([printerNode(farm, 0, { id: 'reg', model: '', httpPort: '', wires: [['online']] }), { id: 'online', type: 'helper' }, ...nodes], { dataDir: tempDir() });
 }
 
 export { control, simState, until } from './farm';

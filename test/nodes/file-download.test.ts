@@ -9,72 +9,24 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PNG } from 'pngjs';
-import { driverFactory } from '../../service/printers/drivers';
-import { startFarm, type SimulatedFarm } from '../../service/simulators';
 import { seedFiles } from '../../service/simulators/seed-files';
 import type { PrintfarmClient } from '../../service/client';
-import { callsOf, collect, control, flow, helper, missingKeys, NODES, simState, statusOf, tempDir, until, type FlowNode } from '../helpers/node-red';
+import { callsOf, cancelPrint, collect, control, helper, NODES, nodeTestFarm, printerCredentials, SERVICE_OPTIONS, statusOf, tempDir, until, withRegisteredPrinter, type FlowNode } from '../helpers/node-red';
 
-const SERVICE_OPTIONS = {
-  env: {},
-  updateCheckUrl: 'http://127.0.0.1:9/unreachable',
-  updateCheckTimeout: 1,
-  driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),
-  fleet: { watchdogMs: 1500, commandTimeoutMs: 3000, pollMs: 200, connectTimeoutMs: 4000 },
-  downloads: { attempts: 1, retryDelayMs: 50, frameIntervalMs: 50 },
-};
 const GCODE = seedFiles().find((f) => f.name.endsWith('.gcode'))!;
 
 describe('file-download and gcode-preview nodes', () => {
-  let farm: SimulatedFarm;
-  beforeAll(async () => {
-    farm = await startFarm({ bambu: 1, prusa: 0, speed: 100 });
-  });
-  afterAll(async () => {
-    await farm.close();
-    expect([...missingKeys]).toEqual([]);
-  });
-  beforeEach(async () => {
-    helper.settings({ printfarmServerOptions: SERVICE_OPTIONS });
-    await helper.startServer();
-  });
-  afterEach(async () => {
-    await helper.unload();
-    await helper.stopServer();
-    const { control_url } = farm.printers[0];
+  const farm = nodeTestFarm({ bambu: 1, prusa: 0, speed: 100 }, { ...SERVICE_OPTIONS, downloads: { attempts: 1, retryDelayMs: 50, frameIntervalMs: 50 } }, async (sims) => {
+    const { control_url } = sims.printers[0];
     await control(control_url, 'online');
-    if (/print|pause|prepare|running/i.test((await simState(control_url)).status)) await control(control_url, 'cancel');
+    await cancelPrint(control_url);
   });
 
   const printer = () => farm.printers[0].printer as Record<string, unknown> & { id: string };
   const client = () => (helper.getNode('srv') as unknown as { connection: { client: PrintfarmClient } }).connection.client;
   const withPrinter = (nodes: FlowNode[]): FlowNode[] =>
-    flow(
-      [
-        {
-          id: 'reg',
-          type: 'printer',
-          server: 'srv',
-          printer: printer().id,
-          register: true,
-          printerName: printer().name,
-          printerType: printer().type,
-          model: '',
-          ipAddress: printer().ip_address,
-          serialNumber: printer().serial_number,
-          mqttPort: printer().mqtt_port,
-          ftpsPort: printer().ftps_port,
-          httpPort: '',
-          wires: [['online']],
-        },
-        { id: 'online', type: 'helper' },
-        { id: 'c1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
-        { id: 'caught', type: 'helper' },
-        ...nodes,
-      ],
-      { dataDir: tempDir() },
-    );
-  const credentials = () => ({ reg: { accessCode: printer().access_code as string } });
+    withRegisteredPrinter(farm, [{ id: 'c1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }, { id: 'caught', type: 'helper' }, ...nodes]);
+  const credentials = () => printerCredentials(farm, 0, 'reg');
   const fileDownload = (extra: Record<string, unknown> = {}): FlowNode => ({
     id: 'fd',
     type: 'file-download',

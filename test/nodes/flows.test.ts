@@ -15,10 +15,9 @@ import { Aedes } from 'aedes';
 import mqtt from 'mqtt';
 import { createService, type Service } from '../../service/app';
 import { PrintfarmClient, type CreatePrinterInput } from '../../service/client';
-import { driverFactory } from '../../service/printers/drivers';
 import { startFarm, type SimulatedFarm } from '../../service/simulators';
 import { startNodeRed, type RunningNodeRed } from '../helpers/launcher';
-import { collect, control, helper, NODES, simState, statusOf, tempDir, until, type FlowNode } from '../helpers/node-red';
+import { collect, control, helper, NODES, SERVICE_OPTIONS, simState, statusOf, tempDir, until, type FlowNode } from '../helpers/node-red';
 
 const root = path.join(__dirname, '..', '..');
 const PACK_TYPES = ['printfarm-server', 'printer', 'job-watcher', 'file-download', 'gcode-preview', 'stats'];
@@ -38,14 +37,6 @@ function editorDefaults(type: string): string[] {
   vm.runInNewContext(js, { RED, $: () => ({}) });
   return Object.keys(defaults);
 }
-
-const SERVICE_OPTIONS = {
-  env: {},
-  updateCheckUrl: 'http://127.0.0.1:9/unreachable',
-  updateCheckTimeout: 1,
-  driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),
-  fleet: { watchdogMs: 1500, commandTimeoutMs: 3000, pollMs: 200, connectTimeoutMs: 4000 },
-};
 
 describe('examples and flows', () => {
   test.each(shipped)('%s imports cleanly', (file) => {

@@ -4,65 +4,14 @@
  * (throttled), completed events with the job's detail; filters by event and
  * printer; cancelled; the statistics on input and on an interval.
  */
-import { driverFactory } from '../../service/printers/drivers';
-import { startFarm, type SimulatedFarm } from '../../service/simulators';
-import { collect, control, flow, helper, missingKeys, NODES, simState, statusOf, tempDir, until, type FlowNode } from '../helpers/node-red';
-
-const SERVICE_OPTIONS = {
-  env: {},
-  updateCheckUrl: 'http://127.0.0.1:9/unreachable',
-  updateCheckTimeout: 1,
-  driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),
-  fleet: { watchdogMs: 1500, commandTimeoutMs: 3000, pollMs: 200, connectTimeoutMs: 4000 },
-};
+import { cancelPrint, collect, control, helper, NODES, nodeTestFarm, printerCredentials, SERVICE_OPTIONS, simState, statusOf, until, withRegisteredPrinter, type FlowNode } from '../helpers/node-red';
 
 describe('job-watcher and stats nodes', () => {
-  let farm: SimulatedFarm;
-  beforeAll(async () => {
-    farm = await startFarm({ bambu: 1, prusa: 0, speed: 100 });
-  });
-  afterAll(async () => {
-    await farm.close();
-    expect([...missingKeys]).toEqual([]);
-  });
-  beforeEach(async () => {
-    helper.settings({ printfarmServerOptions: SERVICE_OPTIONS });
-    await helper.startServer();
-  });
-  afterEach(async () => {
-    await helper.unload();
-    await helper.stopServer();
-    const { control_url } = farm.printers[0];
-    if (/print|pause|prepare|running/i.test((await simState(control_url)).status)) await control(control_url, 'cancel');
-  });
+  const farm = nodeTestFarm({ bambu: 1, prusa: 0, speed: 100 }, SERVICE_OPTIONS, (sims) => cancelPrint(sims.printers[0].control_url));
 
   const printer = () => farm.printers[0].printer as Record<string, unknown> & { id: string };
-  /** A flow whose printer node registers the simulator (so the service knows it). */
-  const withPrinter = (nodes: FlowNode[]): FlowNode[] =>
-    flow(
-      [
-        {
-          id: 'reg',
-          type: 'printer',
-          server: 'srv',
-          printer: printer().id,
-          register: true,
-          printerName: printer().name,
-          printerType: printer().type,
-          model: '',
-          ipAddress: printer().ip_address,
-          serialNumber: printer().serial_number,
-          mqttPort: printer().mqtt_port,
-          ftpsPort: printer().ftps_port,
-          httpPort: '',
-          wires: [['online']],
-        },
-        { id: 'online', type: 'helper' },
-        ...nodes,
-      ],
-      { dataDir: tempDir() },
-    );
-  const credentials = () => ({ reg: { accessCode: printer().access_code as string } });
+  const withPrinter = (nodes: FlowNode[]): FlowNode[] => withRegisteredPrinter(farm, nodes);
+  const credentials = () => printerCredentials(farm, 0, 'reg');
 
   async function startPrint() {
     const { control_url } = farm.printers[0];

@@ -8,41 +8,7 @@
  */
 import net from 'node:net';
 import { createService, type Service } from '../../service/app';
-import { driverFactory } from '../../service/printers/drivers';
-import { startFarm, type SimulatedFarm } from '../../service/simulators';
-import { callsOf, collect, control, flow, helper, missingKeys, NODES, simState, statusesOf, statusOf, tempDir, until, type FlowNode } from '../helpers/node-red';
-
-const SERVICE_OPTIONS = {
-  env: {},
-  updateCheckUrl: 'http://127.0.0.1:9/unreachable',
-  updateCheckTimeout: 1,
-  driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),
-  fleet: { watchdogMs: 1500, commandTimeoutMs: 3000, pollMs: 200, connectTimeoutMs: 4000 },
-};
-
-/** A printer node that registers simulator `index` (the access code as a credential). */
-function printerNode(farm: SimulatedFarm, index: number, extra: Record<string, unknown> = {}): FlowNode {
-  const p = farm.printers[index].printer as Record<string, unknown>;
-  return {
-    id: 'p1',
-    type: 'printer',
-    name: '',
-    server: 'srv',
-    printer: p.id,
-    register: true,
-    printerName: p.name,
-    printerType: p.type,
-    model: p.model ?? '',
-    ipAddress: p.ip_address,
-    serialNumber: p.serial_number ?? '',
-    mqttPort: p.mqtt_port ?? '',
-    ftpsPort: p.ftps_port ?? '',
-    httpPort: p.http_port ?? '',
-    wires: [['out']],
-    ...extra,
-  };
-}
-const creds = (farm: SimulatedFarm, index: number) => ({ p1: { accessCode: farm.printers[index].printer.access_code as string } });
+import { callsOf, cancelPrint, collect, control, flow, helper, NODES, nodeTestFarm, printerCredentials, printerNode, SERVICE_OPTIONS, simState, statusesOf, statusOf, tempDir, until } from '../helpers/node-red';
 
 const portOf = (url: string) => Number(new URL(url).port);
 const refused = (port: number) =>
@@ -56,25 +22,11 @@ const refused = (port: number) =>
   });
 
 describe('printfarm-server and printer nodes', () => {
-  let farm: SimulatedFarm;
-  beforeAll(async () => {
-    farm = await startFarm({ bambu: 1, prusa: 1, speed: 100 });
-  });
-  afterAll(async () => {
-    await farm.close();
-    expect([...missingKeys]).toEqual([]);
-  });
-  beforeEach(async () => {
-    helper.settings({ printfarmServerOptions: SERVICE_OPTIONS });
-    await helper.startServer();
-  });
-  afterEach(async () => {
-    await helper.unload();
-    await helper.stopServer();
-    for (const p of farm.printers) {
+  const farm = nodeTestFarm({ bambu: 1, prusa: 1, speed: 100 }, SERVICE_OPTIONS, async (sims) => {
+    for (const p of sims.printers) {
       await control(p.control_url, 'online');
       await control(p.control_url, 'faults', { reject_commands: false });
-      if (/print|pause|prepare|running/i.test((await simState(p.control_url)).status)) await control(p.control_url, 'cancel');
+      await cancelPrint(p.control_url);
     }
   });
 
@@ -82,7 +34,7 @@ describe('printfarm-server and printer nodes', () => {
 
   test.each([0, 1])('a printer (%#) registered from the flow comes online and prints, as messages and as status', async (index) => {
     const id = farm.printers[index].printer.id;
-    await helper.load(NODES, flow([printerNode(farm, index), { id: 'out', type: 'helper' }], { dataDir: tempDir() }), creds(farm, index));
+    await helper.load(NODES, flow([printerNode(farm, index), { id: 'out', type: 'helper' }], { dataDir: tempDir() }), printerCredentials(farm, index));
     const out = collect(helper.getNode('out'));
     const p1 = helper.getNode('p1');
 
@@ -104,7 +56,7 @@ describe('printfarm-server and printer nodes', () => {
     await helper.load(
       NODES,
       flow([printerNode(farm, 0), { id: 'out', type: 'helper' }, { id: 'c1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }, { id: 'caught', type: 'helper' }], { dataDir: tempDir() }),
-      creds(farm, 0),
+      printerCredentials(farm, 0),
     );
     const out = collect(helper.getNode('out'));
     const caught = collect(helper.getNode('caught'));
@@ -152,9 +104,7 @@ describe('printfarm-server and printer nodes', () => {
   });
 
   test('all printers: every printer sends its state; refresh sends them again; the status sums up the farm; the editor can list them', async () => {
-    await helper.load(NODES, flow([printerNode(farm, 1, { id: 'reg', wires: [] }), { id: 'all', type: 'printer', server: 'srv', printer: '', register: false, wires: [['out']] }, { id: 'out', type: 'helper' }], { dataDir: tempDir() }), {
-      reg: { accessCode: farm.printers[1].printer.access_code as string },
-    });
+    await helper.load(NODES, flow([printerNode(farm, 1, { id: 'reg', wires: [] }), { id: 'all', type: 'printer', server: 'srv', printer: '', register: false, wires: [['out']] }, { id: 'out', type: 'helper' }], { dataDir: tempDir() }), printerCredentials(farm, 1, 'reg'));
     const out = collect(helper.getNode('out'));
     const id = farm.printers[1].printer.id;
     await out.next((m) => m.topic === id && m.payload.status === 'online');

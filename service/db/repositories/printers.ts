@@ -2,27 +2,11 @@ import type { Selectable } from 'kysely';
 import type { Db } from '../connection';
 import type { PrintersTable } from '../schema';
 
-export interface PrinterRecord {
-  id: string;
-  name: string;
+/** A printers row as the service uses it: a known type, is_active as a boolean. */
+export type PrinterRecord = Omit<PrintersTable, 'type' | 'is_active'> & {
   type: 'bambu_lab' | 'prusa_core';
-  model: string | null;
-  ip_address: string;
-  serial_number: string | null;
-  access_code: string | null;
   is_active: boolean;
-  status: string;
-  connection_status: string;
-  status_message: string | null;
-  firmware_version: string | null;
-  last_seen: string | null;
-  created_at: string;
-  updated_at: string;
-  mqtt_port: number | null;
-  ftps_port: number | null;
-  http_port: number | null;
-  power_watts: number | null;
-}
+};
 
 export type PrinterPatch = Partial<Omit<PrinterRecord, 'id' | 'type' | 'created_at'>>;
 
