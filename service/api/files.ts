@@ -26,8 +26,15 @@ import {
 import { ApiError, notFound } from './errors';
 import { defineRoute, Reply, type AnyRoute } from './route';
 
-/** Reads the one file of a multipart upload and hands its stream to `store` (never buffering it whole). */
-function readUpload(req: Request, store: (name: string, stream: NodeJS.ReadableStream) => Promise<string>): Promise<string> {
+/**
+ * Reads the one file of a multipart upload and hands its stream to `store` (never buffering it whole).
+ * A form that breaks is refused only once its file is settled: a partial copy removed, a complete one `discard`ed.
+ */
+function readUpload(
+  req: Request,
+  store: (name: string, stream: NodeJS.ReadableStream) => Promise<string>,
+  discard: (id: string) => Promise<unknown>,
+): Promise<string> {
   if (!req.is('multipart/form-data')) {
     return Promise.reject(
       new ApiError(422, 'VALIDATION_ERROR', 'Invalid body: send multipart/form-data with a "file" field', {
@@ -36,10 +43,16 @@ function readUpload(req: Request, store: (name: string, stream: NodeJS.ReadableS
       }),
     );
   }
+  let busboy: ReturnType<typeof Busboy>;
+  try {
+    busboy = Busboy({ headers: req.headers, limits: { files: 1, fileSize: MAX_UPLOAD_BYTES, fields: 10 } });
+  } catch (err) {
+    // A multipart content type without a usable boundary ("Multipart: Boundary not found").
+    return Promise.reject(new ApiError(422, 'VALIDATION_ERROR', `Invalid body: ${(err as Error).message}`, { location: 'body' }));
+  }
   return new Promise((resolve, reject) => {
     let seen = false;
     let result: Promise<string> | null = null;
-    const busboy = Busboy({ headers: req.headers, limits: { files: 1, fileSize: MAX_UPLOAD_BYTES, fields: 10 } });
     busboy.on('file', (field, stream, info) => {
       if (field !== 'file' || seen) {
         stream.resume();
@@ -49,8 +62,19 @@ function readUpload(req: Request, store: (name: string, stream: NodeJS.ReadableS
       result = store(info.filename || 'upload', stream);
       result.catch(() => stream.resume());
     });
-    busboy.on('error', (err: Error) => reject(new ApiError(422, 'VALIDATION_ERROR', `Invalid body: ${err.message}`, { location: 'body' })));
+    let broken = false;
+    busboy.on('error', (err: Error) => {
+      broken = true;
+      const refused = new ApiError(422, 'VALIDATION_ERROR', `Invalid body: ${err.message}`, { location: 'body' });
+      if (!result) return reject(refused);
+      // The file part may have ended before the form broke (its row is stored by then): undo it.
+      result
+        .then(discard)
+        .catch(() => undefined)
+        .finally(() => reject(refused));
+    });
     busboy.on('close', () => {
+      if (broken) return;
       if (!result) {
         reject(
           new ApiError(422, 'VALIDATION_ERROR', 'Invalid body: file: required', { location: 'body', fields: [{ field: 'file', message: 'required', code: 'invalid_type' }] }),
@@ -148,7 +172,11 @@ export function fileRoutes({ files, fleet, store, previews }: ServiceContext): A
       response: UploadResult,
       errors: [413],
       async handler({ req }) {
-        const id = await readUpload(req, (name, stream) => files.storeUpload(name, stream as never));
+        const id = await readUpload(
+          req,
+          (name, stream) => files.storeUpload(name, stream as never),
+          (stored) => files.deleteLocal(stored),
+        );
         return new Reply(201, await files.detail(id));
       },
     }),

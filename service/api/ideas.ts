@@ -60,6 +60,7 @@ export function ideaRoutes({ ideas }: ServiceContext): AnyRoute[] {
       params: TrendingIdParams,
       status: 201,
       response: Idea,
+      alsoStatus: { status: 200, description: 'The idea that already keeps this model' },
       handler: async ({ params }) => {
         const saved = await ideas.saveTrending(params.trending_id);
         return saved.created ? saved.idea : new Reply(200, saved.idea);
@@ -79,6 +80,7 @@ export function ideaRoutes({ ideas }: ServiceContext): AnyRoute[] {
       body: ImportIdeaBody,
       status: 201,
       response: Idea,
+      alsoStatus: { status: 200, description: 'The idea that already keeps this model' },
       handler: async ({ body }) => {
         const saved = await ideas.import(body);
         return saved.created ? saved.idea : new Reply(200, saved.idea);

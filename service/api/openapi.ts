@@ -23,10 +23,11 @@ const TAG_TEXT: Record<string, string> = {
 };
 
 const ERROR_TEXT: Record<number, string> = {
-  400: 'Invalid path or query parameters (VALIDATION_ERROR) or an unusable configuration',
+  400: 'Invalid path or query parameters (VALIDATION_ERROR), a body that cannot be decoded, or an unusable configuration',
   404: 'Not found',
   409: 'Conflict',
-  413: 'Body too large',
+  413: 'Body too large (PAYLOAD_TOO_LARGE)',
+  415: 'Unsupported body charset or encoding (UNSUPPORTED_MEDIA_TYPE)',
   422: 'Invalid body (VALIDATION_ERROR)',
   429: 'Too many requests (RATE_LIMIT_EXCEEDED; only while rate_limit_enabled is on)',
   500: 'Server or database error',
@@ -71,7 +72,8 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
     tags.add(route.tag);
     const errorStatuses = new Set<number>([500, 503, ...(route.errors ?? [])]);
     if (route.params || route.query) errorStatuses.add(400);
-    if (route.body || route.rawBody) errorStatuses.add(422);
+    // A body can also fail before validation: undecodable (400), over the limit (413), an unknown charset or encoding (415).
+    if (route.body || route.rawBody) [400, 413, 415, 422].forEach((code) => errorStatuses.add(code));
     if (route.params) errorStatuses.add(404);
     if (info.rateLimited) errorStatuses.add(429);
     const status = route.status ?? 200;
@@ -80,6 +82,9 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
         ? { description: route.rawResponse.description, content: { [route.rawResponse.contentType]: { schema: { type: 'string', format: 'binary' } } } }
         : { description: 'Success', content: { 'application/json': { schema: jsonSchema(route.response, 'output') } } },
     };
+    if (route.alsoStatus) {
+      responses[route.alsoStatus.status] = { description: route.alsoStatus.description, content: { 'application/json': { schema: jsonSchema(route.response, 'output') } } };
+    }
     for (const code of [...errorStatuses].sort()) {
       responses[code] = {
         description: ERROR_TEXT[code] ?? 'Error',

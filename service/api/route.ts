@@ -24,6 +24,8 @@ export interface RouteSpec<P = undefined, Q = undefined, B = undefined> {
   /** Success status (default 200) and its body schema. */
   status?: number;
   response: z.ZodType;
+  /** Another success status answered with the same body schema (200 "already there" beside 201 "created"). */
+  alsoStatus?: { status: number; description: string };
   /** Error statuses worth documenting besides 400/422/500. */
   errors?: number[];
   /** A non-JSON request body (e.g. multipart), for the documentation only: the handler reads it itself. */

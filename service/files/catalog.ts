@@ -207,8 +207,9 @@ export class FileCatalog {
     const id = randomUUID().replace(/-/g, '').slice(0, 20);
     const target = this.storage.localFile(id, name);
     const temp = this.storage.tempFor(target);
+    const out = fs.createWriteStream(temp);
     try {
-      await pipeline(body, fs.createWriteStream(temp));
+      await pipeline(body, out);
       if ((body as Readable & { truncated?: boolean }).truncated) {
         throw new ApiError(413, 'PAYLOAD_TOO_LARGE', `Upload exceeds ${limit} bytes`, { limit_bytes: limit });
       }
@@ -238,6 +239,8 @@ export class FileCatalog {
       });
       return id;
     } catch (err) {
+      // A write stream destroyed before its file was open still creates the file when the open completes.
+      if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()));
       fs.rmSync(temp, { force: true });
       fs.rmSync(target, { force: true });
       throw err;

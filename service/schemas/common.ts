@@ -25,9 +25,16 @@ export const queryDate = z
   })
   .meta({ description: 'ISO 8601 date (YYYY-MM-DD) or timestamp' });
 
+/**
+ * A number in a path or a query: decimal digits (a sign, a fraction), nothing else. z.coerce.number() would read
+ * "0x10" as 16, "1e1" as 10 and " 1" as 1, so one job had many URLs (DELETE /jobs/0x1 deleted job 1). Any other
+ * text reaches `schema` as a string and is refused there; the OpenAPI document shows `schema` as before.
+ */
+export const decimalParam = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (typeof v === 'string' && /^-?\d+(\.\d+)?$/.test(v) ? Number(v) : v), schema);
+
 export const pageQuery = {
-  page: z.coerce.number().int().min(1).max(1_000_000).default(1).meta({ description: 'Page number, from 1' }),
-  limit: z.coerce.number().int().min(1).max(100).default(50).meta({ description: 'Items per page (at most 100)' }),
+  page: decimalParam(z.number().int().min(1).max(1_000_000).default(1)).meta({ description: 'Page number, from 1' }),
+  limit: decimalParam(z.number().int().min(1).max(100).default(50)).meta({ description: 'Items per page (at most 100)' }),
 };
 
 export const Pagination = z.object({

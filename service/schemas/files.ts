@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { nullableTimestamp, pageQuery, queryBoolean, timestamp } from './common';
+import { decimalParam, nullableTimestamp, pageQuery, queryBoolean, timestamp } from './common';
 
 export const FILE_STATUSES = ['available', 'downloading', 'downloaded', 'local', 'error'] as const;
 
@@ -98,8 +98,8 @@ export const DownloadStatus = z.object({
 export const FileDeleted = z.object({ id: z.string(), message: z.string(), status: z.string(), deleted_at: timestamp });
 
 export const CleanupQuery = z.object({
-  older_than_days: z.coerce.number().int().min(0).max(36500).default(30),
-  min_size_mb: z.coerce.number().min(0).max(1e6).default(0),
+  older_than_days: decimalParam(z.number().int().min(0).max(36500).default(30)),
+  min_size_mb: decimalParam(z.number().min(0).max(1e6).default(0)),
   unused_only: queryBoolean.default(false),
 });
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { describeTransitions, IDEA_STATUSES } from '../ideas/lifecycle';
 import { IDEA_PLATFORMS, IMPORT_PLATFORMS, MAX_URL_LENGTH, PLATFORM_NAMES, recogniseModelUrl, TRENDING_PLATFORMS, type ImportPlatform } from '../ideas/platforms';
-import { nullableTimestamp, Pagination, pageQuery, queryBoolean, timestamp } from './common';
+import { decimalParam, nullableTimestamp, Pagination, pageQuery, queryBoolean, timestamp } from './common';
 
 export const IdeaPlatform = z.enum(IDEA_PLATFORMS).meta({ description: 'Source platform; `manual` for an entry made by hand' });
 export const IdeaStatus = z.enum(IDEA_STATUSES);
@@ -76,7 +76,7 @@ export const FileInfo = z
   .meta({ description: 'File information of the model, as its page tells it' });
 
 export const IdeaIdParams = z.object({
-  idea_id: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).meta({ description: 'Idea id (integer)' }),
+  idea_id: decimalParam(z.number().int().min(1).max(Number.MAX_SAFE_INTEGER)).meta({ description: 'Idea id (integer)' }),
 });
 
 /** `tags=a,b` or `tags=a&tags=b`: ideas that carry every one of them. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { amount, boundedObject, nullableTimestamp, Pagination, pageQuery, queryBoolean, queryDate, timestamp } from './common';
+import { amount, boundedObject, decimalParam, nullableTimestamp, Pagination, pageQuery, queryBoolean, queryDate, timestamp } from './common';
 
 /** Stored job states; `running` is accepted in filters and shown by the auto-creation event (it means `printing`). */
 export const JOB_STATUSES = ['queued', 'printing', 'paused', 'completed', 'failed', 'cancelled'] as const;
@@ -7,7 +7,7 @@ export const ACTIVE_JOB_STATUSES = ['queued', 'printing', 'paused'] as const;
 export const JobStatus = z.enum(JOB_STATUSES);
 
 export const JobIdParams = z.object({
-  job_id: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).meta({ description: 'Job id (integer)' }),
+  job_id: decimalParam(z.number().int().min(1).max(Number.MAX_SAFE_INTEGER)).meta({ description: 'Job id (integer)' }),
 });
 
 export const JobListQuery = z.object({
