@@ -108,6 +108,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       version: VERSION,
       databaseFile: path.join(dataDir, DB_FILENAME),
       printers: async () => (context ? context.store.printers.list() : []),
+      jobsByStatus: async (statuses) => (context ? context.store.jobs.countByStatus(statuses) : Object.fromEntries(statuses.map((s) => [s, 0]))),
       wsClients: () => realtime?.clientCount ?? 0,
     },
     bus,

@@ -16,6 +16,8 @@ export interface MetricSources {
   version: string;
   /** The stored printers with their current status and connection status. */
   printers(): Promise<{ status: string; connection_status: string; is_active: boolean | number }[]>;
+  /** Jobs in each of the given statuses now. */
+  jobsByStatus(statuses: readonly string[]): Promise<Record<string, number>>;
   /** Connected /ws clients now. */
   wsClients(): number;
   /** The SQLite file; its -wal and -shm companions are counted with it. */
@@ -24,6 +26,8 @@ export interface MetricSources {
 
 /** Seconds; from a 1 ms answer to a slow statistics query over a large farm. */
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** The job statuses worth a gauge: finished jobs only grow, GET /statistics counts those. */
+const OPEN_JOB_STATUSES = ['queued', 'printing', 'paused'] as const;
 /** Reports per second are averaged over this many whole seconds. */
 const RATE_SECONDS = 10;
 
@@ -97,6 +101,11 @@ export class ServiceMetrics {
         const active = (await sources.printers()).filter((p) => p.is_active);
         return CONNECTION_STATUSES.map((connection) => ({ labels: { connection }, value: active.filter((p) => p.connection_status === connection).length }));
       }),
+    );
+    r.add(
+      new Gauge('printfarm_jobs', 'Jobs queued, printing or paused now', async () =>
+        Object.entries(await sources.jobsByStatus(OPEN_JOB_STATUSES)).map(([status, value]) => ({ labels: { status }, value })),
+      ),
     );
     this.reports = r.add(new Counter('printfarm_printer_reports_total', 'State reports received from printers'));
     r.add(new Gauge('printfarm_printer_reports_per_second', `State reports per second, averaged over the last ${RATE_SECONDS} s`, () => this.reportRate.perSecond()));

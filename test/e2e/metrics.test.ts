@@ -8,7 +8,7 @@ import path from 'node:path';
 import { VERSION } from '../../service/config';
 import { driverFactory } from '../../service/printers/drivers';
 import { startFarm, type SimulatedFarm } from '../../service/simulators';
-import { control, until } from '../helpers/farm';
+import { control, simState, until } from '../helpers/farm';
 import { startService, type Harness } from '../helpers/service';
 import { connectWs, type WsClient } from '../helpers/ws';
 
@@ -86,6 +86,22 @@ describe('GET /metrics', () => {
       return value(samples, 'printfarm_printer_reports_total')! > before && value(samples, 'printfarm_printer_reports_per_second')! > 0 ? samples : null;
     }, 'more reports and a positive rate');
     expect(value(later, 'printfarm_printer_reports_per_second')).toBeGreaterThan(0);
+  });
+
+  test('jobs printing now agree with GET /jobs', async () => {
+    const { printer, control_url } = farm.printers[0];
+    const file = (await simState(control_url)).files.find((f) => /gcode/.test(f))!;
+    await control(control_url, 'print', { file });
+    const samples = await until(async () => {
+      const { samples } = await scrape();
+      return value(samples, 'printfarm_jobs', { status: 'printing' }) === 1 ? samples : null;
+    }, 'one job printing in the metrics');
+    const listed = (await h.get(`/api/v1/jobs?status=printing&printer_id=${printer.id}`)).body;
+    expect(listed.pagination.total_items).toBe(1);
+    expect(value(samples, 'printfarm_jobs', { status: 'queued' })).toBe(0);
+    expect(value(samples, 'printfarm_jobs', { status: 'paused' })).toBe(0);
+    await control(control_url, 'cancel');
+    await until(async () => value((await scrape()).samples, 'printfarm_jobs', { status: 'printing' }) === 0, 'no job printing after the cancel');
   });
 
   test('/ws clients, events by type and the API latency histogram by route template', async () => {

@@ -201,4 +201,17 @@ export class JobsRepository {
     const row = await this.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
     return Number(row.n);
   }
+
+  /** How many jobs are in each of `statuses` (an index probe per status: cheap however long the history). */
+  async countByStatus(statuses: readonly string[]): Promise<Record<string, number>> {
+    const rows = await this.db
+      .selectFrom('jobs')
+      .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('status', 'in', [...statuses] as never)
+      .groupBy('status')
+      .execute();
+    const counts = Object.fromEntries(statuses.map((s) => [s, 0]));
+    for (const row of rows) counts[row.status] = Number(row.n);
+    return counts;
+  }
 }
