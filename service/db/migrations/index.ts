@@ -10,6 +10,7 @@ import * as m004 from './004_status_history';
 import * as m005 from './005_file_catalog';
 import * as m006 from './006_ideas';
 import * as m007 from './007_usage_stats';
+import * as m008 from './008_job_list_indexes';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001_initial': m001,
@@ -19,4 +20,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '005_file_catalog': m005,
   '006_ideas': m006,
   '007_usage_stats': m007,
+  '008_job_list_indexes': m008,
 };

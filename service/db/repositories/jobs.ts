@@ -52,6 +52,12 @@ function toRecord(row: Selectable<JobsTable> & { printer_display_name: string | 
   };
 }
 
+/** Newest first: by start (or creation when never started), then by id. */
+function byNewest(a: { start_time: string | null; created_at: string; id: number | bigint }, b: { start_time: string | null; created_at: string; id: number | bigint }): number {
+  const when = (r: typeof a) => r.start_time ?? r.created_at;
+  return when(a) < when(b) ? 1 : when(a) > when(b) ? -1 : Number(b.id) - Number(a.id);
+}
+
 export class JobsRepository {
   constructor(private readonly db: Db) {}
 
@@ -110,12 +116,16 @@ export class JobsRepository {
         : q.order_by === 'start_time'
           ? sql`jobs.start_time`
           : sql`jobs.created_at`;
-    const rows = await base
+    // Jobs without the sort key (not started, no duration) go last in either direction. created_at is never
+    // null, and SQLite puts nulls last when descending: those orders need no extra term and read straight
+    // off an index (migration 008) instead of sorting every match.
+    const nullsLastNeeded = q.order_by === 'duration' || (q.order_by === 'start_time' && q.order_dir === 'asc');
+    let page = base
       .leftJoin('printers', 'printers.id', 'jobs.printer_id')
       .selectAll('jobs')
-      .select(sql<string | null>`coalesce(printers.name, jobs.printer_name)`.as('printer_display_name'))
-      // Jobs without the sort key (not started, no duration) go last in either direction.
-      .orderBy(sql`${key} is null`)
+      .select(sql<string | null>`coalesce(printers.name, jobs.printer_name)`.as('printer_display_name'));
+    if (nullsLastNeeded) page = page.orderBy(sql`${key} is null`);
+    const rows = await page
       .orderBy(sql`${key} ${dir}`)
       .orderBy(sql`jobs.id ${dir}`)
       .limit(q.limit)
@@ -124,15 +134,20 @@ export class JobsRepository {
     return { jobs: rows.map(toRecord), total: Number(total) };
   }
 
+  /** Four counts, each an index range (status, end_time): no scan of the history. */
   async summary(printerId: string | undefined, todayStart: string) {
-    let q = this.db.selectFrom('jobs');
-    if (printerId !== undefined) q = q.where('printer_id', '=', printerId);
-    const row = await q
-      .select([
-        sql<number>`coalesce(sum(status in ('printing', 'paused')), 0)`.as('active_jobs'),
-        sql<number>`coalesce(sum(status = 'queued'), 0)`.as('queued_jobs'),
-        sql<number>`coalesce(sum(status = 'completed' and end_time >= ${todayStart}), 0)`.as('completed_today'),
-        sql<number>`coalesce(sum(status = 'failed' and end_time >= ${todayStart}), 0)`.as('failed_today'),
+    const count = (status: readonly string[], endFrom?: string) => {
+      let q = this.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('status', 'in', [...status] as never);
+      if (printerId !== undefined) q = q.where('printer_id', '=', printerId);
+      if (endFrom !== undefined) q = q.where('end_time', '>=', endFrom);
+      return q;
+    };
+    const row = await this.db
+      .selectNoFrom([
+        count(['printing', 'paused']).as('active_jobs'),
+        count(['queued']).as('queued_jobs'),
+        count(['completed'], todayStart).as('completed_today'),
+        count(['failed'], todayStart).as('failed_today'),
       ])
       .executeTakeFirstOrThrow();
     return {
@@ -174,7 +189,9 @@ export class JobsRepository {
       if (printerIds.length === 0) return new Map();
       q = q.where('jobs.printer_id', 'in', printerIds);
     }
-    const rows = await q.orderBy(sql`coalesce(jobs.start_time, jobs.created_at)`, 'desc').orderBy('jobs.id', 'desc').execute();
+    // Sorted here, not in SQL: running jobs are a handful, and an ORDER BY would lead SQLite to walk a
+    // printer's whole history in period order (jobs_printer_period) instead of probing its running ones.
+    const rows = (await q.execute()).sort(byNewest);
     const byPrinter = new Map<string, JobRecord>();
     for (const row of rows) if (!byPrinter.has(row.printer_id)) byPrinter.set(row.printer_id, toRecord(row));
     return byPrinter;
@@ -182,14 +199,14 @@ export class JobsRepository {
 
   /** The newest auto-tracked job (one with a print identity) of a printer that is still printing or paused. */
   async activeTrackedForPrinter(printerId: string): Promise<JobRecord | undefined> {
-    const row = await this.select()
+    const rows = await this.select()
       .where('jobs.printer_id', '=', printerId)
       .where('jobs.status', 'in', ['printing', 'paused'])
       .where('jobs.print_key', 'is not', null)
-      .orderBy(sql`coalesce(jobs.start_time, jobs.created_at)`, 'desc')
-      .orderBy('jobs.id', 'desc')
-      .executeTakeFirst();
-    return row && toRecord(row);
+      .execute();
+    // Newest first, sorted here for the reason given in activeByPrinter.
+    const newest = rows.sort(byNewest)[0];
+    return newest && toRecord(newest);
   }
 
   async byPrintKey(printerId: string, printKey: string): Promise<JobRecord | undefined> {
