@@ -82,10 +82,13 @@ describe('flows/farm.json in Node-RED', () => {
     flow.push({ id: 'watch', type: 'helper', z: tab });
     flow.find((n) => n.id === 'pf-stats')!.wires = [['watch']];
     await helper.load([...core, ...NODES], flow);
+    // Each node reaches its state on its own (REST answers, the /ws connection): wait for each, not just the first.
     await until(() => statusOf(helper.getNode('pf-all')).text === '0 of 0 printing', 'farm status');
+    await until(() => statusOf(helper.getNode('pf-p1')).text === 'unknown printer', 'printer status');
     expect(statusOf(helper.getNode('pf-p1'))).toEqual({ fill: 'grey', shape: 'ring', text: 'unknown printer' });
+    await until(() => statusOf(helper.getNode('pf-jobs')).text === 'connected', 'job watcher connected');
     expect(statusOf(helper.getNode('pf-jobs'))).toEqual({ fill: 'green', shape: 'dot', text: 'connected' });
-    expect(statusOf(helper.getNode('pf-downloads')).text).toBe('idle (0 done, 0 failed)');
+    await until(() => statusOf(helper.getNode('pf-downloads')).text === 'idle (0 done, 0 failed)', 'download queue idle');
     const watch = collect(helper.getNode('watch'));
     helper.getNode('pf-i-stats').receive({});
     expect(await watch.next()).toMatchObject({ topic: 'overview', payload: { period: 'day', printers: { total_active: 0 } } });
