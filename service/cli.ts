@@ -7,8 +7,8 @@ import { createAggregator } from './aggregator/app';
 import { aggregatorOptions } from './aggregator/config';
 import { createService, type Service } from './app';
 import { ConfigError, VERSION } from './config';
-import type { CreatePrinterInput } from './schemas/printers';
-import { startFarm, type SimulatedFarm } from './simulators';
+import { startDemoFarm } from './embedded';
+import { startFarm } from './simulators';
 
 const USAGE = `Printfarm ${VERSION}
 
@@ -47,7 +47,8 @@ async function serve(args: string[]): Promise<void> {
     // The demo polls its simulated PrusaLink printers every 2 s instead of monitoring_interval, so it looks alive.
     fleet: values.demo ? { pollMs: 2000 } : undefined,
   });
-  const farm = values.demo ? await startDemo(service) : null;
+  const farm = values.demo ? await startDemoFarm(service, {}, 20_000) : null;
+  if (farm) process.stdout.write(`Demo: ${farm.printers.length} simulated printers (${farm.printers.map((p) => p.printer.id).join(', ')})\n`);
   const { url } = service;
   process.stdout.write(
     `\nPrintfarm ${VERSION} is running\n` +
@@ -75,40 +76,6 @@ async function serve(args: string[]): Promise<void> {
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
-}
-
-/** Simulated printers registered with the service (ports change every start, so existing demo printers are updated). */
-async function startDemo(service: Service): Promise<SimulatedFarm> {
-  const farm = await startFarm({ bambu: 3, prusa: 2, speed: 20 });
-  const { printers } = service.context;
-  for (const { printer } of farm.printers) {
-    const body = printer as unknown as CreatePrinterInput;
-    const { id, name: _name, type: _type, model: _model, is_active: _active, ...link } = body;
-    if (id && (await service.context.store.printers.exists(id))) await printers.update(id, { ...link, is_active: true });
-    else await printers.create({ ...body, is_active: true });
-  }
-  // The farm stays alive: two printers start at once, and every 20 s an idle printer may start the next print.
-  const startSomething = async ({ printer, control_url }: SimulatedFarm['printers'][number]) => {
-    const state = (await (await fetch(`${control_url}/state`)).json()) as { status: string; files: string[] };
-    if (!/^(idle|finished|stopped|failed|ready)$/i.test(state.status)) return;
-    const printable = printer.type === 'bambu_lab' ? /\.3mf$/i : /\.bgcode$/i;
-    const file = state.files.find((f) => printable.test(f)) ?? state.files[0];
-    await fetch(`${control_url}/print`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ file }) });
-  };
-  for (const p of [farm.printers[0], farm.printers[3]]) await startSomething(p).catch(() => undefined);
-  const timer = setInterval(() => {
-    const pick = farm.printers[Math.floor(Math.random() * farm.printers.length)];
-    startSomething(pick).catch(() => undefined);
-  }, 20_000);
-  timer.unref();
-  process.stdout.write(`Demo: ${farm.printers.length} simulated printers (${farm.printers.map((p) => p.printer.id).join(', ')})\n`);
-  return {
-    ...farm,
-    close: async () => {
-      clearInterval(timer);
-      await farm.close();
-    },
-  };
 }
 
 async function aggregator(args: string[]): Promise<void> {

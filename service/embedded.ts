@@ -47,8 +47,12 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
   };
 }
 
-/** Simulated printers registered with the service (existing demo printers get the new ports). */
-async function startDemoFarm(service: Service, options: FarmOptions, restartMs: number): Promise<SimulatedFarm> {
+/**
+ * Simulated printers registered with the service (existing demo printers get the new ports), kept busy:
+ * two start printing at once, and every `restartMs` an idle one may start the next print. Used by
+ * `printfarm serve --demo` and the config node's demo mode.
+ */
+export async function startDemoFarm(service: Service, options: FarmOptions, restartMs: number): Promise<SimulatedFarm> {
   const farm = await startFarm({ bambu: 3, prusa: 2, speed: 20, ...options });
   try {
     const { printers, store } = service.context;

@@ -145,8 +145,10 @@ export interface RateLimiterOptions {
 }
 
 export class RateLimiter {
-  private readonly general: FixedWindow;
-  private readonly status: FixedWindow;
+  /** Every /api/v1 request: the hourly budget. */
+  readonly api: RequestHandler;
+  /** Status endpoints: the per-minute budget; its headers replace the hourly ones (it runs out first). */
+  readonly statusRequests: RequestHandler;
   private readonly downloads: Concurrency;
   private readonly sockets: Concurrency;
   private readonly enabled: () => boolean;
@@ -158,17 +160,11 @@ export class RateLimiter {
     this.enabled = options.enabled;
     this.now = options.now ?? Date.now;
     this.refused = options.onRefused ?? (() => {});
-    this.general = new FixedWindow(limits.general.limit, limits.general.windowMs);
-    this.status = new FixedWindow(limits.status.limit, limits.status.windowMs);
+    this.api = this.counted(new FixedWindow(limits.general.limit, limits.general.windowMs), 'general');
+    this.statusRequests = this.counted(new FixedWindow(limits.status.limit, limits.status.windowMs), 'status');
     this.downloads = new Concurrency(limits.downloads);
     this.sockets = new Concurrency(limits.websockets);
   }
-
-  /** Every /api/v1 request: the hourly budget. */
-  readonly api: RequestHandler = this.counted(() => this.general, 'general');
-
-  /** Status endpoints: the per-minute budget; its headers replace the hourly ones (it runs out first). */
-  readonly statusRequests: RequestHandler = this.counted(() => this.status, 'status');
 
   /** File bodies: a slot per response being sent, given back when the response ends or the client goes. */
   readonly fileDownloads: RequestHandler = (req, res, next) => {
@@ -197,11 +193,11 @@ export class RateLimiter {
   }
 
   /** A request counted in a fixed window; the answer says what is left of it. */
-  private counted(window: () => FixedWindow, limit: LimitName): RequestHandler {
+  private counted(window: FixedWindow, limit: LimitName): RequestHandler {
     return (req, res, next) => {
       if (!this.enabled()) return next();
       const now = this.now();
-      const quota = window().take(clientKey(req.ip), now);
+      const quota = window.take(clientKey(req.ip), now);
       setQuotaHeaders(res, quota);
       if (!quota.allowed) return next(this.refuse(res, limit, quota, now));
       next();

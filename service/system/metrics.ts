@@ -90,15 +90,22 @@ export class ServiceMetrics {
     this.eventLoop.enable();
 
     r.add(new Gauge('printfarm_info', 'Version of the running service (always 1)', () => [{ labels: { version: sources.version }, value: 1 }]));
+    // Both printer gauges read the same list: one query per scrape (the gauges are read together), not two.
+    let scrapeOfPrinters: Promise<{ status: string; connection_status: string }[]> | null = null;
+    const activePrinters = () =>
+      (scrapeOfPrinters ??= sources
+        .printers()
+        .then((all) => all.filter((p) => p.is_active))
+        .finally(() => (scrapeOfPrinters = null)));
     r.add(
       new Gauge('printfarm_printers', 'Active printers by status', async () => {
-        const active = (await sources.printers()).filter((p) => p.is_active);
+        const active = await activePrinters();
         return PRINTER_STATUSES.map((status) => ({ labels: { status }, value: active.filter((p) => p.status === status).length }));
       }),
     );
     r.add(
       new Gauge('printfarm_printer_connections', 'Active printers by connection status', async () => {
-        const active = (await sources.printers()).filter((p) => p.is_active);
+        const active = await activePrinters();
         return CONNECTION_STATUSES.map((connection) => ({ labels: { connection }, value: active.filter((p) => p.connection_status === connection).length }));
       }),
     );

@@ -41,18 +41,8 @@ export interface UsageEventRecord {
   submitted_at: string | null;
 }
 
-export interface UsageState {
-  opted_in: boolean;
-  installation_id: string | null;
-  opted_in_at: string | null;
-  opted_out_at: string | null;
-  last_submission_at: string | null;
-  last_attempt_at: string | null;
-  last_error: string | null;
-  submission_count: number;
-  uploads_seen_at: string | null;
-  updated_at: string;
-}
+/** The stored row as the service sees it: the flag a boolean, the row id internal. */
+export type UsageState = Omit<UsageStateTable, 'id' | 'opted_in'> & { opted_in: boolean };
 
 export type UsageStatePatch = Partial<Omit<UsageState, 'updated_at'>>;
 
