@@ -1,0 +1,145 @@
+'use strict';
+/**
+ * The farm dashboard flow (Node-RED Dashboard 2.0), built from the sources next to this file:
+ * the Vue templates (*.vue), the shared CSS and the function nodes' code (functions/*.js).
+ * `node scripts/build-dashboard-flow.js` writes flows/dashboard.json and the example copy
+ * (examples/Farm dashboard.json, its own ids and a demo farm); a test checks both are current.
+ */
+const fs = require('node:fs');
+const path = require('node:path');
+
+/** This pack's node types (one place to change when they are renamed). */
+const TYPES = { printer: 'printer', jobWatcher: 'job-watcher', fileDownload: 'file-download', stats: 'stats' };
+
+const read = (name) => fs.readFileSync(path.join(__dirname, name), 'utf8').trimEnd();
+const code = (name) => read(path.join('functions', name));
+
+const TAB_INFO = `The farm dashboard: Node-RED Dashboard 2.0 pages at /dashboard (farm, queue, jobs, statistics), fed by this pack's nodes.
+
+Needs **@flowfuse/node-red-dashboard** (Dashboard 2.0): install it from the palette manager first.
+
+The browser only talks to Node-RED: requests to the Printfarm service are made here (link "printfarm API"), at \`PRINTFARM_API_URL\` (default http://127.0.0.1:8000/api/v1, the embedded service's address; \`npm start\` sets it).`;
+
+/**
+ * @param {{ example?: boolean }} [options] example: the copy under examples/ (ids prefixed pfdx-,
+ *   an embedded demo farm) instead of flows/dashboard.json (pfd-, the farm flow's settings).
+ */
+function buildDashboardFlow(options = {}) {
+  const p = options.example ? 'pfdx-' : 'pfd-';
+  const id = (name) => p + name;
+  const z = id('tab');
+  const nodes = [];
+  const add = (n) => (nodes.push(n), n);
+  const wires = (...outs) => outs.map((o) => (o ? [].concat(o).map(id) : []));
+  const fn = (name, label, file, x, y, outs, extra = {}) =>
+    add({ id: id(name), type: 'function', z, name: label, func: code(file), outputs: outs.length, timeout: 0, noerr: 0, initialize: '', finalize: '', libs: [], x, y, wires: wires(...outs), ...extra });
+  const inline = (name, label, func, x, y, outs) => add({ id: id(name), type: 'function', z, name: label, func, outputs: outs.length, timeout: 0, noerr: 0, initialize: '', finalize: '', libs: [], x, y, wires: wires(...outs) });
+  const comment = (name, text, x, y, info = '') => add({ id: id(name), type: 'comment', z, name: text, info, x, y, wires: [] });
+  const inject = (name, label, seconds, x, y, out, topic = '') =>
+    add({ id: id(name), type: 'inject', z, name: label, props: [{ p: 'topic', vt: 'str' }], repeat: String(seconds), crontab: '', once: true, onceDelay: '1', topic, x, y, wires: wires(out) });
+  const call = (name, x, y, out) => add({ id: id(name), type: 'link call', z, name: 'printfarm API', links: [id('api-in')], linkType: 'static', timeout: '30', x, y, wires: wires(out) });
+  const template = (name, label, group, file, x, y, out, extra = {}) =>
+    add({ id: id(name), type: 'ui-template', z, group: group ? id(group) : '', page: '', ui: '', name: label, order: 1, width: '0', height: '0', head: '', format: read(file), storeOutMessages: true, passthru: false, resendOnRefresh: true, templateScope: 'local', className: '', x, y, wires: wires(out), ...extra });
+  const chart = (name, label, group, chartType, x, y, extra = {}) =>
+    add({
+      id: id(name), type: 'ui-chart', z, group: id(group), name: label, label: '', order: 1, chartType, category: 'series', categoryType: 'property',
+      xAxisLabel: '', xAxisProperty: 'label', xAxisPropertyType: 'property', xAxisType: 'category', xAxisFormat: '', xAxisFormatType: 'auto', xmin: '', xmax: '',
+      yAxisLabel: '', yAxisProperty: 'value', yAxisPropertyType: 'property', ymin: '', ymax: '', bins: 10, action: 'replace', stackSeries: false, pointShape: 'circle', pointRadius: 4,
+      showLegend: false, removeOlder: 1, removeOlderUnit: '3600', removeOlderPoints: '', colors: ['#0d74ce', '#2e7d32', '#ed6c02', '#9c27b0', '#d32f2f', '#00897b', '#6d4c41', '#546e7a', '#c2185b'],
+      textColor: ['#666666'], textColorDefault: true, gridColor: ['#e5e5e5'], gridColorDefault: true, width: 6, height: 5, className: '', interpolation: 'linear', x, y, wires: [[]], ...extra,
+    });
+
+  // ---- Dashboard 2.0 configuration: one UI, a theme, four pages and their groups.
+  add({ id: id('ui'), type: 'ui-base', name: 'Print farm', path: '/dashboard', appIcon: '', includeClientData: true, acceptsClientConfig: ['ui-notification', 'ui-control'], showPathInSidebar: false, headerContent: 'page', navigationStyle: 'default', titleBarStyle: 'default', showReconnectNotification: true, notificationDisplayTime: 5, showDisconnectNotification: true, allowInstall: false });
+  add({ id: id('theme'), type: 'ui-theme', name: 'Print farm', colors: { surface: '#ffffff', primary: '#0d74ce', bgPage: '#f3f4f7', groupBg: '#ffffff', groupOutline: '#e3e5ea' }, sizes: { density: 'default', pagePadding: '16px', groupGap: '16px', groupBorderRadius: '12px', widgetGap: '12px' } });
+  const page = (name, label, route, icon, order) => add({ id: id(name), type: 'ui-page', name: label, ui: id('ui'), path: route, icon, layout: 'grid', theme: id('theme'), breakpoints: [{ name: 'Default', px: '0', cols: '3' }, { name: 'Tablet', px: '576', cols: '6' }, { name: 'Small Desktop', px: '768', cols: '9' }, { name: 'Desktop', px: '1024', cols: '12' }], order, className: '', visible: 'true', disabled: 'false' });
+  page('page-farm', 'Farm', '/farm', 'printer-3d', 1);
+  page('page-queue', 'Queue', '/queue', 'tray-full', 2);
+  page('page-jobs', 'Jobs', '/jobs', 'history', 3);
+  page('page-stats', 'Statistics', '/statistics', 'chart-bar', 4);
+  const group = (name, label, pageName, width, order, showTitle = true) => add({ id: id(name), type: 'ui-group', name: label, page: id(pageName), width: String(width), height: '1', order, showTitle, className: '', visible: 'true', disabled: 'false', groupType: 'default' });
+  group('g-farm', 'Printers', 'page-farm', 12, 1, false);
+  group('g-queue', 'Queue', 'page-queue', 12, 1, false);
+  group('g-jobs-bar', 'Filter', 'page-jobs', 12, 1, false);
+  group('g-jobs', 'Job history', 'page-jobs', 12, 2, true);
+  group('g-stats', 'Summary', 'page-stats', 12, 1, false);
+  group('g-rate', 'Success rate (%)', 'page-stats', 6, 2);
+  group('g-hours', 'Print hours', 'page-stats', 6, 3);
+  group('g-filament', 'Filament used (kg)', 'page-stats', 6, 4);
+  group('g-util', 'Utilisation per printer (%)', 'page-stats', 6, 5);
+  add({
+    id: id('server'), type: 'printfarm-server', name: options.example ? 'Printfarm (demo)' : 'Printfarm', mode: 'embedded', url: '', port: 8000, host: '0.0.0.0', dataDir: '', demo: !!options.example, logLevel: 'warn', pollInterval: 30,
+  });
+
+  add({ id: z, type: 'tab', label: 'Farm dashboard', disabled: false, info: TAB_INFO, env: [] });
+
+  comment('c-needs', 'Needs Node-RED Dashboard 2.0 (@flowfuse/node-red-dashboard): install it with Manage palette, then open /dashboard', 430, 40, TAB_INFO);
+
+  // ---- Every page: styles, the light/dark switch, notifications.
+  template('css', 'styles', null, 'dashboard.css', 130, 80, null, { templateScope: 'site:style', ui: id('ui'), storeOutMessages: false, resendOnRefresh: false });
+  template('theme-toggle', 'light/dark switch', null, 'theme-toggle.vue', 330, 80, null, { templateScope: 'widget:ui', ui: id('ui') });
+  add({ id: id('notify'), type: 'ui-notification', z, ui: id('ui'), position: 'top right', colorDefault: false, color: '#0d74ce', displayTime: '6', showCountdown: true, outputs: 0, allowDismiss: true, dismissText: 'Close', allowConfirm: false, confirmText: 'Confirm', raw: false, className: '', name: 'notifications', x: 1190, y: 300, wires: [] });
+
+  // ---- The service's API, called from the server (link call "printfarm API").
+  comment('c-api', 'printfarm API: msg.path, msg.method, msg.payload -> msg.payload, msg.apiError', 190, 1000);
+  add({ id: id('api-in'), type: 'link in', z, name: 'printfarm API', links: [], x: 125, y: 1040, wires: [[id('api-req')]] });
+  fn('api-req', 'request', 'api-request.js', 270, 1040, ['api-http']);
+  add({ id: id('api-http'), type: 'http request', z, name: 'Printfarm service', method: 'use', ret: 'obj', paytoqs: 'ignore', url: '', tls: '', persist: true, proxy: '', insecureHTTPParser: false, authType: '', senderr: false, headers: [], x: 450, y: 1040, wires: [[id('api-res')]] });
+  fn('api-res', 'answer', 'api-response.js', 620, 1040, ['api-out']);
+  add({ id: id('api-out'), type: 'link out', z, name: 'return', mode: 'return', links: [], x: 745, y: 1040, wires: [] });
+
+  // ---- Farm page.
+  comment('c-farm', 'Farm page: live printer cards (printer node + GET /printers), today\'s statistics, thumbnails', 290, 140);
+  add({ id: id('printers'), type: TYPES.printer, z, name: 'all printers', server: id('server'), printer: '', register: false, printerName: '', printerType: 'bambu_lab', model: '', ipAddress: '', serialNumber: '', mqttPort: '', ftpsPort: '', httpPort: '', x: 370, y: 180, wires: [[id('farm-state')]] });
+  inject('tick-printers', 'every 5 s', 5, 130, 240, 'get-printers');
+  inline('get-printers', 'GET /printers', "msg.path = '/printers';\nmsg.kind = 'printers';\nreturn msg;", 300, 240, ['call-printers']);
+  call('call-printers', 480, 240, ['printers-out']);
+  inline('printers-out', 'share the list', "// The cards, the job filter and the statistics all need the printer list.\nconst list = { ...msg, topic: 'printers' };\nreturn [msg, list, list];", 660, 240, ['farm-state', 'jobs-query', 'stats-requests']);
+  add({ id: id('stats-today'), type: TYPES.stats, z, name: 'today', server: id('server'), scope: 'overview', printer: '', period: 'day', interval: '30', x: 350, y: 300, wires: [[id('today')]] });
+  inline('today', 'kind = today', "msg.kind = 'today';\nreturn msg;", 510, 300, ['farm-state']);
+  add({ id: id('downloads'), type: TYPES.fileDownload, z, name: 'thumbnails', server: id('server'), printer: '', autoDetectionEnabled: false, thumbnails: true, maxConcurrentDownloads: '2', maxConcurrentThumbnails: '1', retryAttempts: '3', retryDelay: '5000', logRetentionDays: '30', x: 700, y: 400, wires: [[id('file-kind')]] });
+  inline('file-kind', 'kind = file', "msg.kind = 'file';\nreturn msg;", 870, 400, ['farm-state']);
+  fn('farm-state', 'farm state (≤ 2 boards/s)', 'farm-state.js', 890, 200, ['farm-board', 'notify', 'downloads']);
+  template('farm-board', 'printer cards', 'g-farm', 'farm-board.vue', 1130, 200, 'card-action');
+  fn('card-action', 'card button', 'card-action.js', 1120, 100, ['printers', 'call-action']);
+  call('call-action', 1310, 100, ['action-result']);
+  fn('action-result', 'action result', 'action-result.js', 1490, 100, ['notify', 'get-printers']);
+
+  comment('c-notes', 'Notifications: failed prints, failed downloads, refused commands (offline and plate ones come from farm state)', 330, 480);
+  add({ id: id('failures'), type: TYPES.jobWatcher, z, name: 'failed prints', server: id('server'), printer: '', events: ['failed'], throttle: '10', details: true, x: 170, y: 520, wires: [[id('failure-note')]] });
+  add({ id: id('catch-nodes'), type: 'catch', z, name: 'downloads, commands', scope: [id('downloads'), id('printers')], uncaught: false, x: 170, y: 560, wires: [[id('failure-note')]] });
+  fn('failure-note', 'notification text', 'failure-note.js', 400, 540, ['notify']);
+
+  comment('c-thumb', 'Thumbnails for the cards: the service\'s picture, served by Node-RED', 250, 620);
+  add({ id: id('thumb-in'), type: 'http in', z, name: '', url: '/printfarm-dashboard/thumbnail/:file_id', method: 'get', upload: false, swaggerDoc: '', x: 210, y: 660, wires: [[id('thumb-req')]] });
+  fn('thumb-req', 'thumbnail URL', 'thumbnail-request.js', 480, 660, ['thumb-http', 'thumb-out']);
+  add({ id: id('thumb-http'), type: 'http request', z, name: 'GET thumbnail', method: 'use', ret: 'bin', paytoqs: 'ignore', url: '', tls: '', persist: true, proxy: '', insecureHTTPParser: false, authType: '', senderr: false, headers: [], x: 680, y: 660, wires: [[id('thumb-res')]] });
+  fn('thumb-res', 'picture', 'thumbnail-response.js', 850, 660, ['thumb-out']);
+  add({ id: id('thumb-out'), type: 'http response', z, name: '', statusCode: '', headers: {}, x: 1010, y: 660, wires: [] });
+
+  // ---- Jobs page.
+  comment('c-jobs', 'Jobs page: GET /jobs with the toolbar\'s filter, every 10 s', 220, 740);
+  inject('tick-jobs', 'every 10 s', 10, 130, 780, 'jobs-query', 'refresh');
+  fn('jobs-query', 'jobs query', 'jobs-query.js', 330, 800, ['call-jobs']);
+  call('call-jobs', 500, 800, ['jobs-rows']);
+  fn('jobs-rows', 'rows', 'jobs-rows.js', 670, 800, ['jobs-table', 'jobs-bar']);
+  template('jobs-bar', 'filter and pages', 'g-jobs-bar', 'jobs-toolbar.vue', 880, 840, 'jobs-query');
+  add({ id: id('jobs-table'), type: 'ui-table', z, group: id('g-jobs'), name: 'job history', label: '', order: 1, width: 0, height: 0, maxrows: 0, passthru: false, autocols: true, showSearch: false, deselect: true, selectionType: 'none', columns: [], mobileBreakpoint: 'sm', mobileBreakpointType: 'defaults', action: 'replace', className: '', x: 870, y: 780, wires: [] });
+
+  // ---- Statistics page.
+  comment('c-stats', 'Statistics page: the stats node per day or week, and per printer, every 60 s', 270, 880);
+  inject('tick-stats', 'every 60 s', 60, 130, 920, 'stats-requests', 'refresh');
+  fn('stats-requests', 'requests', 'stats-requests.js', 330, 940, ['stats']);
+  add({ id: id('stats'), type: TYPES.stats, z, name: 'statistics', server: id('server'), scope: 'overview', printer: '', period: 'week', interval: '', x: 510, y: 940, wires: [[id('stats-collect')]] });
+  add({ id: id('catch-stats'), type: 'catch', z, name: 'statistics errors', scope: [id('stats')], uncaught: false, x: 510, y: 980, wires: [[id('stats-collect')]] });
+  fn('stats-collect', 'collect', 'stats-collect.js', 700, 940, ['stats-summary', 'chart-rate', 'chart-hours', 'chart-filament', 'chart-util']);
+  template('stats-summary', 'summary', 'g-stats', 'stats-summary.vue', 930, 900, 'stats-requests');
+  chart('chart-rate', 'success rate', 'g-rate', 'line', 920, 940, { ymin: '0', ymax: '100' });
+  chart('chart-hours', 'print hours', 'g-hours', 'bar', 920, 980);
+  chart('chart-filament', 'filament', 'g-filament', 'bar', 920, 1020, { colors: ['#ed6c02'] });
+  chart('chart-util', 'utilisation', 'g-util', 'bar', 920, 1060, { colors: ['#00897b'], ymin: '0', ymax: '100' });
+
+  return nodes;
+}
+
+module.exports = { buildDashboardFlow, TYPES };
