@@ -41,6 +41,7 @@ function shareServiceUrl(RED) {
     node.connection.ready().then(
       (client) => {
         process.env.PRINTFARM_API_URL = `${client.baseUrl.replace('://0.0.0.0', '://127.0.0.1')}/api/v1`;
+        process.stdout.write(`Printfarm API   ${process.env.PRINTFARM_API_URL}\n`);
       },
       () => undefined, // the config node reports it
     );

@@ -57,7 +57,7 @@ function buildDashboardFlow(options = {}) {
   page('page-queue', 'Queue', '/queue', 'tray-full', 2);
   page('page-jobs', 'Jobs', '/jobs', 'history', 3);
   page('page-stats', 'Statistics', '/statistics', 'chart-bar', 4);
-  const group = (name, label, pageName, width, order, showTitle = true) => add({ id: id(name), type: 'ui-group', name: label, page: id(pageName), width: String(width), height: '1', order, showTitle, className: '', visible: 'true', disabled: 'false', groupType: 'default' });
+  const group = (name, label, pageName, width, order, showTitle = true) => add({ id: id(name), type: 'ui-group', name: label, page: id(pageName), width: String(width), height: '1', order, showTitle, className: showTitle ? '' : 'pf-bare', visible: 'true', disabled: 'false', groupType: 'default' });
   group('g-farm', 'Printers', 'page-farm', 12, 1, false);
   group('g-queue', 'Queue', 'page-queue', 12, 1, false);
   group('g-jobs-bar', 'Filter', 'page-jobs', 12, 1, false);

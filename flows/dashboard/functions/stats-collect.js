@@ -14,7 +14,9 @@ const buckets = round.answers.filter((a) => a.meta.kind === 'bucket').sort((a, b
 const overview = round.answers.find((a) => a.meta.kind === 'overview');
 const printers = round.answers.filter((a) => a.meta.kind === 'printer' && a.payload).sort((a, b) => a.meta.index - b.meta.index);
 const point = (a, series, value) => ({ label: a.meta.label, series, value: Math.round(value * 100) / 100 });
-const rate = buckets.map((a) => point(a, 'Success rate (%)', a.payload ? a.payload.jobs.success_rate : 0));
+// A day without finished prints has no success rate: a gap in the line, not 0 %.
+const finished = (a) => a.payload && a.payload.jobs.completed_jobs + a.payload.jobs.failed_jobs > 0;
+const rate = buckets.map((a) => ({ label: a.meta.label, series: 'Success rate (%)', value: finished(a) ? a.payload.jobs.success_rate : null }));
 const hours = buckets.map((a) => point(a, 'Print hours', a.payload ? a.payload.jobs.total_print_time / 3600 : 0));
 const filament = buckets.map((a) => point(a, 'Filament (kg)', a.payload ? a.payload.materials.total_used_kg : 0));
 const utilisation = printers.map((a) => point(a, 'Utilisation (%)', a.payload.uptime ? a.payload.uptime.utilization_rate : 0));
