@@ -59,13 +59,13 @@ describeBrowser('the Node-RED editor started by npm start', () => {
     expect(await category.locator('.red-ui-palette-node[data-palette-type="printfarm-job-watcher"] .red-ui-palette-label').innerText()).toBe('job watcher');
 
     // The config node type is registered too (config nodes have no palette entry).
-    const registered = await page.evaluate(() => {
+    const registered = await page.evaluate((types) => {
       const RED = (globalThis as unknown as { RED: { nodes: { getType(t: string): { category: string; set: { module: string } } | undefined } } }).RED;
-      return ['printfarm-server', ...TYPES].map((t) => {
+      return types.map((t) => {
         const def = RED.nodes.getType(t);
         return def ? [t, def.category, def.set.module] : [t, null, null];
       });
-    });
+    }, ['printfarm-server', ...TYPES]);
     expect(registered).toEqual([
       ['printfarm-server', 'config', '@printfarm/node-red-printfarm'],
       ...TYPES.map((t) => [t, 'print farm', '@printfarm/node-red-printfarm']),
