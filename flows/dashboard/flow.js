@@ -9,7 +9,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 /** This pack's node types (one place to change when they are renamed). */
-const TYPES = { printer: 'printer', jobWatcher: 'job-watcher', fileDownload: 'file-download', stats: 'stats' };
+const TYPES = { printer: 'printfarm-printer', jobWatcher: 'printfarm-job-watcher', fileDownload: 'printfarm-file-download', stats: 'printfarm-stats' };
 
 const read = (name) => fs.readFileSync(path.join(__dirname, name), 'utf8').trimEnd();
 const code = (name) => read(path.join('functions', name));
@@ -36,7 +36,7 @@ function buildDashboardFlow(options = {}) {
   const inline = (name, label, func, x, y, outs) => add({ id: id(name), type: 'function', z, name: label, func, outputs: outs.length, timeout: 0, noerr: 0, initialize: '', finalize: '', libs: [], x, y, wires: wires(...outs) });
   const comment = (name, text, x, y, info = '') => add({ id: id(name), type: 'comment', z, name: text, info, x, y, wires: [] });
   const inject = (name, label, seconds, x, y, out, topic = '') =>
-    add({ id: id(name), type: 'inject', z, name: label, props: [{ p: 'topic', vt: 'str' }], repeat: String(seconds), crontab: '', once: true, onceDelay: '1', topic, x, y, wires: wires(out) });
+    add({ id: id(name), type: 'inject', z, name: label, props: [{ p: 'topic', vt: 'str' }], repeat: String(seconds), crontab: '', once: true, onceDelay: '4', topic, x, y, wires: wires(out) });
   const call = (name, x, y, out) => add({ id: id(name), type: 'link call', z, name: 'printfarm API', links: [id('api-in')], linkType: 'static', timeout: '30', x, y, wires: wires(out) });
   const template = (name, label, group, file, x, y, out, extra = {}) =>
     add({ id: id(name), type: 'ui-template', z, group: group ? id(group) : '', page: '', ui: '', name: label, order: 1, width: '0', height: '0', head: '', format: read(file), storeOutMessages: true, passthru: false, resendOnRefresh: true, templateScope: 'local', className: '', x, y, wires: wires(out), ...extra });
@@ -68,7 +68,7 @@ function buildDashboardFlow(options = {}) {
   group('g-filament', 'Filament used (kg)', 'page-stats', 6, 4);
   group('g-util', 'Utilisation per printer (%)', 'page-stats', 6, 5);
   add({
-    id: id('server'), type: 'printfarm-server', name: options.example ? 'Printfarm (demo)' : 'Printfarm', mode: 'embedded', url: '', port: 8000, host: '0.0.0.0', dataDir: '', demo: !!options.example, logLevel: 'warn', pollInterval: 30,
+    id: id('server'), type: 'printfarm-server', name: options.example ? 'Printfarm (demo)' : 'Printfarm', mode: 'embedded', url: '', port: 8000, host: '127.0.0.1', dataDir: '', demo: !!options.example, logLevel: 'warn', pollInterval: 30,
   });
 
   add({ id: z, type: 'tab', label: 'Farm dashboard', disabled: false, info: TAB_INFO, env: [] });
