@@ -146,12 +146,25 @@ describeBrowser('the farm dashboard of npm run demo', () => {
     await page.getByText(`#${jobs[0].id} `, { exact: false }).first().waitFor({ timeout: 15_000 });
     await shot(page, 'jobs.png');
 
-    // Statistics: the charts get data (choosing a range asks the stats node again).
+    // Statistics: the charts get data (choosing a range asks the stats node again). The test
+    // printer finishes its print so that today has a finished job with print time.
+    await until(async () => (await get(`/printers/${EXTRA_ID}`)).status === 'printing', 'the test printer back and printing', 20_000);
+    await control(extra.printers[0].control_url, 'finish');
+    await until(async () => (await get(`/jobs?printer_id=${EXTRA_ID}&status=completed`)).jobs.length > 0, 'a completed job', 15_000);
     await page.goto(`${nodeRed.url}/dashboard/statistics`);
     await page.locator('[data-range="week"]').click();
     await page.locator('[data-range="day"]').click();
-    const hours = await until(() => chartFrames.map(parseFrame).find((m) => m?.id.endsWith('chart-hours') && m.payload.length === 14), 'print hours for 14 days', 20_000);
-    expect(hours.payload.reduce((sum: number, p: { value: number }) => sum + p.value, 0)).toBeGreaterThan(0);
+    const total = (points: { value: number | null }[]) => points.reduce((sum, p) => sum + (p.value ?? 0), 0);
+    const hours = await until(
+      () => chartFrames.map(parseFrame).find((m) => m?.id.endsWith('chart-hours') && m.payload.length === 14 && total(m.payload) > 0),
+      'print hours in the last 14 days',
+      20_000,
+    );
+    expect(hours.payload.map((p: { label: string }) => p.label)).toHaveLength(14);
+    const rate = chartFrames.map(parseFrame).filter((m) => m?.id.endsWith('chart-rate')).pop();
+    expect(rate!.payload[13]).toMatchObject({ value: 100 });
+    const utilisation = chartFrames.map(parseFrame).filter((m) => m?.id.endsWith('chart-util')).pop();
+    expect(utilisation!.payload.length).toBeGreaterThan(0);
     await page.locator('canvas, svg').first().waitFor();
     await page.locator('[data-kpi="jobs"] .pf-kpi-value').filter({ hasNotText: '–' }).waitFor();
     await shot(page, 'statistics.png');

@@ -13,7 +13,7 @@ delete rounds[meta.batch];
 const buckets = round.answers.filter((a) => a.meta.kind === 'bucket').sort((a, b) => a.meta.index - b.meta.index);
 const overview = round.answers.find((a) => a.meta.kind === 'overview');
 const printers = round.answers.filter((a) => a.meta.kind === 'printer' && a.payload).sort((a, b) => a.meta.index - b.meta.index);
-const point = (a, series, value) => ({ label: a.meta.label, series, value: Math.round(value * 100) / 100 });
+const point = (a, series, value) => ({ label: a.meta.label, series, value: Math.round(value * 1000) / 1000 });
 // A day without finished prints has no success rate: a gap in the line, not 0 %.
 const finished = (a) => a.payload && a.payload.jobs.completed_jobs + a.payload.jobs.failed_jobs > 0;
 const rate = buckets.map((a) => ({ label: a.meta.label, series: 'Success rate (%)', value: finished(a) ? a.payload.jobs.success_rate : null }));
