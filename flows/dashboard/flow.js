@@ -50,7 +50,7 @@ function buildDashboardFlow(options = {}) {
     });
 
   // ---- Dashboard 2.0 configuration: one UI, a theme, four pages and their groups.
-  add({ id: id('ui'), type: 'ui-base', name: 'Print farm', path: '/dashboard', appIcon: '', includeClientData: true, acceptsClientConfig: ['ui-notification', 'ui-control'], showPathInSidebar: false, headerContent: 'page', navigationStyle: 'default', titleBarStyle: 'default', showReconnectNotification: true, notificationDisplayTime: 5, showDisconnectNotification: true, allowInstall: false });
+  add({ id: id('ui'), type: 'ui-base', name: 'Print farm', path: '/dashboard', appIcon: '', includeClientData: true, acceptsClientConfig: ['ui-notification', 'ui-control'], showPathInSidebar: false, headerContent: 'page', navigationStyle: 'temporary', titleBarStyle: 'default', showReconnectNotification: true, notificationDisplayTime: 5, showDisconnectNotification: true, allowInstall: false });
   add({ id: id('theme'), type: 'ui-theme', name: 'Print farm', colors: { surface: '#ffffff', primary: '#0d74ce', bgPage: '#f3f4f7', groupBg: '#ffffff', groupOutline: '#e3e5ea' }, sizes: { density: 'default', pagePadding: '16px', groupGap: '16px', groupBorderRadius: '12px', widgetGap: '12px' } });
   const page = (name, label, route, icon, order) => add({ id: id(name), type: 'ui-page', name: label, ui: id('ui'), path: route, icon, layout: 'grid', theme: id('theme'), breakpoints: [{ name: 'Default', px: '0', cols: '3' }, { name: 'Tablet', px: '576', cols: '6' }, { name: 'Small Desktop', px: '768', cols: '9' }, { name: 'Desktop', px: '1024', cols: '12' }], order, className: '', visible: 'true', disabled: 'false' });
   page('page-farm', 'Farm', '/farm', 'printer-3d', 1);
@@ -94,7 +94,7 @@ function buildDashboardFlow(options = {}) {
   inject('tick-printers', 'every 5 s', 5, 130, 240, 'get-printers');
   inline('get-printers', 'GET /printers', "msg.path = '/printers';\nmsg.kind = 'printers';\nreturn msg;", 300, 240, ['call-printers']);
   call('call-printers', 480, 240, ['printers-out']);
-  inline('printers-out', 'share the list', "// The cards, the job filter and the statistics all need the printer list.\nconst list = { ...msg, topic: 'printers' };\nreturn [msg, list, list];", 660, 240, ['farm-state', 'jobs-query', 'stats-requests']);
+  inline('printers-out', 'share the list', "// The cards, the job filter and the statistics all need the printer list.\nconst list = { ...msg, topic: 'printers' };\nreturn [msg, list, list, list];", 660, 240, ['farm-state', 'jobs-query', 'stats-requests', 'queue-state']);
   add({ id: id('stats-today'), type: TYPES.stats, z, name: 'today', server: id('server'), scope: 'overview', printer: '', period: 'day', interval: '30', x: 350, y: 300, wires: [[id('today')]] });
   inline('today', 'kind = today', "msg.kind = 'today';\nreturn msg;", 510, 300, ['farm-state']);
   add({ id: id('downloads'), type: TYPES.fileDownload, z, name: 'thumbnails', server: id('server'), printer: '', autoDetectionEnabled: false, thumbnails: true, maxConcurrentDownloads: '2', maxConcurrentThumbnails: '1', retryAttempts: '3', retryDelay: '5000', logRetentionDays: '30', x: 700, y: 400, wires: [[id('file-kind')]] });
@@ -103,7 +103,7 @@ function buildDashboardFlow(options = {}) {
   template('farm-board', 'printer cards', 'g-farm', 'farm-board.vue', 1130, 200, 'card-action');
   fn('card-action', 'card button', 'card-action.js', 1120, 100, ['printers', 'call-action']);
   call('call-action', 1310, 100, ['action-result']);
-  fn('action-result', 'action result', 'action-result.js', 1490, 100, ['notify', 'get-printers']);
+  fn('action-result', 'action result', 'action-result.js', 1490, 100, ['notify', ['get-printers', 'queue-requests']]);
 
   comment('c-notes', 'Notifications: failed prints, failed downloads, refused commands (offline and plate ones come from farm state)', 330, 480);
   add({ id: id('failures'), type: TYPES.jobWatcher, z, name: 'failed prints', server: id('server'), printer: '', events: ['failed'], throttle: '10', details: true, x: 170, y: 520, wires: [[id('failure-note')]] });
@@ -116,6 +116,15 @@ function buildDashboardFlow(options = {}) {
   add({ id: id('thumb-http'), type: 'http request', z, name: 'GET thumbnail', method: 'use', ret: 'bin', paytoqs: 'ignore', url: '', tls: '', persist: true, proxy: '', insecureHTTPParser: false, authType: '', senderr: false, headers: [], x: 680, y: 660, wires: [[id('thumb-res')]] });
   fn('thumb-res', 'picture', 'thumbnail-response.js', 850, 660, ['thumb-out']);
   add({ id: id('thumb-out'), type: 'http response', z, name: '', statusCode: '', headers: {}, x: 1010, y: 660, wires: [] });
+
+  // ---- Queue page.
+  comment('c-queue', 'Queue page: GET /queue every 3 s, the local files to queue from; add, priority, hold, release, cancel', 330, 1120);
+  inject('tick-queue', 'every 3 s', 3, 130, 1160, 'queue-requests');
+  fn('queue-requests', 'queue reads', 'queue-requests.js', 310, 1160, ['call-queue']);
+  call('call-queue', 480, 1160, ['queue-state']);
+  fn('queue-state', 'queue state', 'queue-state.js', 660, 1180, ['queue-board']);
+  template('queue-board', 'queue', 'g-queue', 'queue-board.vue', 850, 1180, 'queue-action');
+  fn('queue-action', 'queue button', 'queue-action.js', 860, 1240, ['call-action']);
 
   // ---- Jobs page.
   comment('c-jobs', 'Jobs page: GET /jobs with the toolbar\'s filter, every 10 s', 220, 740);
