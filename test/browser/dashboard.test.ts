@@ -48,7 +48,7 @@ describeBrowser('the farm dashboard of npm run demo', () => {
     ]);
     api = (await until(() => /Printfarm API\s+(http\S+)/.exec(nodeRed.output())?.[1], 'the service address', 20_000)).replace(/\/$/, '');
     const sim = extra.printers[0].printer;
-    const res = await fetch(`${api}/printers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...sim, id: EXTRA_ID, name: 'Test X1C' }) });
+    const res = await fetch(`${api}/printers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...sim, id: EXTRA_ID, name: 'Bambu X1C #04' }) });
     expect(res.status).toBe(201);
   }, 45_000);
 
@@ -78,7 +78,7 @@ describeBrowser('the farm dashboard of npm run demo', () => {
     await until(async () => (await page.locator('.pf-card').count()) === ids.length, `${ids.length} cards`, 20_000);
     expect((await page.locator('.pf-card').evaluateAll((els) => els.map((e) => e.getAttribute('data-printer')))).sort()).toEqual(ids);
     await card(page, 'sim-bambu-01').locator('.pf-name').waitFor();
-    expect(await card(page, EXTRA_ID).locator('.pf-name').innerText()).toBe('Test X1C');
+    expect(await card(page, EXTRA_ID).locator('.pf-name').innerText()).toBe('Bambu X1C #04');
 
     // Header counts add up to the printers shown.
     const kpi = async (key: string) => Number(await page.locator(`[data-kpi="${key}"] .pf-kpi-value`).innerText());
@@ -93,7 +93,10 @@ describeBrowser('the farm dashboard of npm run demo', () => {
     const first = await progress.innerText();
     await until(async () => (await progress.innerText()) !== first, 'progress to change', 20_000);
     await shot(page, 'farm-1400.png');
-    if (process.env.PRINTFARM_README_SCREENSHOT) await page.screenshot({ path: path.join(ROOT, 'docs', 'images', 'dashboard.png') });
+    if (process.env.PRINTFARM_README_SCREENSHOT) {
+      const bottom = await page.locator('.pf-grid').evaluate((g) => g.getBoundingClientRect().bottom);
+      await page.screenshot({ path: path.join(ROOT, 'docs', 'images', 'dashboard.png'), clip: { x: 0, y: 0, width: 1400, height: Math.min(900, Math.ceil(bottom) + 24) } });
+    }
 
     // Pause and resume from the card reach the printer.
     await x1c.locator('[data-action="pause"]').click();
@@ -106,7 +109,7 @@ describeBrowser('the farm dashboard of npm run demo', () => {
     await x1c.locator('[data-action="stop"]').click();
     const dialog = page.locator('[data-role="stop-dialog"]');
     await dialog.waitFor();
-    expect(await dialog.innerText()).toContain('Stop the print on Test X1C?');
+    expect(await dialog.innerText()).toContain('Stop the print on Bambu X1C #04?');
     await dialog.getByText('Keep printing').click();
     await dialog.waitFor({ state: 'detached' });
     expect((await simState(extra.printers[0].control_url)).status.toLowerCase()).not.toMatch(/idle|finish|stop|cancel/);
@@ -114,7 +117,7 @@ describeBrowser('the farm dashboard of npm run demo', () => {
     // A printer that drops off the network: its card says offline, and a notification tells.
     await control(extra.printers[0].control_url, 'offline');
     await until(async () => (await x1c.getAttribute('data-status')) === 'offline', 'the card offline', 30_000);
-    await page.getByText('Test X1C went offline').first().waitFor({ timeout: 10_000 });
+    await page.getByText('Bambu X1C #04 went offline').first().waitFor({ timeout: 10_000 });
     await control(extra.printers[0].control_url, 'online');
 
     // Phone: one column of cards, none wider than the screen.
@@ -161,10 +164,10 @@ describeBrowser('the farm dashboard of npm run demo', () => {
       20_000,
     );
     expect(hours.payload.map((p: { label: string }) => p.label)).toHaveLength(14);
-    const rate = chartFrames.map(parseFrame).filter((m) => m?.id.endsWith('chart-rate')).pop();
-    expect(rate!.payload[13]).toMatchObject({ value: 100 });
-    const utilisation = chartFrames.map(parseFrame).filter((m) => m?.id.endsWith('chart-util')).pop();
-    expect(utilisation!.payload.length).toBeGreaterThan(0);
+    // Today (the last of the 14 days) has one finished print, which succeeded; every printer has a utilisation bar.
+    await until(() => chartFrames.map(parseFrame).find((m) => m?.id.endsWith('chart-rate') && m.payload.length === 14 && m.payload[13].value === 100), 'today\'s success rate', 10_000);
+    const utilisation = await until(() => chartFrames.map(parseFrame).find((m) => m?.id.endsWith('chart-util') && m.payload.length > 0), 'utilisation per printer', 10_000);
+    expect(utilisation.payload.map((p: { label: string }) => p.label)).toContain('Bambu X1C #04');
     await page.locator('canvas, svg').first().waitFor();
     await page.locator('[data-kpi="jobs"] .pf-kpi-value').filter({ hasNotText: '–' }).waitFor();
     await shot(page, 'statistics.png');
