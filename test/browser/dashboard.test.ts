@@ -197,9 +197,10 @@ describeBrowser('the farm dashboard of npm run demo', () => {
     await page.locator('.v-overlay--active .v-list-item', { hasText: 'Bambu X1C #04' }).first().click();
     await page.keyboard.press('Escape');
     await page.locator('[data-action="queue-add"]').click();
-    const row = page.locator('.pf-item', { hasText: file.filename }).first();
-    await row.waitFor({ timeout: 15_000 });
-    await until(async () => /plate/i.test((await row.locator('[data-role="waiting-reason"]').innerText().catch(() => '')) || ''), 'a waiting reason about the plate', 15_000);
+    const item = await until(async () => ((await get('/queue?limit=100')).items as { id: string; file_id: string }[]).find((i) => i.file_id === file.id), 'the item in GET /queue', 10_000);
+    const row = page.locator(`.pf-item[data-item="${item.id}"]`);
+    await row.waitFor({ timeout: 10_000 });
+    await until(async () => (await row.locator('[data-role="waiting-reason"]').innerText().catch(() => '')).length > 0, 'a waiting reason', 15_000);
     expect(await row.getAttribute('data-status')).toBe('queued');
     await shot(page, 'queue.png');
 
@@ -213,7 +214,7 @@ describeBrowser('the farm dashboard of npm run demo', () => {
     await until(async () => (await x1c.getAttribute('data-status')) === 'printing', 'the card printing the queued print', 20_000);
 
     await page.goto(`${nodeRed.url}/dashboard/queue`);
-    await until(async () => (await page.locator('.pf-item', { hasText: file.filename }).first().getAttribute('data-status')) === 'printing', 'the item printing', 15_000);
+    await until(async () => (await page.locator(`.pf-item[data-item="${item.id}"]`).getAttribute('data-status')) === 'printing', 'the item printing', 15_000);
     await shot(page, 'queue-printing.png');
     expect(errors).toEqual([]);
     await page.close();
