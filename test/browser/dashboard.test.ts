@@ -157,6 +157,7 @@ describeBrowser('the farm dashboard of npm run demo', () => {
     await until(async () => (await get(`/printers/${EXTRA_ID}`)).status === 'printing', 'the test printer back and printing', 20_000);
     await control(extra.printers[0].control_url, 'finish');
     await until(async () => (await get(`/jobs?printer_id=${EXTRA_ID}&status=completed`)).jobs.length > 0, 'a completed job', 15_000);
+    if (queueLanded) await page.getByText('Plate needs clearing on Bambu X1C #04').first().waitFor({ timeout: 15_000 });
     await page.goto(`${nodeRed.url}/dashboard/statistics`);
     await page.locator('[data-range="week"]').click();
     await page.locator('[data-range="day"]').click();
