@@ -4,8 +4,10 @@ const range = msg.topic === 'range' && (msg.payload === 'day' || msg.payload ===
 context.set('range', range);
 const printers = msg.topic === 'printers' ? (msg.payload && msg.payload.printers) || [] : null;
 if (printers) {
+  const had = (context.get('printers') || []).length;
   context.set('printers', printers.map((p) => ({ id: p.id, name: p.name })));
-  return null;
+  // The first list starts a round at once, so the utilisation chart does not wait for the next tick.
+  if (had || !printers.length) return null;
 }
 const ymd = (d) => `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
 const dayOffset = (n) => {
