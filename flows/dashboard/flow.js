@@ -151,6 +151,8 @@ function buildDashboardFlow(options = {}) {
   chart('chart-filament', 'filament', 'g-filament', 'bar', 920, 1020, { colors: ['#ed6c02'] });
   chart('chart-util', 'utilisation', 'g-util', 'bar', 920, 1060, { colors: ['#00897b'], ymin: '0', ymax: '100' });
 
+  // Examples are imported into the tab the user is on (Node-RED's examples carry no tab of their own).
+  if (options.example) return nodes.filter((n) => n.type !== 'tab').map(({ z: _z, ...n }) => n);
   return nodes;
 }
 
