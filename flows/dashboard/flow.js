@@ -76,80 +76,98 @@ function buildDashboardFlow(options = {}) {
 
   add({ id: z, type: 'tab', label: 'Farm dashboard', disabled: false, info: TAB_INFO, env: [] });
 
+  // Link nodes between the sections (instead of wires across the whole tab).
+  const linkOut = (name, label, targets, x, y) => add({ id: id(name), type: 'link out', z, name: label, mode: 'link', links: targets.map(id), x, y, wires: [] });
+  const linkIn = (name, label, sources, x, y, out) => add({ id: id(name), type: 'link in', z, name: label, links: sources.map(id), x, y, wires: wires(out) });
+
   comment('c-needs', 'Needs Node-RED Dashboard 2.0 (@flowfuse/node-red-dashboard): install it with Manage palette, then open /dashboard', 430, 40, TAB_INFO);
 
   // ---- Every page: styles, the light/dark switch, notifications.
-  template('css', 'styles', null, 'dashboard.css', 130, 80, null, { templateScope: 'site:style', ui: id('ui'), storeOutMessages: false, resendOnRefresh: false });
-  template('theme-toggle', 'light/dark switch', null, 'theme-toggle.vue', 330, 80, null, { templateScope: 'widget:ui', ui: id('ui') });
-  add({ id: id('notify'), type: 'ui-notification', z, ui: id('ui'), position: 'top right', colorDefault: false, color: '#0d74ce', displayTime: '6', showCountdown: true, outputs: 0, allowDismiss: true, dismissText: 'Close', allowConfirm: false, confirmText: 'Confirm', raw: false, className: '', name: 'notifications', x: 1190, y: 300, wires: [] });
-
-  // ---- The service's API, called from the server (link call "printfarm API").
-  comment('c-api', 'printfarm API: msg.path, msg.method, msg.payload -> msg.payload, msg.apiError', 190, 1000);
-  add({ id: id('api-in'), type: 'link in', z, name: 'printfarm API', links: [], x: 125, y: 1040, wires: [[id('api-req')]] });
-  fn('api-req', 'request', 'api-request.js', 270, 1040, ['api-http']);
-  add({ id: id('api-http'), type: 'http request', z, name: 'Printfarm service', method: 'use', ret: 'obj', paytoqs: 'ignore', url: '', tls: '', persist: true, proxy: '', insecureHTTPParser: false, authType: '', senderr: false, headers: [], x: 450, y: 1040, wires: [[id('api-res')]] });
-  fn('api-res', 'answer', 'api-response.js', 620, 1040, ['api-out']);
-  add({ id: id('api-out'), type: 'link out', z, name: 'return', mode: 'return', links: [], x: 745, y: 1040, wires: [] });
+  template('css', 'styles', null, 'dashboard.css', 130, 90, null, { templateScope: 'site:style', ui: id('ui'), storeOutMessages: false, resendOnRefresh: false });
+  template('theme-toggle', 'light/dark switch', null, 'theme-toggle.vue', 310, 90, null, { templateScope: 'widget:ui', ui: id('ui') });
+  linkIn('notify-in', 'notify', ['notify-state', 'notify-failure', 'notify-action'], 525, 90, 'notify');
+  add({ id: id('notify'), type: 'ui-notification', z, ui: id('ui'), position: 'top right', colorDefault: false, color: '#0d74ce', displayTime: '6', showCountdown: true, outputs: 0, allowDismiss: true, dismissText: 'Close', allowConfirm: false, confirmText: 'Confirm', raw: false, className: '', name: 'notifications', x: 680, y: 90, wires: [] });
 
   // ---- Farm page.
-  comment('c-farm', 'Farm page: live printer cards (printer node + GET /printers), today\'s statistics, thumbnails', 290, 140);
-  add({ id: id('printers'), type: TYPES.printer, z, name: 'all printers', server: id('server'), printer: '', register: false, printerName: '', printerType: 'bambu_lab', model: '', ipAddress: '', serialNumber: '', mqttPort: '', ftpsPort: '', httpPort: '', x: 370, y: 180, wires: [[id('farm-state')]] });
-  inject('tick-printers', 'every 5 s', 5, 130, 240, 'get-printers');
-  inline('get-printers', 'GET /printers', "msg.path = '/printers';\nmsg.kind = 'printers';\nreturn msg;", 300, 240, ['call-printers']);
-  call('call-printers', 480, 240, ['printers-out']);
-  inline('printers-out', 'share the list', "// The cards, the job filter and the statistics all need the printer list.\nconst list = { ...msg, topic: 'printers' };\nreturn [msg, list, list, list];", 660, 240, ['farm-state', 'jobs-query', 'stats-requests', 'queue-state']);
-  add({ id: id('stats-today'), type: TYPES.stats, z, name: 'today', server: id('server'), scope: 'overview', printer: '', period: 'day', interval: '30', x: 350, y: 300, wires: [[id('today')]] });
-  inline('today', 'kind = today', "msg.kind = 'today';\nreturn msg;", 510, 300, ['farm-state']);
-  add({ id: id('downloads'), type: TYPES.fileDownload, z, name: 'thumbnails', server: id('server'), printer: '', autoDetectionEnabled: false, thumbnails: true, maxConcurrentDownloads: '2', maxConcurrentThumbnails: '1', retryAttempts: '3', retryDelay: '5000', logRetentionDays: '30', x: 700, y: 400, wires: [[id('file-kind')]] });
-  inline('file-kind', 'kind = file', "msg.kind = 'file';\nreturn msg;", 870, 400, ['farm-state']);
-  fn('farm-state', 'farm state (≤ 2 boards/s)', 'farm-state.js', 890, 200, ['farm-board', 'notify', 'downloads']);
-  template('farm-board', 'printer cards', 'g-farm', 'farm-board.vue', 1130, 200, 'card-action');
-  fn('card-action', 'card button', 'card-action.js', 1120, 100, ['printers', 'call-action']);
-  call('call-action', 1310, 100, ['action-result']);
-  fn('action-result', 'action result', 'action-result.js', 1490, 100, ['notify', ['get-printers', 'queue-requests']]);
+  comment('c-farm', 'Farm page: live printer cards (printer node + GET /printers), today\'s statistics, thumbnails; the cards\' buttons', 370, 160);
+  linkIn('commands-in', 'printer commands', ['commands-out'], 135, 200, 'printers');
+  add({ id: id('printers'), type: TYPES.printer, z, name: 'all printers', server: id('server'), printer: '', register: false, printerName: '', printerType: 'bambu_lab', model: '', ipAddress: '', serialNumber: '', mqttPort: '', ftpsPort: '', httpPort: '', x: 310, y: 200, wires: [[id('farm-state')]] });
+  inject('tick-printers', 'every 5 s', 5, 140, 260, 'get-printers');
+  linkIn('refresh-printers', 'refresh', ['refresh-out'], 135, 300, 'get-printers');
+  inline('get-printers', 'GET /printers', "msg.path = '/printers';\nmsg.kind = 'printers';\nreturn msg;", 320, 260, ['call-printers']);
+  call('call-printers', 490, 260, ['printers-out']);
+  inline('printers-out', 'share the list', "// The cards, the job filter, the statistics and the queue all need the printer list.\nreturn [msg, { ...msg, topic: 'printers' }];", 670, 260, ['farm-state', 'list-out']);
+  linkOut('list-out', 'printer list', ['list-jobs', 'list-stats', 'list-queue'], 805, 300);
+  add({ id: id('stats-today'), type: TYPES.stats, z, name: 'today', server: id('server'), scope: 'overview', printer: '', period: 'day', interval: '30', x: 310, y: 340, wires: [[id('today')]] });
+  inline('today', 'kind = today', "msg.kind = 'today';\nreturn msg;", 490, 340, ['farm-state']);
+  add({ id: id('downloads'), type: TYPES.fileDownload, z, name: 'thumbnails', server: id('server'), printer: '', autoDetectionEnabled: false, thumbnails: true, maxConcurrentDownloads: '2', maxConcurrentThumbnails: '1', retryAttempts: '3', retryDelay: '5000', logRetentionDays: '30', x: 320, y: 400, wires: [[id('file-kind')]] });
+  inline('file-kind', 'kind = file', "msg.kind = 'file';\nreturn msg;", 490, 400, ['farm-state']);
+  fn('farm-state', 'farm state (≤ 2 boards/s)', 'farm-state.js', 920, 260, ['farm-board', 'notify-state', 'downloads']);
+  linkOut('notify-state', 'notify', ['notify-in'], 1105, 300);
+  template('farm-board', 'printer cards', 'g-farm', 'farm-board.vue', 1150, 220, 'card-action');
+  fn('card-action', 'card button', 'card-action.js', 1340, 220, ['commands-out', 'call-action']);
+  linkOut('commands-out', 'printer commands', ['commands-in'], 1485, 200);
+  call('call-action', 1510, 260, ['action-result']);
+  fn('action-result', 'action result', 'action-result.js', 1690, 260, ['notify-action', 'refresh-out']);
+  linkOut('notify-action', 'notify', ['notify-in'], 1835, 240);
+  linkOut('refresh-out', 'refresh', ['refresh-printers', 'refresh-queue'], 1835, 280);
 
-  comment('c-notes', 'Notifications: failed prints, failed downloads, refused commands (offline and plate ones come from farm state)', 330, 480);
-  add({ id: id('failures'), type: TYPES.jobWatcher, z, name: 'failed prints', server: id('server'), printer: '', events: ['failed'], throttle: '10', details: true, x: 170, y: 520, wires: [[id('failure-note')]] });
-  add({ id: id('catch-nodes'), type: 'catch', z, name: 'downloads, commands', scope: [id('downloads'), id('printers')], uncaught: false, x: 170, y: 560, wires: [[id('failure-note')]] });
-  fn('failure-note', 'notification text', 'failure-note.js', 400, 540, ['notify']);
+  comment('c-notes', 'Notifications: failed prints, failed downloads, refused commands (offline and plate ones come from farm state)', 410, 470);
+  add({ id: id('failures'), type: TYPES.jobWatcher, z, name: 'failed prints', server: id('server'), printer: '', events: ['failed'], throttle: '10', details: true, x: 160, y: 510, wires: [[id('failure-note')]] });
+  add({ id: id('catch-nodes'), type: 'catch', z, name: 'downloads, commands', scope: [id('downloads'), id('printers')], uncaught: false, x: 180, y: 550, wires: [[id('failure-note')]] });
+  fn('failure-note', 'notification text', 'failure-note.js', 410, 530, ['notify-failure']);
+  linkOut('notify-failure', 'notify', ['notify-in'], 555, 530);
 
-  comment('c-thumb', 'Thumbnails for the cards: the service\'s picture, served by Node-RED', 250, 620);
-  add({ id: id('thumb-in'), type: 'http in', z, name: '', url: '/printfarm-dashboard/thumbnail/:file_id', method: 'get', upload: false, swaggerDoc: '', x: 210, y: 660, wires: [[id('thumb-req')]] });
-  fn('thumb-req', 'thumbnail URL', 'thumbnail-request.js', 480, 660, ['thumb-http', 'thumb-out']);
-  add({ id: id('thumb-http'), type: 'http request', z, name: 'GET thumbnail', method: 'use', ret: 'bin', paytoqs: 'ignore', url: '', tls: '', persist: true, proxy: '', insecureHTTPParser: false, authType: '', senderr: false, headers: [], x: 680, y: 660, wires: [[id('thumb-res')]] });
-  fn('thumb-res', 'picture', 'thumbnail-response.js', 850, 660, ['thumb-out']);
-  add({ id: id('thumb-out'), type: 'http response', z, name: '', statusCode: '', headers: {}, x: 1010, y: 660, wires: [] });
+  comment('c-thumb', 'Thumbnails for the cards: the service\'s picture, served by Node-RED', 290, 610);
+  add({ id: id('thumb-in'), type: 'http in', z, name: '', url: '/printfarm-dashboard/thumbnail/:file_id', method: 'get', upload: false, swaggerDoc: '', x: 240, y: 650, wires: [[id('thumb-req')]] });
+  fn('thumb-req', 'thumbnail URL', 'thumbnail-request.js', 510, 650, ['thumb-http', 'thumb-out']);
+  add({ id: id('thumb-http'), type: 'http request', z, name: 'GET thumbnail', method: 'use', ret: 'bin', paytoqs: 'ignore', url: '', tls: '', persist: true, proxy: '', insecureHTTPParser: false, authType: '', senderr: false, headers: [], x: 700, y: 650, wires: [[id('thumb-res')]] });
+  fn('thumb-res', 'picture', 'thumbnail-response.js', 870, 650, ['thumb-out']);
+  add({ id: id('thumb-out'), type: 'http response', z, name: '', statusCode: '', headers: {}, x: 1030, y: 650, wires: [] });
 
   // ---- Queue page.
-  comment('c-queue', 'Queue page: GET /queue every 3 s, the local files to queue from; add, priority, hold, release, cancel', 330, 1120);
-  inject('tick-queue', 'every 3 s', 3, 130, 1160, 'queue-requests');
-  fn('queue-requests', 'queue reads', 'queue-requests.js', 310, 1160, ['call-queue']);
-  call('call-queue', 480, 1160, ['queue-state']);
-  fn('queue-state', 'queue state', 'queue-state.js', 660, 1180, ['queue-board']);
-  template('queue-board', 'queue', 'g-queue', 'queue-board.vue', 850, 1180, 'queue-action');
-  fn('queue-action', 'queue button', 'queue-action.js', 860, 1240, ['call-action']);
+  comment('c-queue', 'Queue page: GET /queue every 3 s, the local files to queue from; add, priority, hold, release, cancel', 390, 730);
+  inject('tick-queue', 'every 3 s', 3, 140, 770, 'queue-requests');
+  linkIn('refresh-queue', 'refresh', ['refresh-out'], 135, 810, 'queue-requests');
+  fn('queue-requests', 'queue reads', 'queue-requests.js', 320, 770, ['call-queue']);
+  call('call-queue', 490, 770, ['queue-state']);
+  linkIn('list-queue', 'printer list', ['list-out'], 515, 820, 'queue-state');
+  fn('queue-state', 'queue state', 'queue-state.js', 670, 790, ['queue-board']);
+  template('queue-board', 'queue', 'g-queue', 'queue-board.vue', 850, 790, 'queue-action');
+  fn('queue-action', 'queue button', 'queue-action.js', 1030, 790, ['call-queue-action']);
+  call('call-queue-action', 1210, 790, ['action-result']);
 
   // ---- Jobs page.
-  comment('c-jobs', 'Jobs page: GET /jobs with the toolbar\'s filter, every 10 s', 220, 740);
-  inject('tick-jobs', 'every 10 s', 10, 130, 780, 'jobs-query', 'refresh');
-  fn('jobs-query', 'jobs query', 'jobs-query.js', 330, 800, ['call-jobs']);
-  call('call-jobs', 500, 800, ['jobs-rows']);
-  fn('jobs-rows', 'rows', 'jobs-rows.js', 670, 800, ['jobs-table', 'jobs-bar']);
-  template('jobs-bar', 'filter and pages', 'g-jobs-bar', 'jobs-toolbar.vue', 880, 840, 'jobs-query');
-  add({ id: id('jobs-table'), type: 'ui-table', z, group: id('g-jobs'), name: 'job history', label: '', order: 1, width: 0, height: 0, maxrows: 0, passthru: false, autocols: true, showSearch: false, deselect: true, selectionType: 'none', columns: [], mobileBreakpoint: 'sm', mobileBreakpointType: 'defaults', action: 'replace', className: '', x: 870, y: 780, wires: [] });
+  comment('c-jobs', 'Jobs page: GET /jobs with the toolbar\'s filter, every 10 s', 260, 890);
+  inject('tick-jobs', 'every 10 s', 10, 140, 930, 'jobs-query', 'refresh');
+  linkIn('list-jobs', 'printer list', ['list-out'], 135, 970, 'jobs-query');
+  fn('jobs-query', 'jobs query', 'jobs-query.js', 320, 950, ['call-jobs']);
+  call('call-jobs', 490, 950, ['jobs-rows']);
+  fn('jobs-rows', 'rows', 'jobs-rows.js', 650, 950, ['jobs-table', 'jobs-bar']);
+  add({ id: id('jobs-table'), type: 'ui-table', z, group: id('g-jobs'), name: 'job history', label: '', order: 1, width: 0, height: 0, maxrows: 0, passthru: false, autocols: true, showSearch: false, deselect: true, selectionType: 'none', columns: [], mobileBreakpoint: 'sm', mobileBreakpointType: 'defaults', action: 'replace', className: '', x: 840, y: 930, wires: [] });
+  template('jobs-bar', 'filter and pages', 'g-jobs-bar', 'jobs-toolbar.vue', 850, 990, 'jobs-query');
 
   // ---- Statistics page.
-  comment('c-stats', 'Statistics page: the stats node per day or week, and per printer, every 60 s', 270, 880);
-  inject('tick-stats', 'every 60 s', 60, 130, 920, 'stats-requests', 'refresh');
-  fn('stats-requests', 'requests', 'stats-requests.js', 330, 940, ['stats']);
-  add({ id: id('stats'), type: TYPES.stats, z, name: 'statistics', server: id('server'), scope: 'overview', printer: '', period: 'week', interval: '', x: 510, y: 940, wires: [[id('stats-collect')]] });
-  add({ id: id('catch-stats'), type: 'catch', z, name: 'statistics errors', scope: [id('stats')], uncaught: false, x: 510, y: 980, wires: [[id('stats-collect')]] });
-  fn('stats-collect', 'collect', 'stats-collect.js', 700, 940, ['stats-summary', 'chart-rate', 'chart-hours', 'chart-filament', 'chart-util']);
-  template('stats-summary', 'summary', 'g-stats', 'stats-summary.vue', 930, 900, 'stats-requests');
-  chart('chart-rate', 'success rate', 'g-rate', 'line', 920, 940, { ymin: '0', ymax: '100' });
-  chart('chart-hours', 'print hours', 'g-hours', 'bar', 920, 980);
-  chart('chart-filament', 'filament', 'g-filament', 'bar', 920, 1020, { colors: ['#ed6c02'] });
-  chart('chart-util', 'utilisation', 'g-util', 'bar', 920, 1060, { colors: ['#00897b'], ymin: '0', ymax: '100' });
+  comment('c-stats', 'Statistics page: the stats node per day or week, and per printer, every 60 s', 310, 1050);
+  inject('tick-stats', 'every 60 s', 60, 140, 1090, 'stats-requests', 'refresh');
+  linkIn('list-stats', 'printer list', ['list-out'], 135, 1130, 'stats-requests');
+  fn('stats-requests', 'requests', 'stats-requests.js', 310, 1110, ['stats']);
+  add({ id: id('stats'), type: TYPES.stats, z, name: 'statistics', server: id('server'), scope: 'overview', printer: '', period: 'week', interval: '', x: 480, y: 1110, wires: [[id('stats-collect')]] });
+  add({ id: id('catch-stats'), type: 'catch', z, name: 'statistics errors', scope: [id('stats')], uncaught: false, x: 490, y: 1160, wires: [[id('stats-collect')]] });
+  fn('stats-collect', 'collect', 'stats-collect.js', 680, 1110, ['stats-summary', 'chart-rate', 'chart-hours', 'chart-filament', 'chart-util']);
+  template('stats-summary', 'summary', 'g-stats', 'stats-summary.vue', 870, 1050, 'stats-requests');
+  chart('chart-rate', 'success rate', 'g-rate', 'line', 870, 1090, { ymin: '0', ymax: '100' });
+  chart('chart-hours', 'print hours', 'g-hours', 'bar', 870, 1130);
+  chart('chart-filament', 'filament', 'g-filament', 'bar', 870, 1170, { colors: ['#ed6c02'] });
+  chart('chart-util', 'utilisation', 'g-util', 'bar', 870, 1210, { colors: ['#00897b'], ymin: '0', ymax: '100' });
+
+  // ---- The service's API, called from the server (link call "printfarm API").
+  comment('c-api', 'printfarm API: msg.path, msg.method, msg.payload -> msg.payload, msg.apiError (every answer returns to its caller)', 380, 1270);
+  add({ id: id('api-in'), type: 'link in', z, name: 'printfarm API', links: [], x: 135, y: 1310, wires: [[id('api-req')]] });
+  fn('api-req', 'request', 'api-request.js', 290, 1310, ['api-http']);
+  add({ id: id('api-http'), type: 'http request', z, name: 'Printfarm service', method: 'use', ret: 'obj', paytoqs: 'ignore', url: '', tls: '', persist: true, proxy: '', insecureHTTPParser: false, authType: '', senderr: false, headers: [], x: 480, y: 1310, wires: [[id('api-res')]] });
+  fn('api-res', 'answer', 'api-response.js', 660, 1310, ['api-out']);
+  add({ id: id('api-out'), type: 'link out', z, name: 'return', mode: 'return', links: [], x: 795, y: 1310, wires: [] });
 
   // Examples are imported into the tab the user is on (Node-RED's examples carry no tab of their own).
   if (options.example) return nodes.filter((n) => n.type !== 'tab').map(({ z: _z, ...n }) => n);
