@@ -151,6 +151,14 @@ describeBrowser('the farm dashboard of npm run demo', () => {
     const { jobs } = await get('/jobs?limit=1&order_by=created_at&order_dir=desc');
     await page.getByText(`#${jobs[0].id} `, { exact: false }).first().waitFor({ timeout: 15_000 });
     await shot(page, 'jobs.png');
+    // Filtered by printer: only that printer's jobs are left.
+    await page.locator('[data-role="printer-filter"]').click();
+    await page.locator('.v-overlay--active .v-list-item', { hasText: 'Bambu X1C #04' }).first().click();
+    const printerColumn = () => page.locator('.nrdb-ui-table tbody tr td:nth-child(2)').allInnerTexts();
+    await until(async () => {
+      const names = await printerColumn();
+      return names.length > 0 && names.every((n) => n.trim() === 'Bambu X1C #04');
+    }, 'only Bambu X1C #04 in the table', 15_000);
 
     // Statistics: the charts get data (choosing a range asks the stats node again). The test
     // printer finishes its print so that today has a finished job with print time.
