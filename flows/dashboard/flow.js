@@ -71,7 +71,7 @@ function buildDashboardFlow(options = {}) {
   group('g-filament', 'Filament used (kg)', 'page-stats', 6, 4);
   group('g-util', 'Utilisation per printer (%)', 'page-stats', 6, 5);
   add({
-    id: id('server'), type: 'printfarm-server', name: options.example ? 'Printfarm (demo)' : 'Printfarm', mode: 'embedded', url: '', port: 8000, host: '127.0.0.1', dataDir: '', demo: !!options.example, logLevel: 'warn', pollInterval: 30,
+    id: id('server'), type: 'printfarm-server', name: options.example ? 'Printfarm (demo)' : 'Printfarm', mode: 'embedded', url: '', port: 8000, host: '127.0.0.1', dataDir: '', demo: !!options.example, logLevel: 'warn', pollInterval: 30, expose: false,
   });
 
   add({ id: z, type: 'tab', label: 'Farm dashboard', disabled: false, info: TAB_INFO, env: [] });
@@ -91,7 +91,9 @@ function buildDashboardFlow(options = {}) {
   // ---- Farm page.
   comment('c-farm', 'Farm page: live printer cards (printer node + GET /printers), today\'s statistics, thumbnails; the cards\' buttons', 370, 160);
   linkIn('commands-in', 'printer commands', ['commands-out'], 135, 200, 'printers');
-  add({ id: id('printers'), type: TYPES.printer, z, name: 'all printers', server: id('server'), printer: '', register: false, printerName: '', printerType: 'bambu_lab', model: '', ipAddress: '', serialNumber: '', mqttPort: '', ftpsPort: '', httpPort: '', x: 310, y: 200, wires: [[id('farm-state')]] });
+  add({ id: id('printers'), type: TYPES.printer, z, name: 'all printers', server: id('server'), printer: '', register: false, printerName: '', printerType: 'bambu_lab', model: '', ipAddress: '', serialNumber: '', mqttPort: '', ftpsPort: '', httpPort: '',
+    // Every change, progress at most once a second per printer (the farm state folds them into ≤ 2 boards a second).
+    updates: 'changes', throttle: 1, x: 310, y: 200, wires: [[id('farm-state')]] });
   inject('tick-printers', 'every 5 s', 5, 140, 260, 'get-printers');
   linkIn('refresh-printers', 'refresh', ['refresh-out'], 135, 300, 'get-printers');
   inline('get-printers', 'GET /printers', "msg.path = '/printers';\nmsg.kind = 'printers';\nreturn msg;", 320, 260, ['call-printers']);
