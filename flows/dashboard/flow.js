@@ -14,11 +14,11 @@ const TYPES = { printer: 'printfarm-printer', jobWatcher: 'printfarm-job-watcher
 const read = (name) => fs.readFileSync(path.join(__dirname, name), 'utf8').trimEnd();
 const code = (name) => read(path.join('functions', name));
 
-const TAB_INFO = `The farm dashboard: Node-RED Dashboard 2.0 pages at /dashboard (farm, queue, jobs, statistics), fed by this pack's nodes.
+const tabInfo = (port) => `The farm dashboard: Node-RED Dashboard 2.0 pages at /dashboard (farm, queue, jobs, statistics), fed by this pack's nodes.
 
 Needs **@flowfuse/node-red-dashboard** (Dashboard 2.0): install it from the palette manager first.
 
-The browser only talks to Node-RED: requests to the Printfarm service are made here (link "printfarm API"), at \`PRINTFARM_API_URL\` (default http://127.0.0.1:8000/api/v1, the embedded service's address; \`npm start\` sets it).`;
+The browser only talks to Node-RED: requests to the Printfarm service are made here (link "printfarm API"), at \`PRINTFARM_API_URL\` (default http://127.0.0.1:${port}/api/v1, this flow's embedded service; \`npm start\` sets it).`;
 
 /**
  * @param {{ example?: boolean }} [options] example: the copy under examples/ (ids prefixed pfdx-,
@@ -26,13 +26,16 @@ The browser only talks to Node-RED: requests to the Printfarm service are made h
  */
 function buildDashboardFlow(options = {}) {
   const p = options.example ? 'pfdx-' : 'pfd-';
+  // The example gets a port and data dir of its own (like the pack's other examples); the flow uses the farm flow's.
+  const port = options.example ? 8016 : 8000;
+  const TAB_INFO = tabInfo(port);
   const id = (name) => p + name;
   const z = id('tab');
   const nodes = [];
   const add = (n) => (nodes.push(n), n);
   const wires = (...outs) => outs.map((o) => (o ? [].concat(o).map(id) : []));
   const fn = (name, label, file, x, y, outs, extra = {}) =>
-    add({ id: id(name), type: 'function', z, name: label, func: code(file), outputs: outs.length, timeout: 0, noerr: 0, initialize: '', finalize: '', libs: [], x, y, wires: wires(...outs), ...extra });
+    add({ id: id(name), type: 'function', z, name: label, func: code(file).replace('http://127.0.0.1:8000/api/v1', `http://127.0.0.1:${port}/api/v1`), outputs: outs.length, timeout: 0, noerr: 0, initialize: '', finalize: '', libs: [], x, y, wires: wires(...outs), ...extra });
   const inline = (name, label, func, x, y, outs) => add({ id: id(name), type: 'function', z, name: label, func, outputs: outs.length, timeout: 0, noerr: 0, initialize: '', finalize: '', libs: [], x, y, wires: wires(...outs) });
   const comment = (name, text, x, y, info = '') => add({ id: id(name), type: 'comment', z, name: text, info, x, y, wires: [] });
   const inject = (name, label, seconds, x, y, out, topic = '') =>
@@ -71,7 +74,7 @@ function buildDashboardFlow(options = {}) {
   group('g-filament', 'Filament used (kg)', 'page-stats', 6, 4);
   group('g-util', 'Utilisation per printer (%)', 'page-stats', 6, 5);
   add({
-    id: id('server'), type: 'printfarm-server', name: options.example ? 'Printfarm (demo)' : 'Printfarm', mode: 'embedded', url: '', port: 8000, host: '127.0.0.1', dataDir: '', demo: !!options.example, logLevel: 'warn', pollInterval: 30, expose: false,
+    id: id('server'), type: 'printfarm-server', name: options.example ? 'Printfarm (demo)' : 'Printfarm', mode: 'embedded', url: '', port, host: '127.0.0.1', dataDir: options.example ? 'printfarm-examples/farm-dashboard' : '', demo: !!options.example, logLevel: 'warn', pollInterval: 30, expose: false,
   });
 
   add({ id: z, type: 'tab', label: 'Farm dashboard', disabled: false, info: TAB_INFO, env: [] });
