@@ -49,7 +49,7 @@ function buildDashboardFlow(options = {}) {
       xAxisLabel: '', xAxisProperty: 'label', xAxisPropertyType: 'property', xAxisType: 'category', xAxisFormat: '', xAxisFormatType: 'auto', xmin: '', xmax: '',
       yAxisLabel: '', yAxisProperty: 'value', yAxisPropertyType: 'property', ymin: '', ymax: '', bins: 10, action: 'replace', stackSeries: false, pointShape: 'circle', pointRadius: 4,
       showLegend: false, removeOlder: 1, removeOlderUnit: '3600', removeOlderPoints: '', colors: ['#0d74ce', '#2e7d32', '#ed6c02', '#9c27b0', '#d32f2f', '#00897b', '#6d4c41', '#546e7a', '#c2185b'],
-      textColor: ['#666666'], textColorDefault: true, gridColor: ['#e5e5e5'], gridColorDefault: true, width: 6, height: 5, className: '', interpolation: 'linear',
+      textColor: ['#666666'], textColorDefault: true, gridColor: ['rgba(128, 128, 128, 0.22)'], gridColorDefault: false, width: 6, height: 5, className: '', interpolation: 'linear',
       // ECharts options on top of the widget's own: room for the axis labels, a tooltip per day.
       chartOptions: { grid: { left: 8, right: 16, top: 16, bottom: 8, containLabel: true }, tooltip: { trigger: 'axis' } },
       x, y, wires: [[]], ...extra,
