@@ -7,7 +7,7 @@
  * idea is stored with what the URL gives and marked for a metadata refresh.
  */
 import type { Logger } from 'pino';
-import { ApiError, conflict, notFound } from '../api/errors';
+import { DomainError, conflict, notFound } from '../errors';
 import type { Store } from '../db';
 import { isUniqueViolation } from '../db/connection';
 import type { IdeaFileInfo, IdeaPatch, IdeaRecord, NewIdea } from '../db/repositories/ideas';
@@ -43,8 +43,8 @@ export interface Saved {
 
 const EMPTY_FILE_INFO: IdeaFileInfo = { file_count: null, formats: [], files: [] };
 
-function bodyError(field: string, message: string, code = 'invalid_value'): ApiError {
-  return new ApiError(422, 'VALIDATION_ERROR', `Invalid body: ${field}: ${message}`, { location: 'body', fields: [{ field, message, code }] });
+function bodyError(field: string, message: string, code = 'invalid_value'): DomainError {
+  return new DomainError(422, 'VALIDATION_ERROR', `Invalid body: ${field}: ${message}`, { location: 'body', fields: [{ field, message, code }] });
 }
 
 export class IdeaService {
