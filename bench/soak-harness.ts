@@ -33,7 +33,8 @@
  * - per Bambu printer: every report sent in the window reached the client as
  *   one printer_status frame, in send order (a ledger of what each simulator
  *   sent, matched by the report's unique nozzle temperature). Skipped reports
- *   are lost; frames that match nothing ahead are out of order / unexpected. *
+ *   are lost; frames that match nothing ahead are out of order / unexpected.
+ *
  * Parts: soak-support.ts (options, result, shared tools), soak-service.ts (the child process and
  * its memory), soak-clients.ts (the checking /ws clients and the ledger), soak-load.ts (the API
  * load). This module runs them.

@@ -16,7 +16,8 @@
  * 5. `optimize_print_only: false`: nothing is skipped; rendering starts at line 1
  *    (the `render_max_lines` limit still applies).
  *
- * The file is streamed and reading stops once the render range has been read. *
+ * The file is streamed and reading stops once the render range has been read.
+ *
  * The rules (the decision) are `gcode-print-start.ts`; line parsing is `gcode-words.ts`,
  * streaming `gcode-line-source.ts`, drawing `gcode-toolpath-render.ts`. This module is their
  * public face.
