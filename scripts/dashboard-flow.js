@@ -27,26 +27,29 @@ function withDashboard(farm) {
   return [...farm, ...dash.filter((n) => !own.has(n.id)).map((n) => (own.has(n.server) ? { ...n, server: server.id } : n))];
 }
 
-/** Sets PRINTFARM_API_URL (unless the user did) to the first printfarm-server's service once the flows have started. */
+/**
+ * Sets PRINTFARM_API_URL (unless the user did) to the first printfarm-server's service whenever the
+ * flows start (a deploy that changes the service's port moves it), and prints it when it changes.
+ */
 function shareServiceUrl(RED) {
   if (process.env.PRINTFARM_API_URL) return;
-  const onStarted = () => {
+  RED.events.on('flows:started', () => {
     let found = null;
     RED.nodes.eachNode((n) => {
       if (!found && n.type === 'printfarm-server') found = n.id;
     });
     const node = found && RED.nodes.getNode(found);
     if (!node || !node.connection) return;
-    RED.events.off('flows:started', onStarted);
     node.connection.ready().then(
       (client) => {
-        process.env.PRINTFARM_API_URL = `${client.baseUrl.replace('://0.0.0.0', '://127.0.0.1')}/api/v1`;
-        process.stdout.write(`Printfarm API   ${process.env.PRINTFARM_API_URL}\n`);
+        const url = `${client.baseUrl.replace('://0.0.0.0', '://127.0.0.1')}/api/v1`;
+        if (url === process.env.PRINTFARM_API_URL) return;
+        process.env.PRINTFARM_API_URL = url;
+        process.stdout.write(`Printfarm API   ${url}\n`);
       },
       () => undefined, // the config node reports it
     );
-  };
-  RED.events.on('flows:started', onStarted);
+  });
 }
 
 module.exports = { installed, withDashboard, shareServiceUrl };
