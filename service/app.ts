@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { createApi, type Phase } from './api';
-import { answerClientError, errorPayload } from './api/errors';
+import { BrowserGuard, parseList } from './api/browser-guard';
+import { answerClientError, errorPayload, type ApiError } from './api/errors';
 import { clientAddress, RateLimiter, type RateLimits } from './api/rate-limit';
 import { runtimeDefaults, startupOptions, VERSION, type StartupOptions } from './config';
 import type { ServiceContext } from './context';
@@ -59,6 +60,10 @@ export interface ServiceOptions {
   ideas?: IdeaServiceOptions;
   /** The figures applied while `rate_limit_enabled` is on (default: the spec's v1.0 limits; tests shorten the windows). */
   rateLimits?: RateLimits;
+  /** Added to ALLOWED_ORIGINS (the Node-RED config node lists Node-RED's own port, for dashboard pages). */
+  allowedOrigins?: string[];
+  /** Added to ALLOWED_HOSTS. */
+  allowedHosts?: string[];
 }
 
 export interface Service {
@@ -118,7 +123,12 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     limits: options.rateLimits,
     onRefused: (limit) => metrics.refused(limit),
   });
-  const api = createApi(log, () => phase, { metrics, limiter, trustProxy: config.trust_proxy });
+  const guard = new BrowserGuard({
+    allowedOrigins: [...parseList(config.allowed_origins), ...(options.allowedOrigins ?? [])],
+    allowedHosts: [...parseList(config.allowed_hosts), ...(options.allowedHosts ?? [])],
+    trustProxy: config.trust_proxy,
+  });
+  const api = createApi(log, () => phase, { metrics, limiter, trustProxy: config.trust_proxy, guard });
   const server = http.createServer(api.app);
   server.on('clientError', answerClientError);
   // Listen first: a request that arrives while the database opens gets a 503, not a refused connection.
@@ -172,7 +182,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     ideas,
   };
   api.mount(context);
-  realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs, admit: (req) => admitWebSocket(limiter, req, config.trust_proxy) });
+  realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs, admit: (req) => admitWebSocket(guard, limiter, req, config.trust_proxy) });
   realtime.attach(server);
   phase = 'ready';
   usage.start();
@@ -215,16 +225,24 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   return { url, port, server, context, close };
 }
 
-/** The per-client /ws connection limit, answered like any other refusal: the error body with 429. */
-function admitWebSocket(limiter: RateLimiter, req: http.IncomingMessage, trustProxy: boolean) {
+/**
+ * A /ws upgrade is refused like any other request, with the error body: a foreign Host (421) or another
+ * site's page (403: browsers always send Origin on WebSocket upgrades), then the per-client limit (429).
+ */
+function admitWebSocket(guard: BrowserGuard, limiter: RateLimiter, req: http.IncomingMessage, trustProxy: boolean) {
+  const refusal = guard.check(req, true);
+  if (refusal) return refuseUpgrade(refusal, {});
   const admission = limiter.admitWebSocket(clientAddress(req, trustProxy));
   if ('release' in admission) return admission;
-  const { error } = admission;
+  return refuseUpgrade(admission.error, { 'Retry-After': String(admission.error.details.retry_after_seconds) });
+}
+
+function refuseUpgrade(error: Pick<ApiError, 'status' | 'code' | 'message' | 'details'>, headers: Record<string, string>) {
   const requestId = randomUUID();
   return {
     refuse: {
       status: error.status,
-      headers: { 'X-Request-Id': requestId, 'Retry-After': String(error.details.retry_after_seconds) },
+      headers: { 'X-Request-Id': requestId, 'X-Content-Type-Options': 'nosniff', ...headers },
       body: JSON.stringify(errorPayload(error.code, error.message, error.details, requestId)),
     },
   };

@@ -52,6 +52,19 @@ export const STARTUP_OPTIONS = {
   },
   update_check_timeout: { type: 'integer', default: 3, env: 'UPDATE_CHECK_TIMEOUT', min: 1, max: 30, description: 'Seconds before an unreachable update source counts as "no update"' },
   trust_proxy: { type: 'boolean', default: false, env: 'TRUST_PROXY', description: 'Behind a reverse proxy: take the client address from X-Forwarded-For (rate limits count per client address)' },
+  allowed_origins: {
+    type: 'string',
+    default: '',
+    env: 'ALLOWED_ORIGINS',
+    description:
+      'Web pages of other origins that may change things and read answers (comma-separated): `http://host:port`, `:1880` for this host on port 1880, `*` for any. Others get 403 ORIGIN_NOT_ALLOWED',
+  },
+  allowed_hosts: {
+    type: 'string',
+    default: '',
+    env: 'ALLOWED_HOSTS',
+    description: 'Host names the service answers to besides IP addresses, localhost, this machine\'s names and single-label or .local names (comma-separated; `.example.com` for a domain, `*` for any). Others get 421 HOST_NOT_ALLOWED',
+  },
 } as const satisfies Record<string, SettingDef>;
 
 /** Stored in the database; the environment variable is the default until a value is set through the API. */
@@ -155,6 +168,8 @@ export interface StartupOptions {
   update_check_url: string;
   update_check_timeout: number;
   trust_proxy: boolean;
+  allowed_origins: string;
+  allowed_hosts: string;
 }
 
 export function startupOptions(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Record<keyof StartupOptions, string>> = {}): StartupOptions {

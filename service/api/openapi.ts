@@ -27,7 +27,9 @@ const ERROR_TEXT: Record<number, string> = {
   404: 'Not found',
   409: 'Conflict',
   413: 'Body too large (PAYLOAD_TOO_LARGE)',
+  403: 'A web page of another origin (ORIGIN_NOT_ALLOWED; see ALLOWED_ORIGINS)',
   415: 'Unsupported body charset or encoding (UNSUPPORTED_MEDIA_TYPE)',
+  421: 'Host name not served here (HOST_NOT_ALLOWED; see ALLOWED_HOSTS)',
   422: 'Invalid body (VALIDATION_ERROR)',
   429: 'Too many requests (RATE_LIMIT_EXCEEDED; only while rate_limit_enabled is on)',
   500: 'Server or database error',
@@ -55,6 +57,8 @@ export interface OpenApiInfo {
   extraPaths?: Record<string, unknown>;
   /** Every operation may answer 429 (the main service with rate_limit_enabled). */
   rateLimited?: boolean;
+  /** Host and Origin checks apply (the main service): 421 everywhere, 403 on state-changing operations. */
+  browserGuarded?: boolean;
 }
 
 /** The headers of a rate-limited answer (and of every answer while limits are on). */
@@ -70,7 +74,10 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
   const tags = new Set<string>();
   for (const route of routes) {
     tags.add(route.tag);
-    const errorStatuses = new Set<number>([500, 503, ...(route.errors ?? [])]);
+    // Any request can name a foreign Host (421); a state-changing one can come from a foreign page (403).
+    const errorStatuses = new Set<number>([421, 500, 503, ...(route.errors ?? [])]);
+    if (info.browserGuarded && route.method !== 'get') errorStatuses.add(403);
+    if (!info.browserGuarded) errorStatuses.delete(421);
     if (route.params || route.query) errorStatuses.add(400);
     // A body can also fail before validation: undecodable (400), over the limit (413), an unknown charset or encoding (415).
     if (route.body || route.rawBody) [400, 413, 415, 422].forEach((code) => errorStatuses.add(code));
@@ -115,6 +122,8 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
         'Real-time updates: a plain WebSocket at `/ws` carrying JSON frames `{type, timestamp, data}` ' +
         '(`printer_status`, `job_update`, `job_auto_created`, `file_update`, `system_alert`); send ' +
         '`{"type":"subscribe","printer_ids":["..."]}` to narrow printer events. No authentication: deploy on a trusted LAN. ' +
+        'Web pages of other origins may not change anything (403 `ORIGIN_NOT_ALLOWED` unless listed in `ALLOWED_ORIGINS`), and host names ' +
+        'other than IP addresses, localhost and this machine\'s names get 421 `HOST_NOT_ALLOWED` (unless listed in `ALLOWED_HOSTS`). ' +
         'Rate limits are off by default; with the setting `rate_limit_enabled` each client IP gets 1000 requests per hour, ' +
         '120 status requests (printer list and detail, download status) per minute, 50 file downloads and 10 `/ws` connections at once, ' +
         'announced in `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix time) and refused with 429 `RATE_LIMIT_EXCEEDED`.',
