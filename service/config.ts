@@ -95,7 +95,7 @@ export const RUNTIME_SETTINGS = {
     description: 'Per-client-IP limits: 1000 requests/hour, 120 status requests/minute, 50 file downloads and 10 /ws connections at once (429 RATE_LIMIT_EXCEEDED)',
   },
   usage_stats_endpoint: { type: 'url', default: 'https://stats.printfarm.invalid/submit', env: 'USAGE_STATS_ENDPOINT', description: 'Aggregation service submit address' },
-  usage_stats_api_key: { type: 'string', default: '', env: 'USAGE_STATS_API_KEY', secret: true, description: 'X-API-Key sent with usage statistics' },
+  usage_stats_api_key: { type: 'string', default: '', env: 'USAGE_STATS_API_KEY', secret: true, description: 'X-API-Key sent with usage statistics; bound to its endpoint: a new usage_stats_endpoint set through the API clears it unless the same request sets a new key' },
   usage_stats_timeout: { type: 'integer', default: 10, env: 'USAGE_STATS_TIMEOUT', min: 5, max: 60, description: 'Seconds per submission attempt' },
   usage_stats_retry_count: { type: 'integer', default: 3, env: 'USAGE_STATS_RETRY_COUNT', min: 0, max: 10, description: 'Retries of a failed submission' },
   usage_stats_submission_interval_days: { type: 'integer', default: 7, env: 'USAGE_STATS_SUBMISSION_INTERVAL_DAYS', min: 1, max: 30, description: 'Days between automatic submissions' },
