@@ -159,7 +159,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     throw err;
   });
   const storage = new FileStorage(dataDir);
-  const files = new FileCatalog(store, fleet, storage, new DownloadManager(store, fleet, storage, bus, log, options.downloads), log);
+  const files = new FileCatalog(store, fleet, storage, new DownloadManager(store, fleet, storage, bus, log, { maxBytes: config.max_download_size_mb * 1024 * 1024, ...options.downloads }), log);
   const ideas = new IdeaService(store, bus, log, options.ideas);
   const retention = new HistoryRetention(store, settings, log);
   context = {

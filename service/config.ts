@@ -52,6 +52,14 @@ export const STARTUP_OPTIONS = {
   },
   update_check_timeout: { type: 'integer', default: 3, env: 'UPDATE_CHECK_TIMEOUT', min: 1, max: 30, description: 'Seconds before an unreachable update source counts as "no update"' },
   trust_proxy: { type: 'boolean', default: false, env: 'TRUST_PROXY', description: 'Behind a reverse proxy: take the client address from X-Forwarded-For (rate limits count per client address)' },
+  max_download_size_mb: {
+    type: 'integer',
+    default: 2048,
+    env: 'MAX_DOWNLOAD_SIZE_MB',
+    min: 1,
+    max: 1_048_576,
+    description: 'Largest printer file downloaded to local storage (MiB); larger files get 413 FILE_TOO_LARGE, or fail with reason too_large when the printer under-reported the size',
+  },
   allowed_origins: {
     type: 'string',
     default: '',
@@ -168,6 +176,7 @@ export interface StartupOptions {
   update_check_url: string;
   update_check_timeout: number;
   trust_proxy: boolean;
+  max_download_size_mb: number;
   allowed_origins: string;
   allowed_hosts: string;
 }

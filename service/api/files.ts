@@ -23,6 +23,7 @@ import {
   ThumbnailResult,
   UploadResult,
 } from '../schemas/files';
+import { EmptyBody } from '../schemas/usage';
 import { ApiError, notFound } from './errors';
 import { defineRoute, Reply, type AnyRoute } from './route';
 
@@ -234,6 +235,7 @@ export function fileRoutes({ files, fleet, store, previews }: ServiceContext): A
       path: '/files/{file_id}',
       tag: 'Files',
       summary: 'Delete the local copy (the printer copy is untouched)',
+      description: 'A running download of the file is cancelled first (its partial bytes are removed).',
       params: FileIdParams,
       response: FileDeleted,
       errors: [409],
@@ -261,11 +263,11 @@ export function fileRoutes({ files, fleet, store, previews }: ServiceContext): A
       tag: 'Files',
       summary: 'Download a printer file to local storage (in the background)',
       description:
-        'Answers 202 at once; follow GET /files/{file_id}/download/status or file_update frames on /ws. A second request while the file is downloading joins the running task. 502 PRINTER_OFFLINE when the printer is not connected.',
+        'Answers 202 at once; follow GET /files/{file_id}/download/status or file_update frames on /ws. A second request while the file is downloading joins the running task. 502 PRINTER_OFFLINE when the printer is not connected; 413 FILE_TOO_LARGE when the file is larger than MAX_DOWNLOAD_SIZE_MB. Stop it with POST /files/{file_id}/download/cancel.',
       params: FileIdParams,
       status: 202,
       response: DownloadStarted,
-      errors: [409, 502],
+      errors: [409, 413, 502],
       async handler({ params }) {
         const f = await files.require(params.file_id);
         if (!f.printer_id || !f.printer_path) {
@@ -280,6 +282,24 @@ export function fileRoutes({ files, fleet, store, previews }: ServiceContext): A
           estimated_duration: f.file_size ? Math.max(1, Math.round(f.file_size / (2 * 1024 * 1024))) : null,
           started_at: task.started_at,
         });
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/files/{file_id}/download/cancel',
+      tag: 'Files',
+      summary: 'Stop the running download of a file',
+      description:
+        'The partial bytes are removed; an earlier complete copy stays (the file is `downloaded` again, else `available`). Answers the ended task (status `cancelled`); 409 NO_DOWNLOAD_RUNNING when nothing runs. No body (or `{}`).',
+      params: FileIdParams,
+      body: EmptyBody,
+      response: DownloadStatus,
+      errors: [409],
+      async handler({ params }) {
+        await files.require(params.file_id);
+        const task = await files.downloads.cancel(params.file_id);
+        if (!task) throw new ApiError(409, 'NO_DOWNLOAD_RUNNING', `No download of file "${params.file_id}" is running`, { file_id: params.file_id });
+        return task;
       },
     }),
     defineRoute({

@@ -144,8 +144,14 @@ export class FileCatalog {
 
   /** Removes the local copy only: a printer file goes back to `available`, a local-only file is gone. */
   async deleteLocal(id: string) {
-    const f = await this.require(id);
+    let f = await this.require(id);
+    // Deleting a file that is being downloaded stops the download (a drip-feeding printer must not pin it).
+    const cancelled = f.status === 'downloading' && (await this.downloads.cancel(id)) !== undefined;
+    if (cancelled) f = await this.require(id);
     if (f.status === 'downloading') throw new ApiError(409, 'FILE_BUSY', `File "${id}" is being downloaded`, { file_id: id });
+    if (cancelled && !f.local_path) {
+      return { id, message: 'Download cancelled; the file stays on the printer', status: 'available' as FileStatus, deleted_at: nowIso() };
+    }
     if (!f.local_path && f.status !== 'local') {
       throw new ApiError(409, 'NO_LOCAL_COPY', `File "${id}" has no local copy to delete`, { file_id: id, status: f.status });
     }
@@ -280,7 +286,11 @@ export class FileCatalog {
     await this.downloads.start(file);
     const task = await this.downloads.wait(file.id);
     if (task?.status !== 'completed') {
-      throw new ApiError(502, 'DOWNLOAD_FAILED', `Download of ${file.filename} failed: ${task?.error ?? 'unknown error'}`, { file_id: file.id, printer_id: printerId });
+      throw new ApiError(502, 'DOWNLOAD_FAILED', `Download of ${file.filename} failed: ${task?.error ?? 'unknown error'}`, {
+        file_id: file.id,
+        printer_id: printerId,
+        reason: task?.reason ?? null,
+      });
     }
     return answer('success', (await this.store.files.get(file.id)) ?? file, 'Downloaded');
   }

@@ -630,6 +630,12 @@ export class PrusaSimulator {
       if (timer) this.timers.delete(timer);
       timer = null;
       if (res.destroyed) return;
+      // /stall mid-transfer: the connection stays open and silent (a printer that hangs during a download).
+      if (this.stalled) {
+        timer = setTimeout(step, 50);
+        this.timers.add(timer);
+        return;
+      }
       const chunk = data.subarray(offset, offset + slice);
       offset += chunk.length;
       if (offset >= data.length) return void res.end(chunk);
