@@ -14,6 +14,7 @@ import { normaliseFileName, printFileName } from '../monitoring/print-identity';
 import type { Fleet } from '../printers/fleet';
 import { nowIso } from '../util/time';
 import type { DownloadManager } from './downloads';
+import { moveCopiesToLayout } from './layout-migration';
 import { fileTypeOf, printerFileId, sha256File, type FileStorage } from './storage';
 
 const STATUS_ICON: Record<FileStatus, string> = { available: '☁️', downloading: '⏬', downloaded: '✅', local: '💾', error: '⚠️' };
@@ -40,7 +41,10 @@ export class FileCatalog {
     const swept = this.storage.sweepPartials();
     if (swept) this.log.info({ removed: swept }, 'removed partial downloads left by an interrupted run');
     // Runs before any printer is connected (fleet.start() comes after), so no download of this run can race it.
-    this.recovering = this.downloads.recoverInterrupted().then(
+    this.recovering = moveCopiesToLayout(this.store, this.storage, this.log)
+      .catch((err) => this.log.error({ err }, 'could not move local copies to the current layout'))
+      .then(() => this.downloads.recoverInterrupted())
+      .then(
       (n) => n && this.log.info({ files: n }, 'reset files left downloading by an interrupted run'),
       (err) => this.log.error({ err }, 'could not reset files left downloading by an interrupted run'),
     );
@@ -155,7 +159,7 @@ export class FileCatalog {
     if (!f.local_path && f.status !== 'local') {
       throw new ApiError(409, 'NO_LOCAL_COPY', `File "${id}" has no local copy to delete`, { file_id: id, status: f.status });
     }
-    if (f.local_path && this.storage.owns(f.local_path)) fs.rmSync(f.local_path, { force: true });
+    if (f.local_path) this.storage.removeCopy(f.local_path);
     const now = nowIso();
     if (f.printer_id) {
       await this.store.files.update(id, { status: 'available', local_path: null, checksum: null, downloaded_at: null, updated_at: now });

@@ -182,7 +182,7 @@ export class DownloadManager {
 
   private async run(file: FileRecord, task: DownloadTask, signal: AbortSignal): Promise<void> {
     const attempts = this.options.attempts ?? 3;
-    const target = this.storage.printerCopy(file.printer_id!, file.filename);
+    const target = this.storage.printerCopy(file.id, file.filename);
     for (let attempt = 1; ; attempt++) {
       task.attempt = attempt;
       const temp = this.storage.tempFor(target);

@@ -131,7 +131,7 @@ export class PrusaSimulator {
     this.name = options.name ?? `Prusa ${this.model} (simulated)`;
     this.id = options.id ?? '';
     this.printer = new SimPrinter(options.speed ?? 1, options.printSeconds ?? 600);
-    for (const f of options.files ?? seedFiles()) this.storage.write([f.name], f.data);
+    for (const f of options.files ?? seedFiles()) this.storage.write(f.name.split('/'), f.data);
   }
 
   static async start(options: PrusaSimulatorOptions = {}): Promise<PrusaSimulator> {
