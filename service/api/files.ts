@@ -1,4 +1,4 @@
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import Busboy from 'busboy';
 import fs from 'node:fs';
 import type { ServiceContext } from '../context';
@@ -33,6 +33,7 @@ import { defineRoute, Reply, type AnyRoute } from './route';
  */
 function readUpload(
   req: Request,
+  res: Response,
   store: (name: string, stream: NodeJS.ReadableStream) => Promise<string>,
   discard: (id: string) => Promise<unknown>,
 ): Promise<string> {
@@ -61,7 +62,13 @@ function readUpload(
       }
       seen = true;
       result = store(info.filename || 'upload', stream);
-      result.catch(() => stream.resume());
+      result.catch((err) => {
+        // Storing failed (a full disk): answer now. The rest of the body is never read (busboy would wait
+        // forever on the file stream the failed write destroyed), so the connection closes after the answer.
+        req.unpipe(busboy);
+        res.setHeader('Connection', 'close');
+        reject(err);
+      });
     });
     let broken = false;
     busboy.on('error', (err: Error) => {
@@ -167,14 +174,15 @@ export function fileRoutes({ files, fleet, store, previews }: ServiceContext): A
       path: '/files/upload',
       tag: 'Files',
       summary: 'Upload a local file (multipart/form-data, field "file")',
-      description: `Print and model files (.3mf, .gcode, .bgcode, .stl, .obj) up to ${MAX_UPLOAD_BYTES / 1024 / 1024} MB; stored under DATA_DIR/files/local.`,
+      description: `Print and model files (.3mf, .gcode, .bgcode, .stl, .obj) up to ${MAX_UPLOAD_BYTES / 1024 / 1024} MB; stored under DATA_DIR/files/local. 507 STORAGE_FULL when the disk is full (nothing is kept).`,
       rawBody: { contentType: 'multipart/form-data', schema: { type: 'object', properties: { file: { type: 'string', format: 'binary' } }, required: ['file'] } },
       status: 201,
       response: UploadResult,
-      errors: [413],
-      async handler({ req }) {
+      errors: [413, 507],
+      async handler({ req, res }) {
         const id = await readUpload(
           req,
+          res,
           (name, stream) => files.storeUpload(name, stream as never),
           (stored) => files.deleteLocal(stored),
         );

@@ -35,6 +35,7 @@ const ERROR_TEXT: Record<number, string> = {
   500: 'Server or database error',
   502: 'Printer communication error',
   503: 'Starting up or shutting down',
+  507: 'Local storage is full (STORAGE_FULL)',
 };
 
 function parameters(schema: z.ZodType | undefined, where: 'path' | 'query') {

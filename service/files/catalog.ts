@@ -12,6 +12,7 @@ import type { Store } from '../db';
 import type { FileRecord, FileStatus, PrinterFileEntry } from '../db/repositories/files';
 import { normaliseFileName, printFileName } from '../monitoring/print-identity';
 import type { Fleet } from '../printers/fleet';
+import { storageFullCode } from '../util/storage-errors';
 import { nowIso } from '../util/time';
 import type { DownloadManager } from './downloads';
 import { moveCopiesToLayout } from './layout-migration';
@@ -253,6 +254,11 @@ export class FileCatalog {
       if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()));
       fs.rmSync(temp, { force: true });
       fs.rmSync(target, { force: true });
+      const diskCode = storageFullCode(err);
+      if (diskCode) {
+        this.log.error({ code: diskCode, filename: name, folder: this.storage.root }, 'upload refused: local storage full');
+        throw new ApiError(507, 'STORAGE_FULL', `Local storage is full (${diskCode}); free space in the data folder and try again`, { code: diskCode });
+      }
       throw err;
     }
   }
