@@ -104,7 +104,17 @@ export function fileRoutes({ files, fleet, store, previews }: ServiceContext): A
       params: FileIdParams,
       response: ThumbnailResult,
       errors: [409],
-      handler: ({ params }) => previews.run(params.file_id, action),
+      handler({ params, res }) {
+        // A client that leaves stops the work (unless another request waits for the same preview).
+        const gone = new AbortController();
+        res.once('close', () => {
+          if (!res.writableFinished) gone.abort();
+        });
+        return previews.run(params.file_id, action, gone.signal).catch((err) => {
+          if (gone.signal.aborted) return undefined;
+          throw err;
+        });
+      },
     });
   return [
     preview('extract', 'thumbnail/extract', 'Extract the embedded thumbnail (3MF, BGCode, G-code)'),
