@@ -63,8 +63,10 @@ function readUpload(
       seen = true;
       result = store(info.filename || 'upload', stream);
       result.catch((err) => {
-        // Storing failed (a full disk): answer now. The rest of the body is never read (busboy would wait
-        // forever on the file stream the failed write destroyed), so the connection closes after the answer.
+        // A broken form is answered once busboy says why (its 'error' below), as before.
+        if (!(err instanceof ApiError && err.status === 507)) return void stream.resume();
+        // The disk is full: answer now. The rest of the body is never read (busboy would wait forever on
+        // the file stream the failed write destroyed), so the connection closes after the answer.
         req.unpipe(busboy);
         res.setHeader('Connection', 'close');
         reject(err);
