@@ -11,7 +11,9 @@ import { createApi, type Phase } from './api';
 import { BrowserGuard, parseList } from './api/browser-guard';
 import { answerClientError, errorPayload, type ApiError } from './api/errors';
 import { clientAddress, RateLimiter, type RateLimits } from './api/rate-limit';
-import { runtimeDefaults, startupOptions, VERSION, type StartupOptions } from './config';
+import { authorize } from './api/auth';
+import { TOKENS_FILE, TokenRegistry } from './auth/tokens';
+import { ConfigError, runtimeDefaults, startupOptions, VERSION, type StartupOptions } from './config';
 import type { ServiceContext } from './context';
 import { DB_FILENAME, openStore, type Store } from './db';
 import { EventBus } from './events';
@@ -128,7 +130,14 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     allowedHosts: [...parseList(config.allowed_hosts), ...(options.allowedHosts ?? [])],
     trustProxy: config.trust_proxy,
   });
-  const api = createApi(log, () => phase, { metrics, limiter, trustProxy: config.trust_proxy, guard });
+  let tokens: TokenRegistry;
+  try {
+    tokens = new TokenRegistry(dataDir, config.auth_tokens);
+  } catch (err) {
+    metrics.close();
+    throw new ConfigError(`access control: ${(err as Error).message} (AUTH_TOKENS or ${path.join(dataDir, TOKENS_FILE)})`);
+  }
+  const api = createApi(log, () => phase, { metrics, limiter, trustProxy: config.trust_proxy, guard, tokens });
   const server = http.createServer(api.app);
   server.on('clientError', answerClientError);
   // Listen first: a request that arrives while the database opens gets a 503, not a refused connection.
@@ -182,7 +191,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     ideas,
   };
   api.mount(context);
-  realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs, admit: (req) => admitWebSocket(guard, limiter, req, config.trust_proxy) });
+  realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs, admit: (req) => admitWebSocket(guard, tokens, limiter, req, config.trust_proxy) });
   realtime.attach(server);
   phase = 'ready';
   usage.start();
@@ -194,7 +203,13 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const { port } = server.address() as AddressInfo;
   const shownHost = ['0.0.0.0', '::'].includes(config.host) ? 'localhost' : config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${shownHost}:${port}`;
-  log.info({ url, data_dir: dataDir, version: VERSION }, 'printfarm service ready');
+  log.info({ url, data_dir: dataDir, version: VERSION, access_control: tokens.enabled }, 'printfarm service ready');
+  if (!tokens.enabled && !isLoopback(config.host)) {
+    log.warn(
+      { host: config.host, port },
+      `the API is open: anyone who can reach port ${port} on ${config.host === '0.0.0.0' || config.host === '::' ? 'any address of this machine' : config.host} can control the printers and read their access codes; set HOST=127.0.0.1, or AUTH_TOKENS / printfarm token create (see README, Security)`,
+    );
+  }
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -225,13 +240,19 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   return { url, port, server, context, close };
 }
 
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\./.test(host);
+}
+
 /**
  * A /ws upgrade is refused like any other request, with the error body: a foreign Host (421) or another
  * site's page (403: browsers always send Origin on WebSocket upgrades), then the per-client limit (429).
  */
-function admitWebSocket(guard: BrowserGuard, limiter: RateLimiter, req: http.IncomingMessage, trustProxy: boolean) {
+function admitWebSocket(guard: BrowserGuard, tokens: TokenRegistry, limiter: RateLimiter, req: http.IncomingMessage, trustProxy: boolean) {
   const refusal = guard.check(req, true);
   if (refusal) return refuseUpgrade(refusal, {});
+  const auth = authorize(tokens, req, 'viewer', true);
+  if ('error' in auth) return refuseUpgrade(auth.error, auth.error.status === 401 ? { 'WWW-Authenticate': 'Bearer realm="printfarm"' } : {});
   const admission = limiter.admitWebSocket(clientAddress(req, trustProxy));
   if ('release' in admission) return admission;
   return refuseUpgrade(admission.error, { 'Retry-After': String(admission.error.details.retry_after_seconds) });

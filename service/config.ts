@@ -60,6 +60,14 @@ export const STARTUP_OPTIONS = {
     max: 1_048_576,
     description: 'Largest printer file downloaded to local storage (MiB); larger files get 413 FILE_TOO_LARGE, or fail with reason too_large when the printer under-reported the size',
   },
+  auth_tokens: {
+    type: 'string',
+    default: '',
+    env: 'AUTH_TOKENS',
+    secret: true,
+    description:
+      'Turns on access control: `role:token` pairs (comma-separated; roles viewer, operator, admin; tokens of 16+ characters). Tokens made with `printfarm token create` count too. Empty and no tokens: the API is open',
+  },
   allowed_origins: {
     type: 'string',
     default: '',
@@ -177,6 +185,7 @@ export interface StartupOptions {
   update_check_timeout: number;
   trust_proxy: boolean;
   max_download_size_mb: number;
+  auth_tokens: string;
   allowed_origins: string;
   allowed_hosts: string;
 }

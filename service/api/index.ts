@@ -7,6 +7,8 @@ import { randomUUID } from 'node:crypto';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { ServiceContext } from '../context';
+import type { TokenRegistry } from '../auth/tokens';
+import { routeAuth } from './auth';
 import type { BrowserGuard } from './browser-guard';
 import { docsRouter } from './docs';
 import type { ServiceMetrics } from '../system/metrics';
@@ -88,9 +90,11 @@ export interface ApiOptions {
   trustProxy?: boolean;
   /** Host and Origin checks, nosniff (see browser-guard.ts). */
   guard: BrowserGuard;
+  /** Bearer tokens of the optional access control (off while there are none). */
+  tokens: TokenRegistry;
 }
 
-export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, trustProxy = false, guard }: ApiOptions): Api {
+export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, trustProxy = false, guard, tokens }: ApiOptions): Api {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -127,6 +131,7 @@ export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, t
         version: ctx.version,
         rateLimited: true,
         browserGuarded: true,
+        bearerAuth: { openRoutes: ['get /health', 'get /openapi.json'] },
         extraPaths: {
           '/ws': {
             get: {
@@ -138,6 +143,7 @@ export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, t
               responses: {
                 '101': { description: 'Switching protocols' },
                 '403': { description: 'ORIGIN_NOT_ALLOWED: a web page of another origin (see ALLOWED_ORIGINS)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+                '401': { description: 'UNAUTHORIZED: access control is on and no known token came (Authorization: Bearer, or ?access_token= for browsers)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
                 '404': { description: 'Not a WebSocket upgrade' },
                 '421': { description: 'HOST_NOT_ALLOWED: a host name not served here (see ALLOWED_HOSTS)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
                 '429': { description: 'RATE_LIMIT_EXCEEDED: this client has 10 connections open (only with rate_limit_enabled)' },
@@ -162,7 +168,15 @@ export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, t
         },
       });
       const api = express.Router();
-      mountRoutes(api, routes, { prefix: API_BASE, before: (route) => routeLimiter(limiter, route.method, route.path) });
+      mountRoutes(api, routes, {
+        prefix: API_BASE,
+        before: (route) => {
+          // The token first: a refused client costs no rate-limit count.
+          const auth = routeAuth(tokens, route);
+          const limit = routeLimiter(limiter, route.method, route.path);
+          return limit ? (req, res, next) => auth(req, res, (err?: unknown) => (err ? next(err) : limit(req, res, next))) : auth;
+        },
+      });
       inner.use(API_BASE, api);
       // Off the /api/v1 prefix and outside the rate limits: scrapers come often and from one address.
       inner.get(METRICS_PATH, async (_req, res) => {

@@ -23,11 +23,12 @@ const TAG_TEXT: Record<string, string> = {
 };
 
 const ERROR_TEXT: Record<number, string> = {
+  401: 'No or an unknown bearer token (UNAUTHORIZED; only with access control on)',
   400: 'Invalid path or query parameters (VALIDATION_ERROR), a body that cannot be decoded, or an unusable configuration',
   404: 'Not found',
   409: 'Conflict',
   413: 'Body too large (PAYLOAD_TOO_LARGE)',
-  403: 'A web page of another origin (ORIGIN_NOT_ALLOWED; see ALLOWED_ORIGINS)',
+  403: 'A web page of another origin (ORIGIN_NOT_ALLOWED; see ALLOWED_ORIGINS), or a role too low for this (FORBIDDEN; only with access control on)',
   415: 'Unsupported body charset or encoding (UNSUPPORTED_MEDIA_TYPE)',
   421: 'Host name not served here (HOST_NOT_ALLOWED; see ALLOWED_HOSTS)',
   422: 'Invalid body (VALIDATION_ERROR)',
@@ -60,6 +61,8 @@ export interface OpenApiInfo {
   rateLimited?: boolean;
   /** Host and Origin checks apply (the main service): 421 everywhere, 403 on state-changing operations. */
   browserGuarded?: boolean;
+  /** Optional bearer tokens (the main service): 401/403 on every operation but the open ones ("get /health"). */
+  bearerAuth?: { openRoutes: string[] };
 }
 
 /** The headers of a rate-limited answer (and of every answer while limits are on). */
@@ -79,6 +82,8 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
     const errorStatuses = new Set<number>([421, 500, 503, ...(route.errors ?? [])]);
     if (info.browserGuarded && route.method !== 'get') errorStatuses.add(403);
     if (!info.browserGuarded) errorStatuses.delete(421);
+    const open = info.bearerAuth?.openRoutes.includes(`${route.method} ${route.path}`) ?? true;
+    if (!open) [401, 403].forEach((code) => errorStatuses.add(code));
     if (route.params || route.query) errorStatuses.add(400);
     // A body can also fail before validation: undecodable (400), over the limit (413), an unknown charset or encoding (415).
     if (route.body || route.rawBody) [400, 413, 415, 422].forEach((code) => errorStatuses.add(code));
@@ -107,6 +112,7 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
       summary: route.summary,
       ...(route.description ? { description: route.description } : {}),
       operationId: `${route.method}${fullPath.replace(/\/api\/v1/, '').replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
+      ...(info.bearerAuth && open ? { security: [] } : {}),
       parameters: [...parameters(route.params, 'path'), ...parameters(route.query, 'query')],
       ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } } } : {}),
       ...(route.rawBody ? { requestBody: { required: true, content: { [route.rawBody.contentType]: { schema: route.rawBody.schema } } } } : {}),
@@ -131,10 +137,23 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     servers: [{ url: '/', description: 'This service' }],
-    // The API is open by design (spec section 5: trusted LAN, no authentication).
-    security: [],
+    // Open by design (spec section 5: trusted LAN); with AUTH_TOKENS or `printfarm token create` a bearer token is needed.
+    security: info.bearerAuth ? [{}, { bearerAuth: [] }] : [],
     tags: [...tags, 'Real-time'].sort().map((name) => ({ name, description: TAG_TEXT[name] ?? name })),
     paths: { ...paths, ...(info.extraPaths ?? {}) },
-    components: { schemas: { Error: jsonSchema(ErrorBody, 'output') } },
+    components: {
+      schemas: { Error: jsonSchema(ErrorBody, 'output') },
+      ...(info.bearerAuth
+        ? {
+            securitySchemes: {
+              bearerAuth: {
+                type: 'http',
+                scheme: 'bearer',
+                description: 'Only when access control is on (AUTH_TOKENS or `printfarm token create`): viewer reads, operator also controls, admin also configures.',
+              },
+            },
+          }
+        : {}),
+    },
   };
 }

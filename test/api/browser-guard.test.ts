@@ -134,11 +134,12 @@ describe('browser guard (default configuration)', () => {
     }
   });
 
-  test('the OpenAPI document lists 403 on state-changing operations and 421 everywhere', async () => {
+  test('the OpenAPI document lists 403 on state-changing operations and 421 everywhere (not 403 on the open /health)', async () => {
     const doc = (await h.get('/api/v1/openapi.json')).body;
     expect(Object.keys(doc.paths['/api/v1/settings'].put.responses)).toEqual(expect.arrayContaining(['403', '421']));
     expect(Object.keys(doc.paths['/api/v1/printers'].get.responses)).toContain('421');
-    expect(Object.keys(doc.paths['/api/v1/printers'].get.responses)).not.toContain('403');
+    expect(Object.keys(doc.paths['/api/v1/health'].get.responses)).toContain('421');
+    expect(Object.keys(doc.paths['/api/v1/health'].get.responses)).not.toContain('403');
   });
 });
 
