@@ -9,6 +9,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { driverFactory } from '../../service/printers/drivers';
+import { BambuSimulator } from '../../service/simulators/bambu';
 import { PrusaSimulator } from '../../service/simulators/prusa/simulator';
 import { startService, tempDir, type Harness } from '../helpers/service';
 import { control, until } from '../helpers/farm';
@@ -128,6 +129,43 @@ function smallDisk(dir: string, kb: number): (() => void) | null {
 }
 
 describe('download onto a full disk', () => {
+  test('over Bambu FTPS too: the transfer ends at the write error (no wait on back-pressure), reason disk_full', async () => {
+    const dataDir = tempDir();
+    const unmount = smallDisk(path.join(dataDir, 'files'), 256);
+    if (!unmount) {
+      console.warn('skipped: cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN)');
+      fs.rmSync(dataDir, { recursive: true, force: true });
+      return;
+    }
+    const bambu = await BambuSimulator.start({ id: 'dl-bambu', speed: 50 });
+    bambu.storage.put('/big.gcode.3mf', Buffer.alloc(2 * MB, 0x33));
+    let h: Harness | undefined;
+    try {
+      h = await startService(
+        {
+          driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),
+          fleet: { watchdogMs: 60_000, commandTimeoutMs: 20_000, pollMs: 200, connectTimeoutMs: 4000 },
+          downloads: { attempts: 3, retryDelayMs: 50, frameIntervalMs: 20, stallTimeoutMs: 20_000 },
+        },
+        dataDir,
+      );
+      await h.post('/api/v1/printers', bambu.printerConfig());
+      const id = await until(async () => {
+        const files = (await h!.get('/api/v1/files?printer_id=dl-bambu&limit=100')).body.files as { id: string; filename: string }[];
+        return files.find((f) => f.filename === 'big.gcode.3mf')?.id;
+      }, 'the big file listed');
+      expect((await h.post(`/api/v1/files/${id}/download`)).status).toBe(202);
+      const task = await h.service.context.files.downloads.wait(id);
+      expect(task).toMatchObject({ status: 'failed', reason: 'disk_full', attempt: 1, error: expect.stringMatching(/local storage full \((ENOSPC|EFBIG)\)/) });
+      expect(partials(path.join(dataDir, 'files'))).toEqual([]);
+    } finally {
+      await h?.stop();
+      await bambu.close();
+      unmount();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   test('fails at once as DOWNLOAD_FAILED with reason disk_full, not retried, not blamed on the printer', async () => {
     const dataDir = tempDir();
     const unmount = smallDisk(path.join(dataDir, 'files'), 256);
