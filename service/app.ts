@@ -135,6 +135,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     tokens = new TokenRegistry(dataDir, config.auth_tokens);
   } catch (err) {
     metrics.close();
+    limiter.close();
     throw new ConfigError(`access control: ${(err as Error).message} (AUTH_TOKENS or ${path.join(dataDir, TOKENS_FILE)})`);
   }
   const api = createApi(log, () => phase, { metrics, limiter, trustProxy: config.trust_proxy, guard, tokens });
@@ -151,6 +152,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
 
   const { store, settings } = await openStorage(dataDir, env).catch(async (err) => {
     metrics.close();
+    limiter.close();
     await new Promise((resolve) => server.close(resolve));
     throw err;
   });
@@ -163,6 +165,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   });
   const usage = await UsageService.create({ store, bus, settings, log, version: VERSION }, options.usageStats).catch(async (err) => {
     metrics.close();
+    limiter.close();
     await store.close();
     await new Promise((resolve) => server.close(resolve));
     throw err;
@@ -233,6 +236,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       clearTimeout(cut);
       await store.close();
       metrics.close();
+      limiter.close();
       log.info('printfarm service stopped');
       log.flush?.();
     })());

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
-import { ApiError, notFound } from '../api/errors';
+import { DomainError, notFound } from '../errors';
 import type { Store } from '../db';
 import type { FileRecord, FileStatus, PrinterFileEntry } from '../db/repositories/files';
 import { normaliseFileName, printFileName } from '../monitoring/print-identity';
@@ -153,12 +153,12 @@ export class FileCatalog {
     // Deleting a file that is being downloaded stops the download (a drip-feeding printer must not pin it).
     const cancelled = f.status === 'downloading' && (await this.downloads.cancel(id)) !== undefined;
     if (cancelled) f = await this.require(id);
-    if (f.status === 'downloading') throw new ApiError(409, 'FILE_BUSY', `File "${id}" is being downloaded`, { file_id: id });
+    if (f.status === 'downloading') throw new DomainError(409, 'FILE_BUSY', `File "${id}" is being downloaded`, { file_id: id });
     if (cancelled && !f.local_path) {
       return { id, message: 'Download cancelled; the file stays on the printer', status: 'available' as FileStatus, deleted_at: nowIso() };
     }
     if (!f.local_path && f.status !== 'local') {
-      throw new ApiError(409, 'NO_LOCAL_COPY', `File "${id}" has no local copy to delete`, { file_id: id, status: f.status });
+      throw new DomainError(409, 'NO_LOCAL_COPY', `File "${id}" has no local copy to delete`, { file_id: id, status: f.status });
     }
     if (f.local_path) this.storage.removeCopy(f.local_path);
     const now = nowIso();
@@ -210,7 +210,7 @@ export class FileCatalog {
   async storeUpload(name: string, body: Readable, limit = MAX_UPLOAD_BYTES) {
     const type = fileTypeOf(name);
     if (!ALLOWED_UPLOADS.includes(type)) {
-      throw new ApiError(422, 'VALIDATION_ERROR', `Invalid body: file: ${type} files are not print or model files`, {
+      throw new DomainError(422, 'VALIDATION_ERROR', `Invalid body: file: ${type} files are not print or model files`, {
         location: 'body',
         fields: [{ field: 'file', message: `allowed: ${ALLOWED_UPLOADS.join(', ')}`, code: 'invalid_type' }],
       });
@@ -222,7 +222,7 @@ export class FileCatalog {
     try {
       await pipeline(body, out);
       if ((body as Readable & { truncated?: boolean }).truncated) {
-        throw new ApiError(413, 'PAYLOAD_TOO_LARGE', `Upload exceeds ${limit} bytes`, { limit_bytes: limit });
+        throw new DomainError(413, 'PAYLOAD_TOO_LARGE', `Upload exceeds ${limit} bytes`, { limit_bytes: limit });
       }
       const checksum = await sha256File(temp);
       const size = fs.statSync(temp).size;
@@ -257,7 +257,7 @@ export class FileCatalog {
       const diskCode = storageFullCode(err);
       if (diskCode) {
         this.log.error({ code: diskCode, filename: name, folder: this.storage.root }, 'upload refused: local storage full');
-        throw new ApiError(507, 'STORAGE_FULL', `Local storage is full (${diskCode}); free space in the data folder and try again`, { code: diskCode });
+        throw new DomainError(507, 'STORAGE_FULL', `Local storage is full (${diskCode}); free space in the data folder and try again`, { code: diskCode });
       }
       throw err;
     }
@@ -296,7 +296,7 @@ export class FileCatalog {
     await this.downloads.start(file);
     const task = await this.downloads.wait(file.id);
     if (task?.status !== 'completed') {
-      throw new ApiError(502, 'DOWNLOAD_FAILED', `Download of ${file.filename} failed: ${task?.error ?? 'unknown error'}`, {
+      throw new DomainError(502, 'DOWNLOAD_FAILED', `Download of ${file.filename} failed: ${task?.error ?? 'unknown error'}`, {
         file_id: file.id,
         printer_id: printerId,
         reason: task?.reason ?? null,
@@ -309,7 +309,7 @@ export class FileCatalog {
   async localCopy(id: string): Promise<FileRecord & { local_path: string }> {
     const f = await this.require(id);
     if (!f.local_path || !this.storage.owns(f.local_path) || !fs.existsSync(f.local_path)) {
-      throw new ApiError(409, 'NO_LOCAL_COPY', `File "${id}" has no local copy; download it first`, { file_id: id, status: f.status });
+      throw new DomainError(409, 'NO_LOCAL_COPY', `File "${id}" has no local copy; download it first`, { file_id: id, status: f.status });
     }
     await this.store.files.update(id, { last_accessed: nowIso() });
     return f as FileRecord & { local_path: string };

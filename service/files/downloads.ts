@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { Store } from '../db';
 import type { FileRecord } from '../db/repositories/files';
 import type { EventBus } from '../events';
-import { ApiError } from '../api/errors';
+import { DomainError } from '../errors';
 import { DriverError, storageFullCode } from '../printers/driver';
 import type { Fleet } from '../printers/fleet';
 import { nowIso } from '../util/time';
@@ -100,7 +100,7 @@ export class DownloadManager {
     const running = this.tasks.get(file.id);
     if (running) return { task: running.task, joined: true };
     if (file.file_size > this.maxBytes) {
-      throw new ApiError(413, 'FILE_TOO_LARGE', `${file.filename} has ${file.file_size} bytes; downloads are limited to ${this.maxBytes} (MAX_DOWNLOAD_SIZE_MB)`, {
+      throw new DomainError(413, 'FILE_TOO_LARGE', `${file.filename} has ${file.file_size} bytes; downloads are limited to ${this.maxBytes} (MAX_DOWNLOAD_SIZE_MB)`, {
         file_id: file.id,
         file_size: file.file_size,
         limit_bytes: this.maxBytes,
