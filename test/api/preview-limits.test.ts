@@ -26,7 +26,13 @@ function heavy(): Buffer {
 
 describe('preview limits', () => {
   let h: Harness;
+  // Built before the service starts: seconds of synchronous work between two requests would let the
+  // server close the idle keep-alive connection just as fetch reuses it (ECONNRESET).
+  let million: Buffer;
+  let heavyFile: Buffer;
   beforeAll(async () => {
+    million = emptyBlocks(1_000_000);
+    heavyFile = heavy();
     h = await startService();
   });
   afterAll(() => h.close());
@@ -42,7 +48,7 @@ describe('preview limits', () => {
   const running = () => (h.service.context.previews as unknown as { running: Map<string, unknown> }).running;
 
   test('a BGCode of a million empty blocks gets a placeholder at once, with the reason', async () => {
-    const id = await upload('million.bgcode', emptyBlocks(1_000_000));
+    const id = await upload('million.bgcode', million);
     const res = await h.post(`/api/v1/files/${id}/preview`);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ success: false, message: expect.stringContaining('more than 100000 blocks') });
@@ -63,7 +69,7 @@ describe('preview limits', () => {
   });
 
   test('a client that leaves stops the work; nothing is stored for it', async () => {
-    const id = await upload('heavy.bgcode', heavy());
+    const id = await upload('heavy.bgcode', heavyFile);
     const client = new AbortController();
     const request = fetch(`${h.base}/api/v1/files/${id}/preview`, { method: 'POST', signal: client.signal }).catch((e: Error) => e);
     await until(() => running().size === 1, 'the preview to start');
