@@ -207,12 +207,8 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const shownHost = ['0.0.0.0', '::'].includes(config.host) ? 'localhost' : config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${shownHost}:${port}`;
   log.info({ url, data_dir: dataDir, version: VERSION, access_control: tokens.enabled }, 'printfarm service ready');
-  if (!tokens.enabled && !isLoopback(config.host)) {
-    log.warn(
-      { host: config.host, port },
-      `the API is open: anyone who can reach port ${port} on ${config.host === '0.0.0.0' || config.host === '::' ? 'any address of this machine' : config.host} can control the printers and read their access codes; set HOST=127.0.0.1, or AUTH_TOKENS / printfarm token create (see README, Security)`,
-    );
-  }
+  const exposed = exposureWarning(config.host, port, tokens.enabled);
+  if (exposed) log.warn({ host: config.host, port }, exposed);
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -244,8 +240,12 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   return { url, port, server, context, close };
 }
 
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127\./.test(host);
+/** The start-up warning when the API is open beyond this machine (null: nothing to say). */
+export function exposureWarning(host: string, port: number, accessControl: boolean): string | null {
+  const loopback = host === 'localhost' || host === '::1' || /^127\./.test(host);
+  if (accessControl || loopback) return null;
+  const where = host === '0.0.0.0' || host === '::' ? 'any address of this machine' : host;
+  return `the API is open: anyone who can reach port ${port} on ${where} can control the printers and read their access codes; set HOST=127.0.0.1, or AUTH_TOKENS / printfarm token create (see README, Security)`;
 }
 
 /**

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { createToken, TOKENS_FILE } from '../../service/auth/tokens';
+import { exposureWarning } from '../../service/app';
 import { main } from '../../service/cli';
 import { PrintfarmClient } from '../../service/client';
 import { prusa, startService, tempDir, type Harness } from '../helpers/service';
@@ -135,5 +136,22 @@ describe('tokens made with printfarm token create', () => {
   test('a bad AUTH_TOKENS entry stops the start with a clear message', async () => {
     await expect(startService({ env: { AUTH_TOKENS: 'guest:0123456789abcdef' } })).rejects.toThrow(/AUTH_TOKENS: unknown role "guest"/);
     await expect(startService({ env: { AUTH_TOKENS: 'admin:short' } })).rejects.toThrow(/at least 16 characters/);
+  });
+});
+
+describe('the start-up warning', () => {
+  test('names who can reach an open API beyond loopback, and is silent on loopback or with tokens', async () => {
+    expect(exposureWarning('0.0.0.0', 8000, false)).toMatch(/anyone who can reach port 8000 on any address of this machine can control the printers/);
+    expect(exposureWarning('192.168.1.20', 8000, false)).toMatch(/on 192\.168\.1\.20 /);
+    expect(exposureWarning('0.0.0.0', 8000, true)).toBeNull();
+    for (const host of ['127.0.0.1', '::1', 'localhost']) expect(exposureWarning(host, 8000, false)).toBeNull();
+    // The service on loopback (tests bind 127.0.0.1) logs no such warning, and says whether access control is on.
+    const h = await startService();
+    try {
+      expect(h.logs.some((l) => String(l.msg).startsWith('the API is open'))).toBe(false);
+      expect(h.logs.find((l) => l.msg === 'printfarm service ready')).toMatchObject({ access_control: false });
+    } finally {
+      await h.close();
+    }
   });
 });
