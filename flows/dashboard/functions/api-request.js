@@ -6,6 +6,9 @@ const base = String(env.get('PRINTFARM_API_URL') || 'http://127.0.0.1:8000/api/v
 msg.url = base + msg.path;
 msg.method = msg.method || 'GET';
 msg.headers = { accept: 'application/json' };
+// With access control on (AUTH_TOKENS), an operator token lets the dashboard read and act.
+const token = env.get('PRINTFARM_API_TOKEN');
+if (token) msg.headers.authorization = `Bearer ${token}`;
 if (msg.method === 'GET' || msg.method === 'DELETE') delete msg.payload;
 else {
   msg.headers['content-type'] = 'application/json';

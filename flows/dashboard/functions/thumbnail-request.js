@@ -10,5 +10,7 @@ const base = String(env.get('PRINTFARM_API_URL') || 'http://127.0.0.1:8000/api/v
 msg.url = `${base}/files/${encodeURIComponent(id)}/thumbnail`;
 msg.method = 'GET';
 msg.headers = {};
+const token = env.get('PRINTFARM_API_TOKEN');
+if (token) msg.headers.authorization = `Bearer ${token}`;
 delete msg.payload;
 return [msg, null];
