@@ -16,6 +16,11 @@ export interface ServerUser extends Node {
 /** The printfarm-server config node as its users see it (the pattern of Node-RED's mqtt-broker). */
 export interface ServerNode extends Node {
   connection: FarmConnection;
+  mode: 'embedded' | 'remote';
+  /** Where the service is: the remote base URL, or the embedded service's address once it listens. */
+  address?: string;
+  /** Embedded: the option keys settings.js' printfarmServerOptions sets (they win over the dialog). */
+  overridden?: string[];
   users: Record<string, ServerUser>;
   register(user: ServerUser): void;
   deregister(user: ServerUser, done: () => void): void;
