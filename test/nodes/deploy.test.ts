@@ -115,6 +115,33 @@ describe('deploying flows with an embedded service', () => {
     expect(await answers(again)).toBe(false);
   }, 60_000);
 
+  test('demo: a deploy that changes the port hands the simulated printers to the new service; their prints stay one job each, none cancelled', async () => {
+    const demoFlow = (port: number): FlowNode[] => [
+      { id: 'tab', type: 'tab', label: 'farm' },
+      { id: 'srv', type: 'printfarm-server', name: 'demo', mode: 'embedded', url: '', port, expose: false, host: '', dataDir, demo: true, logLevel: 'silent', pollInterval: 30 },
+      { id: 'all', type: 'printfarm-printer', z: 'tab', server: 'srv', printer: '', register: false, updates: 'changes', throttle: 10, wires: [] },
+    ];
+    await helper.load(NODES, demoFlow(0));
+    const oldUrl = await serviceUp();
+    // The demo starts two printers printing at once.
+    const printingJobs = async (url: string) => ((await get(`${url}/api/v1/jobs?status=printing`)).jobs as Json[]).map((j) => [j.id, j.printer_id]).sort();
+    const before = await until(async () => {
+      const jobs = await printingJobs(oldUrl);
+      return jobs.length >= 2 && jobs;
+    }, 'the demo prints', 30_000);
+
+    await helper.setFlows(demoFlow(await freePort()), 'full');
+    const url = await until(() => helper.getNode('srv') && address() !== oldUrl && address(), 'the restarted service', 30_000);
+    expect(await answers(oldUrl)).toBe(false);
+    // The same simulated printers (same ports) report to the new service, which re-attaches to their prints.
+    const after = await until(async () => {
+      const jobs = await printingJobs(url);
+      return jobs.length >= before.length && jobs;
+    }, 'the prints on the new service', 30_000);
+    expect(after).toEqual(expect.arrayContaining(before));
+    expect((await get(`${url}/api/v1/jobs?status=cancelled`)).jobs).toEqual([]);
+  }, 90_000);
+
   test("the service's log comes through the config node as readable lines, not JSON", async () => {
     await helper.load(NODES, farmFlow({ logLevel: 'info' }), printerCredentials(farm, 0, 'reg'));
     await serviceUp();
