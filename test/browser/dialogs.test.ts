@@ -136,6 +136,8 @@ describeBrowser('the edit dialogs in the Node-RED editor', () => {
     await page.selectOption('#node-config-input-mode', 'remote');
     expect(await flagged('#node-config-input-url', 'ftp://x')).toBe(true);
     expect(await flagged('#node-config-input-url', 'http://printfarm.local:8000')).toBe(false);
+    // An environment variable (Node-RED substitutes it when the flow starts).
+    expect(await flagged('#node-config-input-url', '${PRINTFARM_URL}')).toBe(false);
     await page.click('#node-config-dialog-cancel');
     await page.waitForSelector('#node-config-dialog-cancel', { state: 'detached' });
   }, 40_000);
