@@ -22,7 +22,7 @@ export type NodeRedCommand = { cmd: 'start' } | { cmd: 'sample'; id: number } | 
 export type NodeRedEvent =
   | { ev: 'ready'; port: number }
   | { ev: 'msgs'; msgs: [string, number, number][] }
-  | { ev: 'sample'; id: number; cpuUs: number; wallMs: number; rssMb: number; loopP99Ms: number }
+  | { ev: 'sample'; id: number; cpuUs: number; wallMs: number; epochMs: number; rssMb: number; loopP99Ms: number }
   | { ev: 'closed' }
   | { ev: 'error'; message: string };
 
@@ -125,7 +125,7 @@ process.on('message', (raw: unknown) => {
           const cpu = process.cpuUsage();
           const loopP99Ms = loop.percentile(99) / 1e6;
           loop.reset();
-          return send({ ev: 'sample', id: msg.id, cpuUs: cpu.user + cpu.system, wallMs: performance.now(), rssMb: Math.round(process.memoryUsage().rss / 1e6), loopP99Ms });
+          return send({ ev: 'sample', id: msg.id, cpuUs: cpu.user + cpu.system, wallMs: performance.now(), epochMs: epochNow(), rssMb: Math.round(process.memoryUsage().rss / 1e6), loopP99Ms });
         }
         case 'close':
           await running?.close();

@@ -137,6 +137,10 @@ async function measureNodeRed(sims: BambuSimulator[], options: Options, ledger: 
     await registerPrinters(base, sims);
     await waitFor(`${n} printers connected`, async () => (await connectedViaApi(base)) === n, 30_000 + n * 30);
     await sleep(options.warmupS * 1000);
+    // The two clocks: how far the worker's epoch time is behind this one's (plus one IPC hop).
+    const asked = epochNow();
+    const clock = await worker.sample();
+    process.stdout.write(`  clocks: worker ${f1(epochNow() - clock.epochMs)} ms behind (round trip ${f1(epochNow() - asked)} ms)\n`);
     const before = await worker.sample();
     const start = epochNow();
     ledger.open(start, start + options.windowS * 1000);
@@ -187,7 +191,7 @@ export async function main(argv: string[]): Promise<void> {
       const service = await measure('service', sims, options, frames);
       process.stdout.write(`${describe(service)}\n`);
       const nodeRed = await measureNodeRed(sims, options, msgs);
-      process.stdout.write(`  node-red N=${n}: ${nodeRed.reports} reports, ${nodeRed.frames} msgs, ${nodeRed.lost} without msg; CPU ${f1(perReport(nodeRed))} µs/report; p50 ${f1(nodeRed.p50)} / p99 ${f1(nodeRed.p99)} ms; rss ${nodeRed.rssMb} MB\n`);
+      process.stdout.write(`  node-red N=${n}: ${nodeRed.reports} reports, ${nodeRed.frames} msgs, ${nodeRed.lost} without msg; CPU ${f1(perReport(nodeRed))} µs/report; p50 ${f1(nodeRed.p50)} / p99 ${f1(nodeRed.p99)} ms; event-loop p99 ${f1(nodeRed.workerLoopP99Ms)} ms; rss ${nodeRed.rssMb} MB\n`);
       rows.push({ nodeRed, service });
     } finally {
       await Promise.all(sims.map((s) => s.close()));

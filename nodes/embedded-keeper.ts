@@ -82,12 +82,14 @@ export class EmbeddedKeeper {
     const parked = [...this.entries].find((e) => e.key === key && !e.owner);
     let entry: Entry | null = parked ?? null;
     let farmFromDonor: Promise<SimulatedFarm | null> = Promise.resolve(null);
+    let started = false;
     const keeper = this;
     const claim: Claim = {
       keepOnClose: false,
       log,
       reused: !!parked,
       async start() {
+        started = true;
         // Parked services that are going away must have let go of their port (and printers) first.
         await keeper.sweeping;
         if (!entry) {
@@ -106,7 +108,7 @@ export class EmbeddedKeeper {
         return { url: embedded.url, port: embedded.port, close: () => keeper.release(mine, claim) };
       },
       dispose: async () => {
-        if (entry && entry.owner === claim && !entry.running) await keeper.release(entry, claim);
+        if (!started && entry && entry.owner === claim) await keeper.release(entry, claim);
       },
     };
     if (parked) {
