@@ -74,7 +74,9 @@ function buildDashboardFlow(options = {}) {
   group('g-filament', 'Filament used (kg)', 'page-stats', 6, 4);
   group('g-util', 'Utilisation per printer (%)', 'page-stats', 6, 5);
   add({
-    id: id('server'), type: 'printfarm-server', name: options.example ? 'Printfarm (demo)' : 'Printfarm', mode: 'embedded', url: '', port, host: '127.0.0.1', dataDir: options.example ? 'printfarm-examples/farm-dashboard' : '', demo: !!options.example, logLevel: 'warn', pollInterval: 30, expose: false,
+    // The example runs a demo service of its own; flows/dashboard.json uses the farm flow's service (as
+    // flows/home-assistant.json does; npm start points it at the farm flow's config node instead).
+    id: id('server'), type: 'printfarm-server', name: options.example ? 'Printfarm (demo)' : 'Printfarm (farm flow)', mode: options.example ? 'embedded' : 'remote', url: options.example ? '' : `http://127.0.0.1:${port}`, port, host: '127.0.0.1', dataDir: options.example ? 'printfarm-examples/farm-dashboard' : '', demo: !!options.example, logLevel: 'warn', pollInterval: 30, expose: false,
   });
 
   add({ id: z, type: 'tab', label: 'Farm dashboard', disabled: false, info: TAB_INFO, env: [] });
