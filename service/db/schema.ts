@@ -144,6 +144,7 @@ export interface QueueItemsTable {
   priority: number;
   status: string;
   waiting_reason: string | null;
+  failures_in_row: number;
   target: string | null;
   requirements: string | null;
   options: string | null;

@@ -22,6 +22,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     // queued | held | printing | completed | failed | cancelled
     .addColumn('status', 'text', (c) => c.notNull().defaultTo('queued'))
     .addColumn('waiting_reason', 'text')
+    // Failed prints and starts since the last completed copy: queue_max_attempts of them fail the item.
+    .addColumn('failures_in_row', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('target', 'text')
     .addColumn('requirements', 'text')
     .addColumn('options', 'text')

@@ -31,8 +31,11 @@ import {
   type PrinterDriver,
   type PrinterFile,
   type PrinterState,
+  type QueuedStart,
+  type QueuedStartHooks,
 } from '../driver';
 import { BambuFtp } from './ftp';
+import { projectFileFields, usesFtpUrl } from './project-file';
 import { ingestReport, isObject, modelFromSerial, parseVersionInfo, str, toPrinterState, type BambuTracked, type Json, type VersionInfo } from './state';
 
 /** The smallest Logger surface the driver uses (pino fits). */
@@ -70,10 +73,6 @@ interface PendingCommand {
   settle: (err?: DriverError) => void;
 }
 
-/** pybambu's rule: file:///sdcard/ URLs for X1/P1/A1, ftp:/// for H2 and newer. */
-function usesFtpUrl(model: string | null): boolean {
-  return !!model && !/^(X1|P1|A1)/i.test(model);
-}
 
 export class BambuDriver extends EventEmitter implements PrinterDriver {
   private currentState: PrinterState | null = null;
@@ -476,6 +475,20 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     }
     if (/\.gcode$/i.test(name)) return this.command('gcode_file', { param: absolute });
     return Promise.reject(new DriverError('REJECTED', `a Bambu printer prints .3mf and .gcode files, not "${name}"`, { path }));
+  }
+
+  /**
+   * A queued print: implicit FTPS upload to the card root, then `project_file` (QoS 1). A refusal by the
+   * printer rejects (REJECTED); a missing reply does not (the state decides whether the print started).
+   */
+  async sendAndStart(start: QueuedStart, hooks: QueuedStartHooks): Promise<void> {
+    if (this.closed) throw new DriverError('OFFLINE', 'driver closed');
+    await this.ftp.upload(start.localPath, `/${start.remoteName}`, hooks.onProgress);
+    await hooks.beforeStart();
+    const model = this.currentState?.model ?? this.version?.model ?? modelFromSerial(this.serial);
+    await this.command('project_file', projectFileFields(start, model)).catch((err: unknown) => {
+      if (!(err instanceof DriverError && err.code === 'TIMEOUT')) throw err;
+    });
   }
 
   // -------------------------------------------------------------------------
