@@ -1,0 +1,107 @@
+/**
+ * The data side of the simulated printer's FTPS server: sending a download
+ * and receiving an upload over one data connection, both at the printer's
+ * speed when the `transfer_bytes_per_sec` fault is set (a P1 manages
+ * ~150 KB/s), both frozen while the printer is stalled.
+ */
+import type tls from 'node:tls';
+
+/** Biggest upload the simulated card takes. */
+export const MAX_UPLOAD_BYTES = 512 * 1024 * 1024;
+
+/** What a transfer needs of its session. */
+export interface TransferPace {
+  /** Bytes per second; 0 = as fast as the socket goes. */
+  rate(): number;
+  /** Sleeps `ms`, waking early when the session ends or a stall ends. */
+  sleep(ms: number): Promise<void>;
+  /** Resolves once the printer is not stalled (at once when it is not). */
+  whileStalled(): Promise<void>;
+  /** The printer is stalled now. */
+  stalled(): boolean;
+  /** The session is gone. */
+  closed(): boolean;
+}
+
+/** Sends `payload` and closes the data connection; rejects if it breaks first. */
+export async function sendData(socket: tls.TLSSocket, payload: Buffer, pace: TransferPace): Promise<void> {
+  let offset = 0;
+  while (offset < payload.length) {
+    await pace.whileStalled();
+    if (pace.closed() || socket.destroyed) throw new Error('data connection closed');
+    const rate = pace.rate();
+    const size = rate > 0 ? Math.max(1, Math.floor(rate / 10)) : 64 * 1024;
+    const chunk = payload.subarray(offset, offset + size);
+    offset += chunk.length;
+    const flushed = socket.write(chunk);
+    if (rate > 0) await pace.sleep(100);
+    else if (!flushed) await waitFor(socket, 'drain');
+  }
+  if (pace.closed() || socket.destroyed) throw new Error('data connection closed');
+  const finished = waitFor(socket, 'finish');
+  socket.end();
+  await finished;
+}
+
+/**
+ * Receives an upload until the client closes the data connection. With a
+ * rate, reading pauses whenever the bytes so far are ahead of the rate, so
+ * TCP back-pressure slows the client down as a slow printer would.
+ */
+export function receiveData(socket: tls.TLSSocket, pace: TransferPace): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const started = Date.now();
+    let size = 0;
+    let settled = false;
+    const fail = (err: Error) => {
+      if (settled) return;
+      settled = true;
+      socket.destroy();
+      reject(err);
+    };
+    socket.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_UPLOAD_BYTES) return fail(new Error('too large'));
+      chunks.push(chunk);
+      const aheadMs = () => {
+        const rate = pace.rate();
+        return rate > 0 ? (size / rate) * 1000 - (Date.now() - started) : 0;
+      };
+      if (aheadMs() <= 0 && !pace.stalled()) return;
+      socket.pause();
+      void (async () => {
+        // Sleeps end early when a stall ends or the session closes: check again.
+        while (!pace.closed() && !settled && (aheadMs() > 0 || pace.stalled())) {
+          await pace.whileStalled();
+          const wait = aheadMs();
+          if (wait > 0) await pace.sleep(Math.min(wait, 1000));
+        }
+        if (pace.closed()) return fail(new Error('session closed'));
+        if (!socket.destroyed) socket.resume();
+      })();
+    });
+    socket.once('end', () => {
+      if (settled) return;
+      settled = true;
+      resolve(Buffer.concat(chunks));
+    });
+    socket.once('close', () => fail(new Error('data connection closed')));
+  });
+}
+
+/** Resolves on `event`, rejects if the socket closes first. */
+function waitFor(socket: tls.TLSSocket, event: 'drain' | 'finish'): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onEvent = () => {
+      socket.off('close', onClose);
+      resolve();
+    };
+    const onClose = () => {
+      socket.off(event, onEvent);
+      reject(new Error('data connection closed'));
+    };
+    socket.once(event, onEvent);
+    socket.once('close', onClose);
+  });
+}
