@@ -502,6 +502,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
         ftp_transfers: this.ftps?.stats.transfers ?? 0,
         ftp_uploads: this.ftps?.stats.uploads ?? 0,
         ftp_upload_collisions: this.ftps?.stats.upload_collisions ?? 0,
+        ftp_active_uploads: this.ftps?.activeUploads.size ?? 0,
       },
     };
   }

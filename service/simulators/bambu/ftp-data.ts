@@ -54,39 +54,55 @@ export function receiveData(socket: tls.TLSSocket, pace: TransferPace): Promise<
     const started = Date.now();
     let size = 0;
     let settled = false;
+    let waiting: Promise<void> | null = null;
     const fail = (err: Error) => {
       if (settled) return;
       settled = true;
       socket.destroy();
       reject(err);
     };
+    const aheadMs = () => {
+      const rate = pace.rate();
+      return rate > 0 ? (size / rate) * 1000 - (Date.now() - started) : 0;
+    };
+    /** Waits until the bytes so far are no longer ahead of the rate and no stall holds the printer. */
+    const keepPace = async () => {
+      // Sleeps end early when a stall ends or the session closes: check again.
+      while (!pace.closed() && !settled && (aheadMs() > 0 || pace.stalled())) {
+        await pace.whileStalled();
+        const wait = aheadMs();
+        if (wait > 0) await pace.sleep(Math.min(wait, 1000));
+      }
+    };
     socket.on('data', (chunk: Buffer) => {
       size += chunk.length;
       if (size > MAX_UPLOAD_BYTES) return fail(new Error('too large'));
       chunks.push(chunk);
-      const aheadMs = () => {
-        const rate = pace.rate();
-        return rate > 0 ? (size / rate) * 1000 - (Date.now() - started) : 0;
-      };
-      if (aheadMs() <= 0 && !pace.stalled()) return;
+      if (waiting || (aheadMs() <= 0 && !pace.stalled())) return;
       socket.pause();
-      void (async () => {
-        // Sleeps end early when a stall ends or the session closes: check again.
-        while (!pace.closed() && !settled && (aheadMs() > 0 || pace.stalled())) {
-          await pace.whileStalled();
-          const wait = aheadMs();
-          if (wait > 0) await pace.sleep(Math.min(wait, 1000));
-        }
+      waiting = keepPace().then(() => {
+        waiting = null;
         if (pace.closed()) return fail(new Error('session closed'));
         if (!socket.destroyed) socket.resume();
+      });
+    });
+    // The last bytes may arrive in one go: the upload still ends at the printer's pace.
+    let ended = false;
+    socket.once('end', () => {
+      ended = true;
+      void (async () => {
+        while (waiting) await waiting;
+        await keepPace();
+        if (pace.closed()) return fail(new Error('session closed'));
+        if (settled) return;
+        settled = true;
+        resolve(Buffer.concat(chunks));
       })();
     });
-    socket.once('end', () => {
-      if (settled) return;
-      settled = true;
-      resolve(Buffer.concat(chunks));
+    // A connection that closes before its end (FIN) is a broken upload; after it, the data is whole.
+    socket.once('close', () => {
+      if (!ended) fail(new Error('data connection closed'));
     });
-    socket.once('close', () => fail(new Error('data connection closed')));
   });
 }
 
