@@ -245,10 +245,9 @@ export class PrusaDriver extends EventEmitter implements PrinterDriver {
     this.wake();
   }
 
-  /** A queued print: uploaded and started in one request (upload.ts). */
-  async sendAndStart(start: QueuedStart, hooks: QueuedStartHooks): Promise<void> {
-    await uploadAndPrint(this.http, start, hooks, this.config.command_timeout_ms);
-    this.wake();
+  /** A queued print: uploaded and started in one request (upload.ts); the next regular poll acknowledges it. */
+  sendAndStart(start: QueuedStart, hooks: QueuedStartHooks): Promise<void> {
+    return uploadAndPrint(this.http, start, hooks, this.config.command_timeout_ms);
   }
 
   // ---------------------------------------------------------------- internals
