@@ -3,6 +3,7 @@
  * listed in the dispatcher's order, changed, held, released and cancelled,
  * every change reaches /ws as queue_update, and a waiting item says why in words.
  */
+import { PrintfarmClient, PrintfarmError } from '../../service/client';
 import { bambu3mf, prusaGcode } from '../../service/simulators/seed-files';
 import { bambu, expectError, startService, type Harness } from '../helpers/service';
 import { until } from '../helpers/farm';
@@ -127,5 +128,20 @@ describe('print queue API', () => {
     expect(cleared.body).toEqual({ id: 'x1c-01', plate_state: 'clear', message: 'Plate marked clear', cleared_at: expect.any(String) });
     expect((await h.put('/api/v1/printers/x1c-01', { plate_auto_clear: true })).status).toBe(200);
     expect((await h.get('/api/v1/printers/x1c-01')).body).toMatchObject({ plate_auto_clear: true, plate_state: 'clear' });
+  });
+
+  test('the typed client uploads, queues, holds, lists and clears plates', async () => {
+    const client = new PrintfarmClient(h.base);
+    const file = await client.files.upload('Client.gcode.3mf', bambu3mf({ model: 'X1C' }));
+    const item = await client.queue.add({ file_id: file.id, copies: 2, target: { printer_ids: ['x1c-01'] } });
+    expect(item).toMatchObject({ file_id: file.id, copies: 2, status: 'queued' });
+    expect((await client.queue.hold(item.id)).status).toBe('held');
+    expect((await client.queue.list({ status: 'held' })).items.map((i) => i.id)).toEqual([item.id]);
+    expect((await client.queue.update(item.id, { priority: 9 })).priority).toBe(9);
+    expect((await client.queue.release(item.id)).status).toBe('queued');
+    expect((await client.queue.cancel(item.id)).status).toBe('cancelled');
+    expect((await client.printers.plateCleared('x1c-01')).plate_state).toBe('clear');
+    await expect(client.queue.get('missing')).rejects.toMatchObject({ status: 404, code: 'QUEUE_ITEM_NOT_FOUND' });
+    await expect(client.queue.get('missing')).rejects.toBeInstanceOf(PrintfarmError);
   });
 });
