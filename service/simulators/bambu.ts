@@ -15,18 +15,8 @@
  *   anywhere on the card, two at once corrupt each other (bambu/ftps.ts).
  * - AMS trays and the external spool (bambu/materials.ts), white PLA in
  *   tray 0 by default; the model as real printers tell it (bambu/version.ts).
- * - A control API (JSON over HTTP, `controlUrl`) to drive it like a person
- *   at the printer and to inject faults:
- *     POST /print {"file": "<name or path>"}   start a stored file
- *     POST /pause /resume /finish /fail /cancel
- *     POST /offline   drop every connection, refuse new ones
- *     POST /stall     keep sockets open, send and answer nothing
- *     POST /online    back to normal (ends offline and stall)
- *     POST /faults {"partial_reports": bool, "reject_commands": bool, "transfer_bytes_per_sec": N}
- *     POST /materials {"materials": [{"slot": 0, "type": "PLA", "color": "#FFFFFF"}]}
- *                     replaces what is loaded (slot = global tray, 254 = external spool)
- *     GET  /state     {status, gcode_state, progress, file, files, link, faults, stats,
- *                      prints_started, starts_while_busy, last_start, materials, nozzle_diameter, ...}
+ * - A control API (JSON over HTTP, `controlUrl`; routes in bambu/control.ts)
+ *   to drive it like a person at the printer and to inject faults.
  *
  * Time runs `speed` times faster than the wall clock: a 10-minute print at
  * speed 60 takes 10 s.
@@ -37,9 +27,7 @@
  * spreads the reports over the second; `benchReports` makes every report
  * change the nozzle temperature and `onReport` tells when each one leaves.
  */
-import { randomInt } from 'node:crypto';
-import { generate } from 'selfsigned';
-import { BambuControlServer, type BambuControlTarget } from './bambu/control';
+import { BambuControlServer, parseFaults, type BambuControlTarget } from './bambu/control';
 import { SimStorage, type SimFile } from './bambu/files';
 import { SimFtps } from './bambu/ftps';
 import type { LinkMode } from './bambu/gate';
@@ -48,27 +36,22 @@ import { SimMqtt } from './bambu/mqtt';
 import {
   BENCH_NOZZLE_BASE,
   BENCH_NOZZLE_STEPS,
-  SERIAL_PREFIX,
+  randomDigits,
+  selfSignedTls,
+  serialFor,
   type BambuFaults,
   type BambuPrinterConfig,
   type BambuSimulatorOptions,
   type SimTlsCredentials,
 } from './bambu/options';
-import { decideProjectFile, type StartRecord } from './bambu/print-start';
+import { decideProjectFile, plainStartRecord, type StartRecord } from './bambu/print-start';
 import { SimPrinter, type CommandResult, type Json, type StartOptions } from './bambu/printer';
 import { CORE_KEYS, diffReport } from './bambu/reports';
 import { handleRequest, type RequestTarget } from './bambu/requests';
+import { stateView, statusWord, type SimStatus } from './bambu/state-view';
 import { versionInfo } from './bambu/version';
 
 export { BENCH_NOZZLE_BASE, BENCH_NOZZLE_STEPS, type BambuFaults, type BambuPrinterConfig, type BambuSimulatorOptions, type SimReportInfo, type SimTlsCredentials } from './bambu/options';
-
-function randomDigits(n: number): string {
-  let out = '';
-  for (let i = 0; i < n; i++) out += String(randomInt(10));
-  return out;
-}
-
-type Status = 'idle' | 'preparing' | 'printing' | 'paused' | 'finished' | 'failed' | 'stopped';
 
 export class BambuSimulator implements BambuControlTarget, RequestTarget {
   readonly serial: string;
@@ -111,8 +94,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
     this.options = options;
     this.model = options.model ?? 'P1S';
     this.speed = options.speed && options.speed > 0 ? options.speed : 1;
-    const prefix = SERIAL_PREFIX[this.model.toUpperCase()] ?? '01P';
-    this.serial = options.serial ?? `${prefix}00A${randomDigits(15 - prefix.length - 3)}`;
+    this.serial = options.serial ?? serialFor(this.model);
     this.accessCode = options.accessCode ?? randomDigits(8);
     this.name = options.name ?? `Simulated ${this.model}`;
     this.id = options.id ?? `sim-${this.serial.toLowerCase()}`;
@@ -146,9 +128,8 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
   }
 
   /** A self-signed EC P-256 key and certificate (CN = commonName), e.g. to share across many simulators. */
-  static async tlsCredentials(commonName = 'printfarm-simulator'): Promise<SimTlsCredentials> {
-    const pems = await generate([{ name: 'commonName', value: commonName }], { keyType: 'ec', curve: 'P-256', algorithm: 'sha256' });
-    return { key: pems.private, cert: pems.cert };
+  static tlsCredentials(commonName = 'printfarm-simulator'): Promise<SimTlsCredentials> {
+    return selfSignedTls(commonName);
   }
 
   private async open(): Promise<void> {
@@ -224,9 +205,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
     };
   }
 
-  // -------------------------------------------------------------------------
-  // The clock and the reports
-  // -------------------------------------------------------------------------
+  // --- The clock and the reports
 
   private tick(): void {
     const now = Date.now();
@@ -261,9 +240,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
     return versionInfo({ model: this.model, firmware: this.firmware, serial: this.serial, hasAms: this.hasAms }, sequenceId);
   }
 
-  // -------------------------------------------------------------------------
-  // MQTT requests (bambu/requests.ts answers them; print commands land here)
-  // -------------------------------------------------------------------------
+  // --- MQTT requests (bambu/requests.ts answers them; print commands land here)
 
   publish(message: Json): void {
     void this.mqtt?.publish(this.reportTopic, message);
@@ -318,25 +295,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
     if (!result.ok) return result;
     this.endedBy = null;
     this.printsStarted++;
-    if (source) {
-      const snapshot = this.printer.snapshot();
-      this.lastStart = {
-        source,
-        file: file.path,
-        plate: 1,
-        ams_mapping: null,
-        use_ams: null,
-        subtask_id: String(snapshot.subtask_id),
-        task_id: String(snapshot.task_id),
-        project_id: String(snapshot.project_id),
-        subtask_name: String(snapshot.subtask_name),
-        flags: {},
-        ignored_fields: [],
-        trays: [],
-        stalled: null,
-        at: new Date().toISOString(),
-      };
-    }
+    if (source) this.lastStart = plainStartRecord(source, file, this.printer.snapshot());
     return result;
   }
 
@@ -354,9 +313,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
     return result;
   }
 
-  // -------------------------------------------------------------------------
-  // Programmatic control (the HTTP API calls these)
-  // -------------------------------------------------------------------------
+  // --- Programmatic control (the HTTP API calls these)
 
   /** Starts a stored file as if chosen on the printer's screen. */
   startPrint(name: string): CommandResult {
@@ -404,20 +361,10 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
     return { ...this.faults };
   }
 
-  /** A POST /faults body: booleans and a byte rate >= 0, checked before anything changes. */
+  /** A POST /faults body, checked before anything changes. */
   applyFaults(body: Json): { ok: true; faults: Json } | { ok: false; error: string } {
-    const patch: Partial<BambuFaults> = {};
-    for (const key of ['partial_reports', 'reject_commands'] as const) {
-      if (!(key in body)) continue;
-      if (typeof body[key] !== 'boolean') return { ok: false, error: `${key} must be a boolean` };
-      patch[key] = body[key] as boolean;
-    }
-    if ('transfer_bytes_per_sec' in body) {
-      const n = body.transfer_bytes_per_sec;
-      if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) return { ok: false, error: 'transfer_bytes_per_sec must be a number >= 0' };
-      patch.transfer_bytes_per_sec = Math.floor(n);
-    }
-    return { ok: true, faults: { ...this.setFaults(patch) } };
+    const parsed = parseFaults(body);
+    return parsed.ok ? { ok: true, faults: { ...this.setFaults(parsed.patch) } } : parsed;
   }
 
   /** A POST /materials body: replaces what the trays and the external spool hold; reported at once. */
@@ -426,85 +373,17 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
     if (!parsed.ok) return parsed;
     this.materials.replace(parsed.materials);
     this.report(false);
-    return { ok: true, materials: this.materialsView() };
+    return { ok: true, materials: this.materials.list() };
   }
 
-  /** Loaded materials as GET /state shows them: `color` "#RRGGBB", `remain` percent (-1 unknown). */
-  materialsView(): Json[] {
-    return this.materials.list().map((m) => ({ slot: m.slot, type: m.type, color: m.color, remain: m.remain }));
-  }
 
-  get status(): Status {
-    switch (this.printer.gcodeState) {
-      case 'PREPARE':
-        return 'preparing';
-      case 'RUNNING':
-        return 'printing';
-      case 'PAUSE':
-        return 'paused';
-      case 'FINISH':
-        return 'finished';
-      case 'FAILED':
-        return this.endedBy === 'cancel' ? 'stopped' : 'failed';
-      default:
-        return 'idle';
-    }
+  get status(): SimStatus {
+    return statusWord(this.printer.gcodeState, this.endedBy);
   }
 
   /** What GET /state returns. */
   stateView(): Json {
-    const snapshot = this.printer.snapshot();
-    return {
-      serial: this.serial,
-      model: this.model,
-      firmware: this.firmware,
-      status: this.status,
-      gcode_state: this.printer.gcodeState,
-      progress: this.printer.progress,
-      file: this.printer.currentFile,
-      job_name: snapshot.subtask_name || null,
-      layer: snapshot.layer_num,
-      total_layers: snapshot.total_layer_num,
-      remaining_minutes: snapshot.mc_remaining_time,
-      temperatures: {
-        nozzle: snapshot.nozzle_temper,
-        nozzle_target: snapshot.nozzle_target_temper,
-        bed: snapshot.bed_temper,
-        bed_target: snapshot.bed_target_temper,
-        chamber: snapshot.chamber_temper,
-      },
-      print_error: snapshot.print_error,
-      hms: snapshot.hms,
-      subtask_id: snapshot.subtask_id,
-      stalled: this.printer.stalledBy,
-      prints_started: this.printsStarted,
-      starts_while_busy: this.startsWhileBusy,
-      last_start: this.lastStart,
-      materials: this.materialsView(),
-      nozzle_diameter: this.nozzleDiameter,
-      files: this.storage.paths(),
-      link: this.linkMode,
-      faults: { ...this.faults },
-      speed: this.speed,
-      mqtt_port: this.mqttPort,
-      ftps_port: this.ftpsPort,
-      stats: {
-        ...this.stats,
-        mqtt_clients: this.mqtt?.connectedClients ?? 0,
-        mqtt_connections: this.mqtt?.stats.connections ?? 0,
-        mqtt_auth_failures: this.mqtt?.stats.auth_failures ?? 0,
-        ftp_sessions: this.ftps?.stats.sessions ?? 0,
-        ftp_open_sessions: this.ftps?.sessions.size ?? 0,
-        ftp_max_concurrent_sessions: this.ftps?.stats.max_concurrent_sessions ?? 0,
-        ftp_logins: this.ftps?.stats.logins ?? 0,
-        ftp_login_failures: this.ftps?.stats.login_failures ?? 0,
-        ftp_refused_data_connections: this.ftps?.stats.refused_data_connections ?? 0,
-        ftp_transfers: this.ftps?.stats.transfers ?? 0,
-        ftp_uploads: this.ftps?.stats.uploads ?? 0,
-        ftp_upload_collisions: this.ftps?.stats.upload_collisions ?? 0,
-        ftp_active_uploads: this.ftps?.activeUploads.size ?? 0,
-      },
-    };
+    return stateView({ sim: this, mqtt: this.mqtt, ftps: this.ftps, link: this.linkMode });
   }
 
   async close(): Promise<void> {

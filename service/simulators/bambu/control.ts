@@ -1,12 +1,23 @@
 /**
  * The simulated Bambu printer's control API: JSON over HTTP on 127.0.0.1,
- * to drive the printer like a person at it and to inject faults (the list of
- * routes is in bambu.ts's file comment and the README's simulator section).
+ * to drive the printer like a person at it and to inject faults (also in the
+ * README's simulator section):
+ *     POST /print {"file": "<name or path>"}   start a stored file (the screen)
+ *     POST /pause /resume /finish /fail /cancel
+ *     POST /offline   drop every connection, refuse new ones
+ *     POST /stall     keep sockets open, send and answer nothing
+ *     POST /online    back to normal (ends offline and stall)
+ *     POST /faults {"partial_reports": bool, "reject_commands": bool, "transfer_bytes_per_sec": N}
+ *     POST /materials {"materials": [{"slot": 0, "type": "PLA", "color": "#FFFFFF"}]}
+ *                     replaces what is loaded (slot = global tray, 254 = external spool)
+ *     GET  /state     {status, gcode_state, progress, file, files, link, faults, stats,
+ *                      prints_started, starts_while_busy, last_start, materials, nozzle_diameter, ...}
  * Bodies are bounded (64 KiB); every socket is closed with the server.
  */
 import http from 'node:http';
 import type net from 'node:net';
 import type { LinkMode } from './gate';
+import type { BambuFaults } from './options';
 import type { CommandResult, Json } from './printer';
 
 /** What the control API needs of the simulator. */
@@ -26,6 +37,22 @@ export interface BambuControlTarget {
 }
 
 const MAX_BODY = 64 * 1024;
+
+/** A POST /faults body: booleans and a byte rate >= 0; unknown keys are ignored. */
+export function parseFaults(body: Json): { ok: true; patch: Partial<BambuFaults> } | { ok: false; error: string } {
+  const patch: Partial<BambuFaults> = {};
+  for (const key of ['partial_reports', 'reject_commands'] as const) {
+    if (!(key in body)) continue;
+    if (typeof body[key] !== 'boolean') return { ok: false, error: `${key} must be a boolean` };
+    patch[key] = body[key] as boolean;
+  }
+  if ('transfer_bytes_per_sec' in body) {
+    const n = body.transfer_bytes_per_sec;
+    if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) return { ok: false, error: 'transfer_bytes_per_sec must be a number >= 0' };
+    patch.transfer_bytes_per_sec = Math.floor(n);
+  }
+  return { ok: true, patch };
+}
 
 function json(res: http.ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);

@@ -4,7 +4,56 @@
  * speed when the `transfer_bytes_per_sec` fault is set (a P1 manages
  * ~150 KB/s), both frozen while the printer is stalled.
  */
-import type tls from 'node:tls';
+import type net from 'node:net';
+import tls from 'node:tls';
+
+/** A passive-mode data server waiting for its one connection. */
+export interface Passive {
+  server: tls.Server;
+  port: number;
+  socket: Promise<tls.TLSSocket>;
+  accepted: tls.TLSSocket | null;
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * Listens on 127.0.0.1 for one data connection (10 s at most). `admit`
+ * decides whether a connection may be the one (false: dropped). The TLS
+ * options must share the control server's ticket keys so that the client can
+ * resume its session, which the session then checks as vsftpd does.
+ */
+export async function openPassiveServer(tlsOptions: tls.TlsOptions, admit: (socket: tls.TLSSocket) => boolean): Promise<Passive> {
+  const server = tls.createServer(tlsOptions);
+  let resolveSocket!: (s: tls.TLSSocket) => void;
+  let rejectSocket!: (e: Error) => void;
+  const socket = new Promise<tls.TLSSocket>((resolve, reject) => {
+    resolveSocket = resolve;
+    rejectSocket = reject;
+  });
+  socket.catch(() => undefined);
+  const passive: Passive = { server, port: 0, socket, accepted: null, timer: setTimeout(() => rejectSocket(new Error('no data connection')), 10_000) };
+  server.on('secureConnection', (s: tls.TLSSocket) => {
+    s.on('error', () => undefined);
+    if (passive.accepted || !admit(s)) {
+      s.destroy();
+      return;
+    }
+    passive.accepted = s;
+    clearTimeout(passive.timer);
+    server.close();
+    resolveSocket(s);
+  });
+  server.on('tlsClientError', (err, s) => {
+    s.destroy();
+    rejectSocket(err);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  passive.port = (server.address() as net.AddressInfo).port;
+  return passive;
+}
 
 /** Biggest upload the simulated card takes. */
 export const MAX_UPLOAD_BYTES = 512 * 1024 * 1024;

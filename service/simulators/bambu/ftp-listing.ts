@@ -1,4 +1,5 @@
-/** vsftpd's ways of writing a file's date and its `ls -l` line, as a real printer's FTPS server does. */
+/** vsftpd's ways of listing files and writing their dates, as a real printer's FTPS server does. */
+import { basename, type SimStorage } from './files';
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');
@@ -17,4 +18,17 @@ export function listLine(entry: { name: string; dir: boolean; size: number; mtim
 
 export function mdtm(date: Date): string {
   return `${date.getUTCFullYear()}${pad(date.getUTCMonth() + 1)}${pad(date.getUTCDate())}${pad(date.getUTCHours())}${pad(date.getUTCMinutes())}${pad(date.getUTCSeconds())}`;
+}
+
+/** The LIST (ls -l lines) or NLST (names) answer for `path`: a folder's entries, one file, or nothing (found false). */
+export function listingOf(storage: SimStorage, path: string | null, cmd: 'LIST' | 'NLST'): { payload: Buffer; found: boolean } {
+  let lines: string[] | null = null;
+  const file = path ? storage.get(path) : null;
+  if (path && storage.isDir(path)) {
+    const entries = storage.list(path);
+    lines = cmd === 'LIST' ? entries.map(listLine) : entries.map((e) => e.name);
+  } else if (file) {
+    lines = cmd === 'LIST' ? [listLine({ name: basename(file.path), dir: false, size: file.data.length, mtime: file.mtime })] : [basename(file.path)];
+  }
+  return { payload: Buffer.from((lines ?? []).map((l) => `${l}\r\n`).join('')), found: lines !== null };
 }

@@ -20,12 +20,11 @@
  * the printer's check fails when it is printed). `upload_collisions` counts them.
  */
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
-import tls from 'node:tls';
+import type tls from 'node:tls';
 import { GatedTlsListener, type LinkMode } from './gate';
 import { basename, dirname, resolvePath, type SimStorage } from './files';
-import { receiveData, sendData, type TransferPace } from './ftp-data';
-import { listLine, mdtm } from './ftp-listing';
+import { openPassiveServer, receiveData, sendData, type Passive, type TransferPace } from './ftp-data';
+import { listingOf, mdtm } from './ftp-listing';
 
 export { listDate } from './ftp-listing';
 
@@ -95,14 +94,6 @@ export class SimFtps {
     for (const d of this.dataSockets) d.destroy();
     await this.listener.close();
   }
-}
-
-interface Passive {
-  server: tls.Server;
-  port: number;
-  socket: Promise<tls.TLSSocket>;
-  accepted: tls.TLSSocket | null;
-  timer: NodeJS.Timeout;
 }
 
 class FtpSession {
@@ -313,37 +304,12 @@ class FtpSession {
 
   private async openPassive(): Promise<number> {
     this.closePassive();
-    const server = tls.createServer(this.server.tlsOptions());
-    let resolveSocket!: (s: tls.TLSSocket) => void;
-    let rejectSocket!: (e: Error) => void;
-    const socket = new Promise<tls.TLSSocket>((resolve, reject) => {
-      resolveSocket = resolve;
-      rejectSocket = reject;
-    });
-    socket.catch(() => undefined);
-    const passive: Passive = { server, port: 0, socket, accepted: null, timer: setTimeout(() => rejectSocket(new Error('no data connection')), 10_000) };
-    server.on('secureConnection', (s: tls.TLSSocket) => {
-      s.on('error', () => undefined);
-      if (passive.accepted || this.closed || this.server.isClosed) {
-        s.destroy();
-        return;
-      }
-      passive.accepted = s;
+    const passive = await openPassiveServer(this.server.tlsOptions(), (s) => {
+      if (this.closed || this.server.isClosed) return false;
       this.server.dataSockets.add(s);
       s.once('close', () => this.server.dataSockets.delete(s));
-      clearTimeout(passive.timer);
-      server.close();
-      resolveSocket(s);
+      return true;
     });
-    server.on('tlsClientError', (err, s) => {
-      s.destroy();
-      rejectSocket(err);
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve());
-    });
-    passive.port = (server.address() as net.AddressInfo).port;
     this.passive = passive;
     if (this.closed) this.closePassive();
     return passive.port;
@@ -377,18 +343,10 @@ class FtpSession {
             .join(' '),
         );
         opening = 'Here comes the directory listing.';
-        done = 'Directory send OK.';
-        let lines: string[] = [];
-        if (path && storage.isDir(path)) {
-          const entries = storage.list(path);
-          lines = cmd === 'LIST' ? entries.map(listLine) : entries.map((e) => e.name);
-        } else if (path && storage.get(path)) {
-          const f = storage.get(path)!;
-          lines = cmd === 'LIST' ? [listLine({ name: basename(f.path), dir: false, size: f.data.length, mtime: f.mtime })] : [basename(f.path)];
-        } else {
-          done = 'Transfer done (but failed to open directory).'; // vsftpd: an empty listing, not an error
-        }
-        payload = Buffer.from(lines.map((l) => `${l}\r\n`).join(''));
+        const listing = listingOf(storage, path, cmd);
+        payload = listing.payload;
+        // vsftpd: a missing folder is an empty listing, not an error.
+        done = listing.found ? 'Directory send OK.' : 'Transfer done (but failed to open directory).';
       }
 
       let data: tls.TLSSocket;

@@ -2,6 +2,8 @@
  * The simulated Bambu printer's options, fault switches and the shapes it
  * hands out (printerConfig(), onReport), apart from the simulator itself.
  */
+import { randomInt } from 'node:crypto';
+import { generate } from 'selfsigned';
 export interface BambuSimulatorOptions {
   /** Printer serial (default: a random one with the model's real prefix, e.g. 01P00A… for a P1S). */
   serial?: string;
@@ -92,6 +94,7 @@ export type BambuPrinterConfig = {
   ftps_port?: number;
 };
 
+/** Serial prefixes of real printers per model: how a serial tells the model (PROTOCOLS.md §1). */
 export const SERIAL_PREFIX: Record<string, string> = {
   X1C: '00M',
   X1: '00W',
@@ -105,3 +108,20 @@ export const SERIAL_PREFIX: Record<string, string> = {
   P2S: '22E',
 };
 
+export function randomDigits(n: number): string {
+  let out = '';
+  for (let i = 0; i < n; i++) out += String(randomInt(10));
+  return out;
+}
+
+/** A serial such as a printer of `model` has: its real prefix, then 00A and digits (15 characters). */
+export function serialFor(model: string): string {
+  const prefix = SERIAL_PREFIX[model.toUpperCase()] ?? '01P';
+  return `${prefix}00A${randomDigits(15 - prefix.length - 3)}`;
+}
+
+/** A self-signed EC P-256 key and certificate (CN = commonName). */
+export async function selfSignedTls(commonName: string): Promise<SimTlsCredentials> {
+  const pems = await generate([{ name: 'commonName', value: commonName }], { keyType: 'ec', curve: 'P-256', algorithm: 'sha256' });
+  return { key: pems.private, cert: pems.cert };
+}

@@ -230,3 +230,23 @@ export function decideProjectFile(request: Json, ctx: StartContext): StartDecisi
     },
   };
 }
+
+/** The record of a start that has no project_file behind it (gcode_file, the screen): what the printer reports. */
+export function plainStartRecord(source: 'mqtt' | 'screen', file: SimFile, snapshot: Json): StartRecord {
+  return {
+    source,
+    file: file.path,
+    plate: 1,
+    ams_mapping: null,
+    use_ams: null,
+    subtask_id: String(snapshot.subtask_id),
+    task_id: String(snapshot.task_id),
+    project_id: String(snapshot.project_id),
+    subtask_name: String(snapshot.subtask_name),
+    flags: {},
+    ignored_fields: [],
+    trays: [],
+    stalled: null,
+    at: new Date().toISOString(),
+  };
+}

@@ -121,3 +121,44 @@ export async function handleFiles(
       throw new HttpError(405, 'Method Not Allowed', `${method} is not allowed here`);
   }
 }
+
+/** GET/HEAD of refs.download: the file's bytes, throttled by the `transfer_bytes_per_sec` fault. */
+export function download(sim: PrusaSimulator, req: http.IncomingMessage, res: http.ServerResponse, segments: string[]): void {
+  req.resume();
+  const entry = sim.storage.resolve(segments);
+  if (!entry || entry.type === 'FOLDER' || !entry.data) throw new HttpError(404, 'Not Found', 'File not found');
+  const data = entry.data;
+  res.writeHead(200, {
+    'Content-Type': 'application/octet-stream',
+    'Content-Length': String(data.length),
+    'Content-Disposition': `attachment; filename="${entry.sfn}"`,
+  });
+  if (req.method === 'HEAD') return void res.end();
+  const rate = sim.faults.transfer_bytes_per_sec;
+  if (!rate) return void res.end(data);
+
+  // Throttled: a slice every 50 ms.
+  const slice = Math.max(1, Math.floor(rate / 20));
+  let offset = 0;
+  let timer: NodeJS.Timeout | null = null;
+  const stop = () => {
+    if (timer) {
+      clearTimeout(timer);
+      sim.timers.delete(timer);
+    }
+    timer = null;
+  };
+  const step = () => {
+    if (timer) sim.timers.delete(timer);
+    timer = null;
+    if (res.destroyed) return;
+    const chunk = data.subarray(offset, offset + slice);
+    offset += chunk.length;
+    if (offset >= data.length) return void res.end(chunk);
+    res.write(chunk);
+    timer = setTimeout(step, 50);
+    sim.timers.add(timer);
+  };
+  res.once('close', stop);
+  step();
+}

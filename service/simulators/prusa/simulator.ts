@@ -25,10 +25,12 @@ import { randomBytes } from 'node:crypto';
 import { seedFiles, type SeedFile } from '../seed-files';
 import { BuddyAuth } from './auth';
 import { handleControl } from './control';
-import { handleFiles, refs } from './file-routes';
+import { infoBody, jobBody, statusBody, storageBody, versionBody } from './bodies';
+import { download, handleFiles } from './file-routes';
 import { SimStorage, type FsEntry } from './files';
 import { closeServer, decodeSegment, HOST, HttpError, listen, round1, segmentsOf, sendEmpty, sendError, sendJson, track } from './http-util';
 import { SimPrinter } from './printer';
+import { parseMaterials, startRefusal } from './starts';
 
 export interface PrusaSimulatorOptions {
   /** PrusaLink password (also the X-Api-Key); random when omitted. */
@@ -101,8 +103,6 @@ export type PrusaPrinterConfig = {
   http_port: number;
 };
 
-/** Filament type names as Buddy shows them; "---" is what it reports with nothing loaded. */
-const NO_FILAMENT = '---';
 
 export class PrusaSimulator {
   readonly password: string;
@@ -130,7 +130,8 @@ export class PrusaSimulator {
   private readonly apiSockets = new Set<Socket>();
   private readonly controlSockets = new Set<Socket>();
   private readonly hung = new Set<http.ServerResponse>();
-  private readonly timers = new Set<NodeJS.Timeout>();
+  /** Timers of throttled downloads, cleared by close(). */
+  readonly timers = new Set<NodeJS.Timeout>();
   private readonly auth: BuddyAuth;
   private offline = false;
   private stalled = false;
@@ -264,15 +265,15 @@ export class PrusaSimulator {
 
   // ------------------------------------------------------------ starting prints
 
+  /** What /api/version and /api/v1/info tell about this printer. */
+  private bodySource() {
+    const o = this.options;
+    return { name: this.name, model: this.model, nozzleDiameter: this.nozzleDiameter, httpPort: this.httpPort, serial: o.serial, mmu: o.mmu, camera: o.camera };
+  }
+
   /** Why a start would get 409 now, or null when the printer would take it. */
   startRefusal(): string | null {
-    const p = this.printer;
-    p.advance();
-    if (this.faults.reject_commands) return 'The printer refuses commands right now';
-    if (p.busy) return 'The printer is busy';
-    if (p.overlay === 'ATTENTION' || p.job?.state === 'ERROR') return 'The printer needs attention';
-    if (!p.screenReady) return 'The printer is not ready: its screen is not at home, print preview or print finished';
-    return null;
+    return startRefusal(this.printer, this.faults);
   }
 
   /** Starts `entry` as a new job (new job id) and records the start. */
@@ -284,17 +285,9 @@ export class PrusaSimulator {
 
   /** A POST /materials body: `{"materials":[{"slot":0,"type":"PLA","color":"#FFFFFF"}]}`, one tool (slot 0); [] unloads. */
   applyMaterials(body: Record<string, unknown>): { ok: true; materials: PrusaMaterial[] } | { ok: false; error: string } {
-    const list = body.materials;
-    if (!Array.isArray(list) || list.length > 1) return { ok: false, error: 'give {"materials": [{"slot": 0, "type": "PLA", "color": "#FFFFFF"}]} (one tool: slot 0, or [] to unload)' };
-    const out: PrusaMaterial[] = [];
-    for (const raw of list) {
-      const m = (raw ?? {}) as Record<string, unknown>;
-      if (m.slot !== 0) return { ok: false, error: 'slot must be 0 (this printer has one tool)' };
-      if (typeof m.type !== 'string' || !/^[A-Za-z0-9+-]{1,16}$/.test(m.type)) return { ok: false, error: 'type must be a filament type such as "PLA"' };
-      const color = m.color ?? '#FFFFFF';
-      if (typeof color !== 'string' || !/^#[0-9a-fA-F]{6}$/.test(color)) return { ok: false, error: 'color must be "#RRGGBB"' };
-      out.push({ slot: 0, type: m.type.toUpperCase(), color: color.toUpperCase() });
-    }
+    const parsed = parseMaterials(body);
+    if (!parsed.ok) return parsed;
+    const out = parsed.materials;
     this.materials = out;
     return { ok: true, materials: out.map((m) => ({ ...m })) };
   }
@@ -362,16 +355,16 @@ export class PrusaSimulator {
     const p = this.printer;
     p.advance();
 
-    if (method === 'GET' && path === '/api/version') return sendJson(res, 200, this.versionBody());
+    if (method === 'GET' && path === '/api/version') return sendJson(res, 200, versionBody(this.bodySource()));
     if (this.options.noV1Api && path.startsWith('/api/v1/')) {
       req.resume();
       throw new HttpError(404, 'Not Found', `No such endpoint: ${method} ${path}`);
     }
-    if (method === 'GET' && path === '/api/v1/info') return sendJson(res, 200, this.infoBody());
-    if (method === 'GET' && path === '/api/v1/status') return sendJson(res, 200, this.statusBody());
-    if (method === 'GET' && path === '/api/v1/storage') return sendJson(res, 200, this.storageBody());
+    if (method === 'GET' && path === '/api/v1/info') return sendJson(res, 200, infoBody(this.bodySource()));
+    if (method === 'GET' && path === '/api/v1/status') return sendJson(res, 200, statusBody(this, () => this.statusCount++));
+    if (method === 'GET' && path === '/api/v1/storage') return sendJson(res, 200, storageBody(this.storage));
     if (method === 'GET' && path === '/api/v1/job') {
-      const body = this.jobBody();
+      const body = jobBody(this.printer, this.storage);
       if (!body) return sendEmpty(res, 204);
       return sendJson(res, 200, body);
     }
@@ -383,125 +376,11 @@ export class PrusaSimulator {
 
     if (/^\/thumb\/[sl]\//.test(path)) throw new HttpError(404, 'Not Found', "File doesn't contain preview");
 
-    const download = new RegExp(`^/${this.storage.name}(/.*)$`).exec(path);
-    if (download && (method === 'GET' || method === 'HEAD')) return this.download(req, res, segmentsOf(download[1]));
+    const fileUrl = new RegExp(`^/${this.storage.name}(/.*)$`).exec(path);
+    if (fileUrl && (method === 'GET' || method === 'HEAD')) return download(this, req, res, segmentsOf(fileUrl[1]));
 
     req.resume();
     throw new HttpError(404, 'Not Found', `No such endpoint: ${method} ${path}`);
-  }
-
-  private versionBody() {
-    return {
-      api: '2.0.0',
-      server: '2.1.2',
-      version: '2.1.2',
-      // Buddy names its model here ("PrusaLink MINI" on a MINI).
-      text: `PrusaLink ${this.model}`,
-      hostname: this.hostname,
-      firmware: '6.2.4+8808',
-      sdk: '2.1.2',
-      nozzle_diameter: this.nozzleDiameter,
-      capabilities: { 'upload-by-put': true },
-    };
-  }
-
-  private get hostname(): string {
-    return `prusa-${this.model.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`;
-  }
-
-  private infoBody() {
-    return {
-      name: this.name,
-      location: 'Print farm',
-      farm_mode: false,
-      nozzle_diameter: this.nozzleDiameter,
-      min_extrusion_temp: 170,
-      serial: this.options.serial ?? `SIM${String(this.httpPort).padStart(5, '0')}X004XC34242`,
-      hostname: this.hostname,
-      port: '',
-      mmu: this.options.mmu ?? false,
-      sd_ready: false,
-      active_camera: this.options.camera ?? false,
-    };
-  }
-
-  private statusBody() {
-    const p = this.printer;
-    const job = p.job;
-    const printer: Record<string, unknown> = {
-      state: p.state,
-      temp_nozzle: round1(p.nozzle),
-      target_nozzle: p.targetNozzle,
-      temp_bed: round1(p.bed),
-      target_bed: p.targetBed,
-      material: this.materials[0]?.type ?? NO_FILAMENT,
-      axis_z: p.axisZ(),
-      flow: 100,
-      speed: 100,
-      fan_hotend: p.targetNozzle > 0 || p.nozzle > 50 ? 7000 : 0,
-      fan_print: job?.state === 'PRINTING' && job.heated ? 5200 : 0,
-    };
-    if (job?.state !== 'PRINTING') Object.assign(printer, { axis_x: 241, axis_y: 170 });
-    if (p.message && (p.state === 'ERROR' || p.state === 'ATTENTION')) printer.status_printer = { ok: false, message: p.message };
-    const body: Record<string, unknown> = { printer };
-    if (job) body.job = { id: job.id, progress: p.progress(), time_remaining: p.timeRemaining(), time_printing: p.timePrinting() };
-    body.storage = { path: `/${this.storage.name}/`, name: this.storage.name, read_only: false };
-    if (!this.faults.partial_reports) return body;
-
-    // Partial reports: every answer leaves out a different half of the optional fields.
-    const odd = this.statusCount++ % 2 === 1;
-    const partial: Record<string, unknown> = { printer: { state: p.state } };
-    const pr = partial.printer as Record<string, unknown>;
-    if (odd) {
-      for (const k of ['temp_nozzle', 'target_nozzle', 'temp_bed', 'target_bed']) pr[k] = printer[k];
-    } else {
-      for (const k of ['axis_z', 'flow', 'speed']) pr[k] = printer[k];
-      if (job) partial.job = body.job;
-    }
-    return partial;
-  }
-
-  private jobBody() {
-    const p = this.printer;
-    const job = p.job;
-    if (!job) return null;
-    const f = job.file;
-    return {
-      id: job.id,
-      state: job.state,
-      progress: p.progress(),
-      time_remaining: p.timeRemaining(),
-      time_printing: p.timePrinting(),
-      inaccurate_estimates: !job.heated,
-      file: {
-        name: f.sfn,
-        display_name: f.lfn,
-        path: f.parent ? this.storage.pathOf(f.parent) : `/${this.storage.name}`,
-        display_path: f.parent ? `/${this.storage.name}${this.storage.longPathOf(f.parent) ? '/' + this.storage.longPathOf(f.parent) : ''}` : undefined,
-        size: f.data?.length ?? 0,
-        m_timestamp: f.mtime,
-        refs: refs(this.storage, f),
-      },
-    };
-  }
-
-  private storageBody() {
-    const used = this.storage.usedBytes();
-    return {
-      storage_list: [
-        {
-          name: this.storage.name,
-          type: 'USB',
-          path: `/${this.storage.name}`,
-          print_files: used,
-          system_files: 0,
-          free_space: this.storage.totalSpace - used,
-          total_space: this.storage.totalSpace,
-          available: true,
-          read_only: false,
-        },
-      ],
-    };
   }
 
   private async jobControl(req: http.IncomingMessage, res: http.ServerResponse, method: string, id: string, action?: string) {
@@ -514,45 +393,5 @@ export class PrusaSimulator {
     const ok = action === 'pause' ? p.pause() : action === 'resume' || action === 'continue' ? p.resume() : p.stop();
     if (!ok) throw new HttpError(409, 'Conflict', `Cannot ${action ?? 'stop'} a job in state ${p.job.state}`);
     sendEmpty(res, 204);
-  }
-
-  private download(req: http.IncomingMessage, res: http.ServerResponse, segments: string[]): void {
-    req.resume();
-    const entry = this.storage.resolve(segments);
-    if (!entry || entry.type === 'FOLDER' || !entry.data) throw new HttpError(404, 'Not Found', 'File not found');
-    const data = entry.data;
-    res.writeHead(200, {
-      'Content-Type': 'application/octet-stream',
-      'Content-Length': String(data.length),
-      'Content-Disposition': `attachment; filename="${entry.sfn}"`,
-    });
-    if (req.method === 'HEAD') return void res.end();
-    const rate = this.faults.transfer_bytes_per_sec;
-    if (!rate) return void res.end(data);
-
-    // Throttled: a slice every 50 ms.
-    const slice = Math.max(1, Math.floor(rate / 20));
-    let offset = 0;
-    let timer: NodeJS.Timeout | null = null;
-    const stop = () => {
-      if (timer) {
-        clearTimeout(timer);
-        this.timers.delete(timer);
-      }
-      timer = null;
-    };
-    const step = () => {
-      if (timer) this.timers.delete(timer);
-      timer = null;
-      if (res.destroyed) return;
-      const chunk = data.subarray(offset, offset + slice);
-      offset += chunk.length;
-      if (offset >= data.length) return void res.end(chunk);
-      res.write(chunk);
-      timer = setTimeout(step, 50);
-      this.timers.add(timer);
-    };
-    res.once('close', stop);
-    step();
   }
 }
