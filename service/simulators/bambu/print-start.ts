@@ -9,7 +9,8 @@
  *   anything else is acknowledged and then nothing happens (a P1S stays IDLE);
  * - calibration flags and `use_ams` must be JSON booleans: anything else is
  *   ignored (flags fall back to false) and listed in `ignored_fields`;
- * - `ams_mapping` needs one entry per filament of the project; each filament
+ * - `ams_mapping` needs one entry per filament of the project (shorter is
+ *   tolerated as long as every filament the plate uses has one); each filament
  *   the plate uses must map to a loaded tray of an attached AMS, or -1 for the
  *   external spool (254 there too, except on an H2D where it fails with
  *   0700_8012). A wrong length, an empty or missing tray, or the external
@@ -76,8 +77,10 @@ export type StartDecision =
 interface ProjectInfo {
   plates: number[];
   filaments: FileFilament[];
-  /** How many entries ams_mapping must have: the project's filament count. */
+  /** The project's filament count: ams_mapping may not be longer (at least 1). */
   mappingLength: number;
+  /** The highest filament id the plate uses: ams_mapping may not be shorter. */
+  usedLength: number;
 }
 
 /** Reads what the printer checks in a 3MF; null when it is not a readable 3MF (the printer's "verify failed"). */
@@ -114,7 +117,7 @@ export function readProject(file: SimFile, plate: number): ProjectInfo | null {
     }
   }
   const maxId = filaments.reduce((n, f) => Math.max(n, f.id), 0);
-  return { plates: plates.sort((a, b) => a - b), filaments, mappingLength: Math.max(projectCount, maxId) };
+  return { plates: plates.sort((a, b) => a - b), filaments, mappingLength: Math.max(projectCount, maxId, 1), usedLength: maxId };
 }
 
 const isDecimalId = (v: unknown): v is string => typeof v === 'string' && /^\d{1,10}$/.test(v) && Number(v) <= MAX_ID;
@@ -172,7 +175,8 @@ export function decideProjectFile(request: Json, ctx: StartContext): StartDecisi
   let failCode: number | null = null;
   const stallOnce = (why: string) => (stall ??= `preparing AMS: ${why}`);
   if (useAms && !mapping) stallOnce('ams_mapping is not a list of tray numbers');
-  if (useAms && mapping && mapping.length !== project.mappingLength) stallOnce(`ams_mapping has ${mapping.length} entries, the file has ${project.mappingLength} filaments`);
+  if (useAms && mapping && (mapping.length < project.usedLength || mapping.length > project.mappingLength))
+    stallOnce(`ams_mapping has ${mapping.length} entries, the file has ${project.mappingLength} filaments`);
 
   for (const filament of project.filaments) {
     let slot: number | null = EXTERNAL_SPOOL;
