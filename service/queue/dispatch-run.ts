@@ -31,6 +31,10 @@ export interface RunnerHost {
   settle(itemId: string, failure: 'reset' | 'count' | null): Promise<void>;
   /** A PrusaLink printer answered 409: not ready at its screen. */
   notReady(printerId: string, state: PrinterState | undefined): void;
+  /** A queued print ended (also one that ended while the service was down): the plate needs clearing. */
+  printEnded(printerId: string): void;
+  /** A Bambu printer never acknowledged a start: reconnect MQTT with a fresh client id before the next one (QUEUE.md). */
+  reconnect(printerId: string): void;
 }
 
 export const NOT_READY = 'printer not ready at its screen';
@@ -275,6 +279,7 @@ export class DispatchRunner {
     this.unwatch(w.dispatch.printer_id, w.dispatch.id);
     const error = outcome === 'completed' ? null : outcome === 'cancelled' ? 'the print was cancelled' : (state.error?.message ?? 'the print failed');
     if (!(await this.move(w.dispatch, ['printing'], { state: outcome, error }))) return;
+    this.host.printEnded(w.dispatch.printer_id);
     this.log.info({ dispatch_id: w.dispatch.id, printer_id: w.dispatch.printer_id, outcome }, 'queued print ended');
     await this.host.settle(w.dispatch.item_id, outcome === 'completed' ? 'reset' : 'count');
   }
@@ -283,6 +288,7 @@ export class DispatchRunner {
     if (this.watched.get(w.dispatch.printer_id) !== w || w.state !== 'starting') return;
     const seconds = this.settings.get('queue_start_timeout_s');
     await this.startFailed(w.dispatch, 'starting', new Error(`the printer did not acknowledge the start within ${seconds} s`));
+    if (this.host.printerType(w.dispatch.printer_id) === 'bambu_lab') this.host.reconnect(w.dispatch.printer_id);
   }
 
   private async move(d: DispatchRecord, from: readonly DispatchState[], patch: Partial<DispatchRecord>): Promise<boolean> {

@@ -73,6 +73,10 @@ export class Dispatcher {
       printerType: (id) => this.records.get(id)?.type,
       settle: (itemId, failure) => this.settle(itemId, failure),
       notReady: (id, state) => this.notReadyUntil.set(id, { raw: state?.raw_state ?? '', until: Date.now() + NOT_READY_RETRY_MS }),
+      printEnded: (id) => deps.plates.printEnded(id, this.records.get(id)?.plate_auto_clear === true),
+      reconnect: (id) => {
+        if (!this.closed) void deps.fleet.testConnection(id).catch((err) => deps.log.warn({ err, printer_id: id }, 'reconnect after an unacknowledged start failed'));
+      },
     });
   }
 

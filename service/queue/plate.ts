@@ -47,6 +47,11 @@ export class PlateTracker {
     return true;
   }
 
+  /** A print is known to have ended (a queued print resolved after a restart): the plate needs clearing. */
+  printEnded(printerId: string, autoClear: boolean): void {
+    if (!autoClear && this.plateOf(printerId) !== 'needs_clearing') this.set(printerId, 'needs_clearing');
+  }
+
   /** The user cleared the plate. */
   async clear(printerId: string): Promise<void> {
     this.set(printerId, 'clear');

@@ -54,4 +54,21 @@ describe('queue: failed prints', () => {
     const jobs = (await h.get('/api/v1/jobs?status=failed')).body.jobs;
     expect(jobs.map((j: { id: number }) => j.id).sort()).toEqual(failed.dispatches.map((d: { job_id: number }) => d.job_id).sort());
   });
+
+  test('a start the firmware rejects fails at once with its message; the copy goes back and starts later', async () => {
+    const [p] = printers;
+    // The printer shows the last failed print (FAILED): a state a start may go to.
+    await until(async () => (await simState(p)).status === 'failed', 'the printer free');
+    await control(p.control, 'faults', { reject_commands: true });
+    const before = (await simState(p)).prints_started;
+    const file = await upload(h, 'Lever.gcode.3mf', bambu3mf({ model: 'X1C' }));
+    const { body } = await h.post('/api/v1/queue', { file_id: file });
+    const rejected = await itemUntil(h, body.id, (i) => i.dispatches[0]?.state === 'start_failed', 'the rejected start');
+    expect(rejected.dispatches[0]).toMatchObject({ attempt: 1, error: 'command rejected by the printer (simulated fault)' });
+    expect(rejected).toMatchObject({ failed: 1 });
+    await control(p.control, 'faults', { reject_commands: false });
+    const started = await itemUntil(h, body.id, (i) => i.dispatches.some((d: { state: string }) => d.state === 'printing'), 'the retried start');
+    expect(started.dispatches.map((d: { state: string }) => d.state)).toEqual([...started.dispatches.slice(0, -1).map(() => 'start_failed'), 'printing']);
+    expect((await simState(p)).prints_started).toBe(before + 1);
+  });
 });
