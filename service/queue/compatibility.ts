@@ -7,7 +7,7 @@
 import type { PrinterMaterial } from '../printers/driver';
 import type { QueueRequirements, QueueTarget } from '../db/repositories/queue';
 import type { FileFacts } from './file-facts';
-import { modelKey, sameModel, shortModel } from './models';
+import { sameModel, shortModel } from './models';
 
 export const EXTERNAL_SPOOL = 254;
 
@@ -120,4 +120,3 @@ export function mismatchReason(facts: FileFacts, results: { printer: PrinterFact
   }
 }
 
-export { modelKey };

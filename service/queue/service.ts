@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import { ApiError } from '../api/errors';
 import type { Store } from '../db';
 import type { FileRecord } from '../db/repositories/files';
-import { OPEN_DISPATCH_STATES, type QueueItemRecord, type QueueItemStatus } from '../db/repositories/queue';
+import type { QueueItemRecord, QueueItemStatus } from '../db/repositories/queue';
 import type { EventBus } from '../events';
 import type { CreateQueueItemInput, QueueItemView, QueueListFilter, UpdateQueueItemInput } from '../schemas/queue';
 import type { SettingsService } from '../settings';
@@ -179,4 +179,3 @@ function conflict(item: QueueItemRecord, message: string): ApiError {
   return new ApiError(409, 'QUEUE_ITEM_STATE', message, { item_id: item.id, status: item.status });
 }
 
-export { OPEN_DISPATCH_STATES };

@@ -35,7 +35,7 @@ import {
   type QueuedStartHooks,
 } from '../driver';
 import { BambuFtp } from './ftp';
-import { projectFileFields, usesFtpUrl } from './project-file';
+import { sendQueuedStart, usesFtpUrl } from './project-file';
 import { ingestReport, isObject, modelFromSerial, parseVersionInfo, str, toPrinterState, type BambuTracked, type Json, type VersionInfo } from './state';
 
 /** The smallest Logger surface the driver uses (pino fits). */
@@ -477,18 +477,11 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     return Promise.reject(new DriverError('REJECTED', `a Bambu printer prints .3mf and .gcode files, not "${name}"`, { path }));
   }
 
-  /**
-   * A queued print: implicit FTPS upload to the card root, then `project_file` (QoS 1). A refusal by the
-   * printer rejects (REJECTED); a missing reply does not (the state decides whether the print started).
-   */
-  async sendAndStart(start: QueuedStart, hooks: QueuedStartHooks): Promise<void> {
-    if (this.closed) throw new DriverError('OFFLINE', 'driver closed');
-    await this.ftp.upload(start.localPath, `/${start.remoteName}`, hooks.onProgress);
-    await hooks.beforeStart();
-    const model = this.currentState?.model ?? this.version?.model ?? modelFromSerial(this.serial);
-    await this.command('project_file', projectFileFields(start, model)).catch((err: unknown) => {
-      if (!(err instanceof DriverError && err.code === 'TIMEOUT')) throw err;
-    });
+  /** A queued print (project-file.ts): FTPS upload to the card root, then `project_file` with QoS 1. */
+  sendAndStart(start: QueuedStart, hooks: QueuedStartHooks): Promise<void> {
+    if (this.closed) return Promise.reject(new DriverError('OFFLINE', 'driver closed'));
+    const model = () => this.currentState?.model ?? this.version?.model ?? modelFromSerial(this.serial);
+    return sendQueuedStart({ ftp: this.ftp, model, command: (fields) => this.command('project_file', fields) }, start, hooks);
   }
 
   // -------------------------------------------------------------------------

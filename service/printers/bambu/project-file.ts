@@ -5,7 +5,8 @@
  * `auto_bed_leveling` as an integer, `use_ams` a boolean that is true only
  * when the mapping uses an AMS tray, and the mapping computed for this printer.
  */
-import type { QueuedStart } from '../driver';
+import { DriverError, type QueuedStart, type QueuedStartHooks } from '../driver';
+import type { BambuFtp } from './ftp';
 
 /** pybambu's rule: file:///sdcard/ URLs for X1/P1/A1, ftp:/// for H2 and newer. */
 export function usesFtpUrl(model: string | null): boolean {
@@ -39,4 +40,23 @@ export function projectFileFields(start: QueuedStart, model: string | null): Rec
     ams_mapping: mapping,
     ams_mapping2: mapping.map((slot) => (slot < 0 ? { ams_id: 255, slot_id: 255 } : slot >= 128 ? { ams_id: slot, slot_id: 0 } : { ams_id: Math.floor(slot / 4), slot_id: slot % 4 })),
   };
+}
+
+export interface QueuedStartDeps {
+  ftp: BambuFtp;
+  model(): string | null;
+  /** Publishes `project_file` with these fields (QoS 1) and waits for the printer's reply. */
+  command(fields: Record<string, unknown>): Promise<void>;
+}
+
+/**
+ * Uploads the file to the card root (one upload per printer: the FTP queue serialises them), then sends the
+ * start. A refusal by the printer rejects (REJECTED); a missing reply does not: its state decides.
+ */
+export async function sendQueuedStart(deps: QueuedStartDeps, start: QueuedStart, hooks: QueuedStartHooks): Promise<void> {
+  await deps.ftp.upload(start.localPath, `/${start.remoteName}`, hooks.onProgress);
+  await hooks.beforeStart();
+  await deps.command(projectFileFields(start, deps.model())).catch((err: unknown) => {
+    if (!(err instanceof DriverError && err.code === 'TIMEOUT')) throw err;
+  });
 }
