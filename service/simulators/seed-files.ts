@@ -15,8 +15,24 @@ export interface SeedFile {
   data: Buffer;
 }
 
-/** A small picture: a shaded square on a transparent background, tinted by `hue` (0-360). */
+const thumbnails = new Map<string, Buffer>();
+
+/**
+ * A small picture: a shaded square on a transparent background, tinted by `hue` (0-360).
+ * Encoding takes pngjs a while, so each size and hue is made once per process.
+ */
 export function thumbnailPng(width: number, height: number, hue = 200): Buffer {
+  const key = `${width}x${height}:${hue}`;
+  let made = thumbnails.get(key);
+  if (!made) {
+    made = drawThumbnail(width, height, hue);
+    if (thumbnails.size > 64) thumbnails.clear();
+    thumbnails.set(key, made);
+  }
+  return Buffer.from(made);
+}
+
+function drawThumbnail(width: number, height: number, hue: number): Buffer {
   const png = new PNG({ width, height });
   const [r, g, b] = hslToRgb(hue / 360, 0.6, 0.5);
   for (let y = 0; y < height; y++) {
@@ -332,7 +348,18 @@ export interface SeedModels {
   prusa?: string;
 }
 
-const cache = new Map<string, SeedFile[]>();
+/** Seed files by kind and model ("3mf:X1C", "gcode:MK4S"): a farm of several models builds each once. */
+const cache = new Map<string, Buffer>();
+
+function cached(key: string, make: () => Buffer): Buffer {
+  let data = cache.get(key);
+  if (!data) {
+    data = make();
+    if (cache.size > 64) cache.clear(); // a handful of models in practice; never unbounded
+    cache.set(key, data);
+  }
+  return data;
+}
 
 /**
  * The files every simulated printer starts with, sliced for `models` (a
@@ -342,17 +369,11 @@ const cache = new Map<string, SeedFile[]>();
 export function seedFiles(models: SeedModels = {}): SeedFile[] {
   const bambu = models.bambu ?? 'P1S';
   const prusa = models.prusa ?? 'MK4S';
-  const key = `${bambu}|${prusa}`;
-  let files = cache.get(key);
-  if (!files) {
-    files = [
-      { name: 'Cube_PLA.gcode.3mf', data: bambu3mf({ model: bambu }) },
-      { name: 'cube_0.2mm_PLA_MK4S_12m.gcode', data: prusaGcode({ model: prusa }) },
-      { name: 'cube_0.2mm_PLA_MK4S_12m.bgcode', data: prusaBgcode({ model: prusa }) },
-      { name: 'cube_20mm.stl', data: cubeStl() },
-    ];
-    if (cache.size > 32) cache.clear(); // a handful of models in practice; never unbounded
-    cache.set(key, files);
-  }
+  const files = [
+    { name: 'Cube_PLA.gcode.3mf', data: cached(`3mf:${bambu}`, () => bambu3mf({ model: bambu })) },
+    { name: 'cube_0.2mm_PLA_MK4S_12m.gcode', data: cached(`gcode:${prusa}`, () => prusaGcode({ model: prusa })) },
+    { name: 'cube_0.2mm_PLA_MK4S_12m.bgcode', data: cached(`bgcode:${prusa}`, () => prusaBgcode({ model: prusa })) },
+    { name: 'cube_20mm.stl', data: cached('stl', () => cubeStl()) },
+  ];
   return files.map((f) => ({ name: f.name, data: Buffer.from(f.data) }));
 }
