@@ -165,7 +165,8 @@ export class DispatchRunner {
       if (this.closed) return;
       if (!(await this.move(d, ['claimed', 'uploading'], { state: 'uploading', error: null }))) return; // cancelled meanwhile
       reached = 'uploading';
-      await this.host.settle(d.item_id, null);
+      // Announced, not awaited: the item's updates queue up behind each other, the upload must not.
+      void this.host.settle(d.item_id, null);
       const send = this.host.sender(d.printer_id);
       await send(start, {
         beforeStart: async () => {
@@ -179,7 +180,7 @@ export class DispatchRunner {
           Object.assign(d, patch);
           this.holds.set(d.printer_id, Date.now() + this.settings.get('queue_printer_hold_s') * 1000);
           this.watch(d, 'starting', false, 0);
-          await this.host.settle(d.item_id, null);
+          void this.host.settle(d.item_id, null);
         },
       });
     } catch (err) {

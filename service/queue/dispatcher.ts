@@ -286,7 +286,7 @@ export class Dispatcher {
     previous.push(dispatch);
     this.lastStart.set(printer.id, Date.now());
     this.deps.log.info({ item_id: item.id, printer_id: printer.id, dispatch_id: dispatch.id, attempt: dispatch.attempt }, 'queued copy claimed a printer');
-    await this.settle(item.id, null);
+    void this.settle(item.id, null);
     this.runner.launch(dispatch, this.startOf(item, dispatch, file, mapping));
     return true;
   }
