@@ -136,6 +136,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
 
   const { store, settings } = await openStorage(dataDir, env).catch(async (err) => {
     metrics.close();
+    limiter.close();
     await new Promise((resolve) => server.close(resolve));
     throw err;
   });
@@ -148,6 +149,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   });
   const usage = await UsageService.create({ store, bus, settings, log, version: VERSION }, options.usageStats).catch(async (err) => {
     metrics.close();
+    limiter.close();
     await store.close();
     await new Promise((resolve) => server.close(resolve));
     throw err;
@@ -225,6 +227,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       clearTimeout(cut);
       await store.close();
       metrics.close();
+      limiter.close();
       log.info('printfarm service stopped');
       log.flush?.();
     })());

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import { ApiError } from '../api/errors';
+import { DomainError } from '../errors';
 import type { Store } from '../db';
 import type { FileRecord } from '../db/repositories/files';
 import type { QueueItemRecord, QueueItemStatus } from '../db/repositories/queue';
@@ -157,25 +157,25 @@ export class QueueService {
 
   private async require(id: string): Promise<QueueItemRecord> {
     const item = await this.store.queue.getItem(id);
-    if (!item) throw new ApiError(404, 'QUEUE_ITEM_NOT_FOUND', `Queue item "${id}" not found`, { item_id: id });
+    if (!item) throw new DomainError(404, 'QUEUE_ITEM_NOT_FOUND', `Queue item "${id}" not found`, { item_id: id });
     return item;
   }
 
   private async printableFile(fileId: string): Promise<FileRecord & { local_path: string }> {
     const file = await this.store.files.get(fileId);
-    if (!file) throw new ApiError(404, 'FILE_NOT_FOUND', `File "${fileId}" not found`, { file_id: fileId });
+    if (!file) throw new DomainError(404, 'FILE_NOT_FOUND', `File "${fileId}" not found`, { file_id: fileId });
     if (!file.local_path || !fs.existsSync(file.local_path)) {
-      throw new ApiError(409, 'NO_LOCAL_COPY', `File "${fileId}" has no local copy; upload it or download it first`, { file_id: fileId, status: file.status });
+      throw new DomainError(409, 'NO_LOCAL_COPY', `File "${fileId}" has no local copy; upload it or download it first`, { file_id: fileId, status: file.status });
     }
     return file as FileRecord & { local_path: string };
   }
 }
 
-function invalid(field: string, message: string): ApiError {
-  return new ApiError(422, 'VALIDATION_ERROR', `Invalid body: ${field}: ${message}`, { location: 'body', fields: [{ field, message, code: 'invalid_value' }] });
+function invalid(field: string, message: string): DomainError {
+  return new DomainError(422, 'VALIDATION_ERROR', `Invalid body: ${field}: ${message}`, { location: 'body', fields: [{ field, message, code: 'invalid_value' }] });
 }
 
-function conflict(item: QueueItemRecord, message: string): ApiError {
-  return new ApiError(409, 'QUEUE_ITEM_STATE', message, { item_id: item.id, status: item.status });
+function conflict(item: QueueItemRecord, message: string): DomainError {
+  return new DomainError(409, 'QUEUE_ITEM_STATE', message, { item_id: item.id, status: item.status });
 }
 
