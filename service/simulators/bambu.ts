@@ -264,7 +264,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
         if (this.printer.busy) return this.startWhileBusy();
         // Acknowledged, yet nothing happens: what a P1S does with ids it cannot read.
         if (decision.kind === 'stuck') return { ok: true };
-        const result = this.begin(decision.file, decision.options);
+        const result = this.begin(decision.file, { ...decision.options, delayS: this.options.startDelayS ?? (/^H2/i.test(this.model) ? 90 : 0) });
         if (result.ok) this.lastStart = { source: 'mqtt', ...decision.record, at: new Date().toISOString() };
         return result;
       }

@@ -260,11 +260,11 @@ describe('Bambu simulator: starts that real printers refuse or mishandle', () =>
   });
 
   it.each([
-    ['an empty tray', { ams_mapping: [2] }, /tray 2 is empty/],
-    ['a tray that does not exist', { ams_mapping: [9] }, /no such tray/],
+    ['a mapping to an empty tray', { ams_mapping: [2] }, /tray 2 is empty/],
+    ['a mapping to a tray that does not exist', { ams_mapping: [9] }, /no such tray/],
     ['a mapping longer than the file has filaments', { ams_mapping: [0, -1] }, /2 entries, the file has 1/],
-    ['the external spool, empty', { ams_mapping: [-1] }, /external spool is empty/],
-  ])('a mapping to %s hangs in PREPARE ("preparing AMS") for ever', async (_label, overrides, reason) => {
+    ['a mapping to the empty external spool', { ams_mapping: [-1] }, /external spool is empty/],
+  ])('a start with %s hangs in PREPARE ("preparing AMS") for ever', async (_label, overrides, reason) => {
     const sim = await startSim();
     const watcher = await Watcher.open(sim);
     await ftpUpload(sim, 'Part.gcode.3mf', shortPrint());
@@ -317,8 +317,25 @@ describe('Bambu simulator: starts that real printers refuse or mishandle', () =>
     expect((await state(sim)).last_start).toMatchObject({ flags: { flow_cali: false, bed_leveling: false }, ignored_fields: ['bed_leveling', 'flow_cali', 'use_ams'], use_ams: true });
   });
 
+  it('an H2D reports IDLE for a while after accepting a start; a second start meanwhile wins, and both count', async () => {
+    const sim = await startSim({ model: 'H2D', startDelayS: 180 }); // 3 s at speed 60
+    const watcher = await Watcher.open(sim);
+    const from = watcher.messages.length;
+    const first = projectFile('Cube_PLA.gcode.3mf', { url: 'ftp:///Cube_PLA.gcode.3mf' });
+    expect(await watcher.command(first)).toMatchObject({ result: 'success' });
+    await watcher.reports(5);
+    expect(await state(sim)).toMatchObject({ gcode_state: 'IDLE', start_pending: true, prints_started: 1 });
+    expect(watcher.messages.slice(from).some((m) => m.print?.gcode_state && m.print.gcode_state !== 'IDLE')).toBe(false);
+
+    // A dispatcher that took IDLE for "not started" sends it again: the printer takes it (nothing is busy yet).
+    const second = projectFile('Cube_PLA.gcode.3mf', { url: 'ftp:///Cube_PLA.gcode.3mf' });
+    expect(await watcher.command(second)).toMatchObject({ result: 'success' });
+    await watcher.gcodeState('PREPARE', from);
+    expect(await state(sim)).toMatchObject({ start_pending: false, prints_started: 2, starts_while_busy: 0, subtask_id: second.subtask_id });
+  });
+
   it('fails an H2D start that maps a filament to 254 with 0700_8012', async () => {
-    const sim = await startSim({ model: 'H2D' });
+    const sim = await startSim({ model: 'H2D', startDelayS: 0 });
     const watcher = await Watcher.open(sim);
     const from = watcher.messages.length;
     await watcher.command(projectFile('Cube_PLA.gcode.3mf', { ams_mapping: [254] }));

@@ -30,6 +30,11 @@ export interface BambuSimulatorOptions {
   /** Nozzle diameter in mm the printer reports (`nozzle_diameter`, default 0.4). */
   nozzleDiameter?: number;
   /**
+   * Simulated seconds between an accepted project_file and PREPARE, the printer reporting IDLE
+   * meanwhile (default 90 on H2-series models, which take 80-210 s; 0 elsewhere).
+   */
+  startDelayS?: number;
+  /**
    * TLS key and certificate (PEM) for MQTT and FTPS instead of a fresh self-signed pair with
    * CN = serial. Many simulators can share one (see BambuSimulator.tlsCredentials()): generating
    * a pair per printer is the slow part of starting hundreds of them.

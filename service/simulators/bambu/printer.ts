@@ -45,6 +45,11 @@ export interface StartOptions {
   stall?: string | null;
   /** Fail during PREPARE with this print_error (e.g. 0x07008012 for a 254 mapping on an H2D). */
   failCode?: number | null;
+  /**
+   * Simulated seconds the printer stays as it was (IDLE, FINISH...) before PREPARE shows: an H2D
+   * takes 80-210 s. A start arriving meanwhile replaces the waiting one (the printer is not busy yet).
+   */
+  delayS?: number;
 }
 
 interface Job {
@@ -84,6 +89,8 @@ export class SimPrinter {
   private speedLevel = 2;
   private readonly x1: boolean;
   private taskCounter = 0;
+  /** An accepted start that has not reached PREPARE yet (see StartOptions.delayS). */
+  private pending: { file: SimFile; options: StartOptions; leftS: number } | null = null;
   private wifiTick = 0;
 
   constructor(
@@ -106,6 +113,11 @@ export class SimPrinter {
     return this.gcodeState === 'PREPARE' ? (this.job?.stall ?? null) : null;
   }
 
+  /** A start was accepted and has not shown yet. */
+  get startPending(): boolean {
+    return this.pending !== null;
+  }
+
   /** PREPARE, RUNNING or PAUSE: a job holds the printer. */
   get busy(): boolean {
     return ['PREPARE', 'RUNNING', 'PAUSE'].includes(this.gcodeState);
@@ -121,6 +133,12 @@ export class SimPrinter {
   advance(dtS: number): boolean {
     const before = this.gcodeState;
     this.heat(dtS);
+    if (this.pending && (this.pending.leftS -= dtS) <= 0) {
+      const { file, options } = this.pending;
+      this.pending = null;
+      this.start(file, { ...options, delayS: 0 });
+      return true;
+    }
     const job = this.job;
     if (job && this.gcodeState === 'PREPARE') {
       // A stalled start ("preparing AMS") heats, then waits for ever half-way through.
@@ -153,6 +171,11 @@ export class SimPrinter {
 
   start(file: SimFile, options: StartOptions = {}): CommandResult {
     if (this.busy) return { ok: false, reason: 'printer is busy with another job' };
+    if (options.delayS && options.delayS > 0) {
+      this.pending = { file, options, leftS: options.delayS };
+      return { ok: true };
+    }
+    this.pending = null;
     const plate = options.plate ?? 1;
     const plan = printPlan(file, plate);
     const name = basename(file.path);

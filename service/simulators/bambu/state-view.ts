@@ -62,6 +62,7 @@ export function stateView({ sim, mqtt, ftps, link }: StateParts): Json {
     hms: snapshot.hms,
     subtask_id: snapshot.subtask_id,
     stalled: sim.printer.stalledBy,
+    start_pending: sim.printer.startPending,
     prints_started: sim.printsStarted,
     starts_while_busy: sim.startsWhileBusy,
     last_start: sim.lastStart,
