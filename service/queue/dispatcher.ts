@@ -260,6 +260,13 @@ export class Dispatcher {
   /** Dispatches left claimed or uploading by an interrupted run: retried once their printer is free. */
   private async resumeInterrupted(open: DispatchRecord[]): Promise<void> {
     for (const d of open) {
+      if (!this.records.has(d.printer_id)) {
+        // The printer was removed: its copy goes back to the queue (not counted as a failure).
+        this.runner.forget(d.printer_id);
+        const ended = await this.deps.store.queue.transitionDispatch(d.id, [d.state], { state: 'cancelled', error: 'the printer was removed', updated_at: nowIso() });
+        if (ended) void this.settle(d.item_id, null);
+        continue;
+      }
       if ((d.state !== 'claimed' && d.state !== 'uploading') || this.runner.owns(d.id)) continue;
       if (this.availability(d.printer_id, true) !== 'free') continue;
       const item = await this.deps.store.queue.getItem(d.item_id);
