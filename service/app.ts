@@ -28,6 +28,10 @@ import { StatusCache } from './monitoring/status-cache';
 import { createDriver } from './printers/drivers';
 import { Fleet, type DriverFactory, type FleetTimings } from './printers/fleet';
 import { PrinterRegistry } from './printers/registry';
+import { Dispatcher } from './queue/dispatcher';
+import { FactsCache } from './queue/facts-cache';
+import { PlateTracker } from './queue/plate';
+import { QueueService } from './queue/service';
 import { RealtimeHub } from './realtime';
 import { SettingsService } from './settings';
 import { HistoryRetention } from './statistics/retention';
@@ -174,6 +178,12 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const files = new FileCatalog(store, fleet, storage, new DownloadManager(store, fleet, storage, bus, log, { maxBytes: config.max_download_size_mb * 1024 * 1024, ...options.downloads }), log);
   const ideas = new IdeaService(store, bus, log, options.ideas);
   const retention = new HistoryRetention(store, settings, log);
+  const facts = new FactsCache();
+  const plates = new PlateTracker(store, fleet, bus, log);
+  let queue: QueueService | undefined;
+  const dispatcher = new Dispatcher({ store, settings, fleet, log, facts, plates, publish: (id) => queue!.publish(id) });
+  queue = new QueueService(store, bus, settings, facts, dispatcher);
+  tracker.linkDispatches(dispatcher);
   context = {
     version: VERSION,
     dataDir,
@@ -192,6 +202,8 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     updates: new UpdateChecker(VERSION, config.update_check_url, config.update_check_timeout * 1000, log),
     usage,
     ideas,
+    queue,
+    dispatcher,
   };
   api.mount(context);
   realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs, admit: (req) => admitWebSocket(guard, tokens, limiter, req, config.trust_proxy) });
@@ -201,6 +213,8 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   files.start();
   ideas.start();
   retention.start();
+  // Before the printers connect: open dispatches are watched from their first report on.
+  await dispatcher.start();
   await fleet.start();
 
   const { port } = server.address() as AddressInfo;
@@ -220,8 +234,11 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       await usage.close();
       await realtime!.close();
       await files.downloads.close();
+      dispatcher.halt();
       // Drivers close before the catalog waits for its refreshes: a listing stuck on a printer fails at once.
       await fleet.close();
+      await dispatcher.close();
+      await plates.idle();
       await files.close();
       await tracker.idle();
       // In-flight requests finish; idle keep-alive connections close now, busy ones after their response.

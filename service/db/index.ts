@@ -7,6 +7,7 @@ import { IdeasRepository, TrendingRepository } from './repositories/ideas';
 import { JobsRepository } from './repositories/jobs';
 import { MaintenanceRepository } from './repositories/maintenance';
 import { PrintersRepository } from './repositories/printers';
+import { QueueRepository } from './repositories/queue';
 import { SettingsRepository } from './repositories/settings';
 import { StatisticsRepository } from './repositories/statistics';
 import { StatusHistoryRepository } from './repositories/status-history';
@@ -29,6 +30,8 @@ export interface Store {
   ideas: IdeasRepository;
   /** The trending cache (items per platform and their lifetime). */
   trending: TrendingRepository;
+  /** The print queue: items and their dispatches. */
+  queue: QueueRepository;
   /** A trivial query: true while the database answers. */
   ping(): boolean;
   close(): Promise<void>;
@@ -53,6 +56,7 @@ export async function openStore(dataDir: string): Promise<Store> {
     usage: new UsageRepository(db),
     ideas: new IdeasRepository(db),
     trending: new TrendingRepository(db),
+    queue: new QueueRepository(db),
     ping() {
       try {
         connection.sqlite.prepare('SELECT 1').get();

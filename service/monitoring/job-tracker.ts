@@ -73,7 +73,17 @@ function fromMetadata(m: Record<string, unknown> | null, costPerKg: number): Par
   };
 }
 
+/**
+ * The print queue's side of job creation: the dispatch a print belongs to (its job carries queue_item_id and
+ * becomes the dispatch's job, never a second one), and the call that tells the queue the job's id.
+ */
+export interface DispatchLink {
+  linkFor(printerId: string, state: PrinterState): { queue_item_id: string; dispatch_id: string } | null;
+  linked(dispatchId: string, jobId: number): Promise<void>;
+}
+
 export class JobTracker {
+  private dispatches: DispatchLink | null = null;
   private readonly current = new Map<string, Tracked | null>();
   /** Printers seen not printing since the service started: a print found on any other printer was running at start. */
   private readonly seenIdle = new Set<string>();
@@ -109,6 +119,11 @@ export class JobTracker {
     this.running.set(printerId, loop);
   }
 
+  /** Links the jobs of queued prints to their dispatches (set once the print queue exists). */
+  linkDispatches(link: DispatchLink): void {
+    this.dispatches = link;
+  }
+
   /** Waits until every update handed in so far is handled (tests, shutdown). */
   async idle(): Promise<void> {
     while (this.running.size) await Promise.all(this.running.values());
@@ -133,8 +148,10 @@ export class JobTracker {
       if (tracked && this.samePrint(tracked, state.job)) return this.progress(printerId, tracked, state);
       // A different print than the one we track: the old one ended while we did not see it.
       if (tracked) await this.finish(printerId, tracked, { ...state, state: 'idle' });
-      if (!this.settings.get('job_creation_auto_create')) return;
-      return this.create(printerId, state, state.job, foundAtStart);
+      const link = this.dispatches?.linkFor(printerId, state) ?? null;
+      // A queued print always gets its job: the queue counts its copies by them.
+      if (!link && !this.settings.get('job_creation_auto_create')) return;
+      return this.create(printerId, state, state.job, foundAtStart, link);
     }
     // A printing state without job details (an early or partial report) neither creates nor ends a job.
     if (tracked && !printing) await this.finish(printerId, tracked, state);
@@ -167,7 +184,13 @@ export class JobTracker {
     };
   }
 
-  private async create(printerId: string, state: PrinterState, job: PrintProgress, foundAtStart: boolean): Promise<void> {
+  private async create(
+    printerId: string,
+    state: PrinterState,
+    job: PrintProgress,
+    foundAtStart: boolean,
+    link: { queue_item_id: string; dispatch_id: string } | null = null,
+  ): Promise<void> {
     const printer = await this.store.printers.get(printerId);
     if (!printer) return;
     const discovery = nowIso();
@@ -181,7 +204,8 @@ export class JobTracker {
       discovered_on_startup: foundAtStart,
     };
     const status = state.state === 'paused' ? 'paused' : 'printing';
-    const key = printKey(file, start);
+    // Copies of a queued file are never one print: each dispatch has its own identity.
+    const key = link ? `${printKey(file, start)}#${link.dispatch_id}` : printKey(file, start);
     const known = await this.catalogFile(printerId, file);
     let id: number;
     try {
@@ -208,6 +232,7 @@ export class JobTracker {
         updated_at: discovery,
         print_key: key,
         printer_job_id: job.printer_job_id,
+        ...(link ? { queue_item_id: link.queue_item_id } : {}),
       });
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
@@ -229,6 +254,7 @@ export class JobTracker {
       powerWatts: printer.power_watts,
     };
     this.current.set(printerId, tracked);
+    if (link) await this.dispatches?.linked(link.dispatch_id, id);
     this.log.info({ printer_id: printerId, job_id: id, filename, discovered_on_startup: foundAtStart }, 'job auto-created');
     this.bus.emit('job_auto_created', {
       id: String(id),

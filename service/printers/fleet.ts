@@ -154,6 +154,15 @@ export class Fleet {
     return member.driver;
   }
 
+  /** A printer's plate state changed: its record follows and a printer_status frame says so. False when it has no driver. */
+  announcePlate(printerId: string, plate: 'clear' | 'needs_clearing'): boolean {
+    const member = this.members.get(printerId);
+    if (!member) return false;
+    member.record.plate_state = plate;
+    this.frame(member, true);
+    return true;
+  }
+
   /** Reconnects a printer now and reports whether it answers. */
   async testConnection(printerId: string): Promise<{ ok: boolean; status: string; connection_status: string; message: string | null }> {
     const record = await this.store.printers.get(printerId);
@@ -323,6 +332,7 @@ export class Fleet {
       connection_status: member.connection,
       progress: live.progress,
       temperatures: { nozzle: live.temperatures.nozzle, bed: live.temperatures.bed },
+      plate_state: member.record.plate_state ?? 'clear',
       ...(state?.job ? { job_name: state.job.name, layer_current: state.job.layer_current, layer_total: state.job.layer_total, estimated_remaining: state.job.remaining_seconds } : {}),
       ...(state?.error ? { error: state.error } : {}),
     });

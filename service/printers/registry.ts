@@ -99,6 +99,8 @@ export class PrinterRegistry {
       ftps_port: input.ftps_port ?? null,
       http_port: input.http_port ?? null,
       power_watts: input.power_watts ?? null,
+      plate_state: 'clear',
+      plate_auto_clear: input.plate_auto_clear ?? false,
     };
     try {
       await this.store.printers.insert(record);
@@ -209,6 +211,10 @@ export class PrinterRegistry {
       is_active: record.is_active,
       last_seen: record.last_seen,
       created_at: record.created_at,
+      nozzle_diameter: this.fleet.stateOf(record.id)?.nozzle_diameter ?? null,
+      materials: this.fleet.stateOf(record.id)?.materials ?? [],
+      plate_state: record.plate_state ?? 'clear',
+      plate_auto_clear: record.plate_auto_clear ?? false,
     };
   }
 
@@ -222,6 +228,7 @@ export class PrinterRegistry {
       status: record.status,
       connection_status: record.connection_status,
       is_active: record.is_active,
+      plate_state: record.plate_state ?? 'clear',
       progress: live.progress,
       temperatures: { nozzle: live.temperatures.nozzle, bed: live.temperatures.bed },
     });

@@ -51,6 +51,11 @@ describe('printers API', () => {
       is_active: true,
       last_seen: null,
       created_at: expect.any(String),
+      // Nothing reported yet; a new printer's plate is clear (the print queue).
+      nozzle_diameter: null,
+      materials: [],
+      plate_state: 'clear',
+      plate_auto_clear: false,
     });
     // Chamber temperature is a Bambu thing.
     expect(all.body.printers[1].temperatures).not.toHaveProperty('chamber');

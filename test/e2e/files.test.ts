@@ -15,7 +15,8 @@ import { control, until } from '../helpers/farm';
 
 
 const sha = (b: Buffer) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
-const seed = (suffix: string) => seedFiles().find((f) => f.name.endsWith(suffix))!.data;
+// Simulators hold files sliced for their model: printer 0 is the farm's X1C, printer 1 an MK4S (with the default 3MF).
+const seed = (suffix: string, index = 0) => seedFiles(index === 0 ? { bambu: 'X1C' } : { prusa: 'MK4S' }).find((f) => f.name.endsWith(suffix))!.data;
 
 describe('files on simulated printers', () => {
   let farm: SimulatedFarm;
@@ -59,7 +60,7 @@ describe('files on simulated printers', () => {
       file_type: '.3mf',
       status: 'available',
       status_icon: expect.any(String),
-      file_size: seed('.gcode.3mf').length,
+      file_size: seed('.gcode.3mf', index).length,
       local_path: null,
       download_url: `/api/v1/files/${file.id}/download`,
       metadata: { estimated_print_time: null, layer_height: null, infill: null },
@@ -87,10 +88,10 @@ describe('files on simulated printers', () => {
     expect(progress.data).toMatchObject({ bytes_total: file.file_size, speed_mbps: expect.any(Number) });
     await until(async () => (await h.get(`/api/v1/files/${file.id}/download/status`)).body.status === 'completed', 'completed');
     const detail = (await h.get(`/api/v1/files/${file.id}`)).body;
-    expect(detail).toMatchObject({ status: 'downloaded', checksum: sha(seed('.gcode.3mf')), download_attempts: 1, downloaded_at: expect.any(String) });
-    expect(fs.readFileSync(detail.local_path).equals(seed('.gcode.3mf'))).toBe(true);
+    expect(detail).toMatchObject({ status: 'downloaded', checksum: sha(seed('.gcode.3mf', index)), download_attempts: 1, downloaded_at: expect.any(String) });
+    expect(fs.readFileSync(detail.local_path).equals(seed('.gcode.3mf', index))).toBe(true);
     const content = await fetch(`${h.base}/api/v1/files/${file.id}/content`);
-    expect(Buffer.from(await content.arrayBuffer()).equals(seed('.gcode.3mf'))).toBe(true);
+    expect(Buffer.from(await content.arrayBuffer()).equals(seed('.gcode.3mf', index))).toBe(true);
     await ws.close();
 
     // Deleting the local copy leaves the printer's copy: the file is available again.

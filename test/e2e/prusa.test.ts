@@ -460,7 +460,7 @@ describe('PrusaLink driver against the simulated printer', () => {
     expect(await upload(sim, 'models/Nested Part.gcode', nested)).toBe(201);
 
     const files = await driver.listFiles();
-    const seeds = seedFiles();
+    const seeds = seedFiles({ prusa: sim.model }); // sliced for the simulated model
     expect(files.map((f) => f.name).sort()).toEqual([...seeds.map((s) => s.name), 'Nested Part.gcode'].sort());
     for (const seed of seeds) {
       const f = files.find((x) => x.name === seed.name)!;
@@ -491,7 +491,7 @@ describe('PrusaLink driver against the simulated printer', () => {
     const sim = await simulator();
     const { driver } = driverFor(sim, { command_timeout_ms: 800 });
     await driver.connect();
-    const seed = seedFiles().find((s) => s.name === BGCODE)!;
+    const seed = seedFiles({ prusa: sim.model }).find((s) => s.name === BGCODE)!;
     await ok(sim, '/faults', { transfer_bytes_per_sec: 20_000 }); // ~1.5 s for 30 kB
     const dest = join(tmp, 'slow.bgcode');
     const progress: number[] = [];

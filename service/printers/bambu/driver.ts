@@ -31,8 +31,11 @@ import {
   type PrinterDriver,
   type PrinterFile,
   type PrinterState,
+  type QueuedStart,
+  type QueuedStartHooks,
 } from '../driver';
 import { BambuFtp } from './ftp';
+import { sendQueuedStart, usesFtpUrl } from './project-file';
 import { ingestReport, isObject, modelFromSerial, parseVersionInfo, str, toPrinterState, type BambuTracked, type Json, type VersionInfo } from './state';
 
 /** The smallest Logger surface the driver uses (pino fits). */
@@ -70,10 +73,6 @@ interface PendingCommand {
   settle: (err?: DriverError) => void;
 }
 
-/** pybambu's rule: file:///sdcard/ URLs for X1/P1/A1, ftp:/// for H2 and newer. */
-function usesFtpUrl(model: string | null): boolean {
-  return !!model && !/^(X1|P1|A1)/i.test(model);
-}
 
 export class BambuDriver extends EventEmitter implements PrinterDriver {
   private currentState: PrinterState | null = null;
@@ -476,6 +475,17 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     }
     if (/\.gcode$/i.test(name)) return this.command('gcode_file', { param: absolute });
     return Promise.reject(new DriverError('REJECTED', `a Bambu printer prints .3mf and .gcode files, not "${name}"`, { path }));
+  }
+
+  /** A queued print (project-file.ts): FTPS upload to the card root, then `project_file` with QoS 1. */
+  sendAndStart(start: QueuedStart, hooks: QueuedStartHooks): Promise<void> {
+    if (this.closed) return Promise.reject(new DriverError('OFFLINE', 'driver closed'));
+    const model = () => this.currentState?.model ?? this.version?.model ?? modelFromSerial(this.serial);
+    return sendQueuedStart({ ftp: this.ftp, model, command: (fields) => this.command('project_file', fields) }, start, hooks);
+  }
+
+  removeQueuedFile(remoteName: string): Promise<void> {
+    return this.ftp.remove(`/${remoteName}`);
   }
 
   // -------------------------------------------------------------------------

@@ -12,6 +12,7 @@
  *   that arrives with only its `id` is an emptied slot and replaces the old one.
  */
 import type { MachineState, PrinterError, PrinterState } from '../driver';
+import { materialsOf, nozzleDiameterOf } from './materials';
 
 export type Json = Record<string, unknown>;
 
@@ -412,5 +413,7 @@ export function toPrinterState(tracked: BambuTracked, context: MapContext): Prin
       has_ams: hasAms(p),
       supports_remote_control: supportsRemoteControl(model, firmware, p.fun),
     },
+    nozzle_diameter: nozzleDiameterOf(p),
+    materials: materialsOf(p),
   };
 }

@@ -20,8 +20,11 @@ import {
   type PrinterDriver,
   type PrinterFile,
   type PrinterState,
+  type QueuedStart,
+  type QueuedStartHooks,
 } from '../driver';
 import { PrusaHttpClient, type AuthMode } from './http';
+import { uploadAndPrint } from './upload';
 import {
   encodePath,
   mergePrusaState,
@@ -240,6 +243,11 @@ export class PrusaDriver extends EventEmitter implements PrinterDriver {
     if (target === '/') throw new DriverError('NOT_FOUND', 'no file given');
     await this.http.request('POST', `/api/v1/files${target}`);
     this.wake();
+  }
+
+  /** A queued print: uploaded and started in one request (upload.ts); the next regular poll acknowledges it. */
+  sendAndStart(start: QueuedStart, hooks: QueuedStartHooks): Promise<void> {
+    return uploadAndPrint(this.http, start, hooks, this.config.command_timeout_ms);
   }
 
   // ---------------------------------------------------------------- internals

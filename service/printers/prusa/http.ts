@@ -6,7 +6,7 @@
  * Authorization / X-Api-Key headers it signs.
  */
 import http from 'node:http';
-import { createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -23,6 +23,8 @@ export interface HttpAnswer {
 
 export interface RequestOptions {
   body?: Buffer;
+  /** A file streamed as the body (uploads), read again from the start when an authentication challenge needs a resend. */
+  bodyFile?: { path: string; size: number };
   headers?: Record<string, string>;
   /** Overrides the client's timeout for this request (ms). */
   timeoutMs?: number;
@@ -218,7 +220,7 @@ export class PrusaHttpClient {
       if (this.mode === 'apikey') apiKeySent = true;
       let res: http.IncomingMessage;
       try {
-        res = await this.sendOnce(method, path, { ...options.headers, ...this.authHeaders(method, path) }, options.body, deadline.signal);
+        res = await this.sendOnce(method, path, { ...options.headers, ...this.authHeaders(method, path) }, options.bodyFile ?? options.body, deadline.signal);
       } catch (err) {
         // A pooled socket the printer had already closed: send once more on a new one.
         if ((err as { reusedSocket?: boolean }).reusedSocket && !resetRetried && !deadline.signal.aborted) {
@@ -267,9 +269,10 @@ export class PrusaHttpClient {
     method: string,
     path: string,
     headers: Record<string, string>,
-    body: Buffer | undefined,
+    body: Buffer | { path: string; size: number } | undefined,
     signal: AbortSignal,
   ): Promise<http.IncomingMessage> {
+    const length = body === undefined ? undefined : Buffer.isBuffer(body) ? body.length : body.size;
     this.stats.requests++;
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
@@ -281,7 +284,7 @@ export class PrusaHttpClient {
           path,
           agent: this.agent,
           signal,
-          headers: { accept: 'application/json', ...headers, ...(body ? { 'content-length': String(body.length) } : {}) },
+          headers: { accept: 'application/json', ...headers, ...(length !== undefined ? { 'content-length': String(length) } : {}) },
         },
         resolve,
       );
@@ -289,7 +292,13 @@ export class PrusaHttpClient {
         if (req.reusedSocket && !signal.aborted) err.reusedSocket = true;
         reject(err);
       });
-      req.end(body);
+      if (body === undefined || Buffer.isBuffer(body)) return req.end(body);
+      // A printer that answers early (401, 409) stops reading: the rest of the file is not pushed into a closed socket.
+      const file = createReadStream(body.path);
+      file.once('error', (err) => req.destroy(err));
+      req.once('response', () => file.unpipe(req));
+      req.once('close', () => file.destroy());
+      file.pipe(req);
     });
   }
 
