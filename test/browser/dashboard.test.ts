@@ -4,7 +4,9 @@
  * headless Chromium: one card per printer with live progress, pause and
  * resume from a card, stop only after confirming, a printer that drops off
  * the network shown offline with a notification, the jobs table, the
- * statistics charts fed with data, phone and wall-screen layouts, dark theme.
+ * statistics charts fed with data, phone and wall-screen layouts, dark theme;
+ * then the queue page: a print queued there waits for a plate, "Plate
+ * cleared" on the card clears it through the API and the print starts.
  *
  * Screenshots go to test/artifacts/ (git-ignored) for a person to look at;
  * PRINTFARM_README_SCREENSHOT=1 also refreshes docs/images/dashboard.png.
@@ -24,9 +26,6 @@ const built = fs.existsSync(path.join(ROOT, 'dist', 'nodes', 'printfarm-server.j
 if (!haveChromium) console.warn(`dashboard test skipped: no Chromium at ${CHROMIUM}`);
 if (!built) console.warn('dashboard test skipped: run `npm run build` first (npm test does)');
 const describeBrowser = haveChromium && built ? describe : describe.skip;
-const queueLanded = fs.existsSync(path.join(ROOT, 'service', 'api', 'queue.ts'));
-if (!queueLanded) console.warn('dashboard queue test skipped: this service has no print queue yet (issue 13)');
-const testQueue = queueLanded ? test : test.skip;
 
 const ARTIFACTS = path.join(ROOT, 'test', 'artifacts');
 const shot = (page: Page, name: string) => page.screenshot({ path: path.join(ARTIFACTS, name), fullPage: true });
@@ -165,7 +164,7 @@ describeBrowser('the farm dashboard of npm run demo', () => {
     await until(async () => (await get(`/printers/${EXTRA_ID}`)).status === 'printing', 'the test printer back and printing', 20_000);
     await control(extra.printers[0].control_url, 'finish');
     await until(async () => (await get(`/jobs?printer_id=${EXTRA_ID}&status=completed`)).jobs.length > 0, 'a completed job', 15_000);
-    if (queueLanded) await page.getByText('Plate needs clearing on Bambu X1C #04').first().waitFor({ timeout: 15_000 });
+    await page.getByText('Plate needs clearing on Bambu X1C #04').first().waitFor({ timeout: 15_000 });
     await page.goto(`${nodeRed.url}/dashboard/statistics`);
     await page.locator('[data-range="week"]').click();
     await page.locator('[data-range="day"]').click();
@@ -188,8 +187,7 @@ describeBrowser('the farm dashboard of npm run demo', () => {
     await page.close();
   }, 90_000);
 
-  // Runs once the print queue (issue 13) is in the service; until then it is skipped with a warning.
-  testQueue('queue page: a print queued from a file waits for the plate; "Plate cleared" on its card clears it through the API; the item moves to printing', async () => {
+  test('queue page: a print queued from a file waits for the plate; "Plate cleared" on its card clears it through the API; the item moves to printing', async () => {
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
@@ -201,7 +199,8 @@ describeBrowser('the farm dashboard of npm run demo', () => {
     // Queue one copy of it for that printer from the queue page.
     await page.goto(`${nodeRed.url}/dashboard/queue`);
     await page.locator('[data-role="add-file"]').click();
-    await page.locator('.v-overlay--active .v-list-item', { hasText: file.filename }).first().click();
+    // The same file name can be on several printers: the list names the printer too.
+    await page.locator('.v-overlay--active .v-list-item', { hasText: `${file.filename} · Bambu X1C #04` }).first().click();
     await page.locator('[data-role="add-target"]').click();
     await page.locator('.v-overlay--active .v-list-item', { hasText: 'Bambu X1C #04' }).first().click();
     await page.keyboard.press('Escape');
