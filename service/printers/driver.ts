@@ -117,6 +117,8 @@ export interface PrinterDriver extends EventEmitter {
   /** The last merged state, or null before the first report. */
   readonly state: PrinterState | null;
   readonly connection: ConnectionState;
+  /** Counts of what the driver refused from the printer (dropped reports, faults), when it keeps them. */
+  readonly faultStats?: Record<string, number>;
   /** Starts connecting; resolves once connected, rejects with a DriverError (AUTH, OFFLINE, TIMEOUT). Keeps reconnecting in the background either way until close(). */
   connect(): Promise<void>;
   close(): Promise<void>;

@@ -17,11 +17,8 @@
  * - close() ends the MQTT socket, the FTP connection and every timer.
  * The access code is never logged, emitted or put in an error.
  */
-import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import net from 'node:net';
-import type tls from 'node:tls';
-import { connect as mqttConnect, type IClientOptions, type MqttClient } from 'mqtt';
+import { connect as mqttConnect, type MqttClient } from 'mqtt';
 import {
   backoffDelay,
   DriverError,
@@ -32,7 +29,10 @@ import {
   type PrinterFile,
   type PrinterState,
 } from '../driver';
+import { projectFileFields } from './commands';
 import { BambuFtp } from './ftp';
+import { checkReport, MAX_PACKET_BYTES, MqttPacketGuard } from './limits';
+import { mqttErrorOf, mqttOptions } from './link';
 import { ingestReport, isObject, modelFromSerial, parseVersionInfo, str, toPrinterState, type BambuTracked, type Json, type VersionInfo } from './state';
 
 /** The smallest Logger surface the driver uses (pino fits). */
@@ -70,11 +70,6 @@ interface PendingCommand {
   settle: (err?: DriverError) => void;
 }
 
-/** pybambu's rule: file:///sdcard/ URLs for X1/P1/A1, ftp:/// for H2 and newer. */
-function usesFtpUrl(model: string | null): boolean {
-  return !!model && !/^(X1|P1|A1)/i.test(model);
-}
-
 export class BambuDriver extends EventEmitter implements PrinterDriver {
   private currentState: PrinterState | null = null;
   private stateKey = '';
@@ -95,6 +90,8 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   private readonly pending = new Set<PendingCommand>();
   private sequence: number;
   private closed = false;
+  private droppedReports = 0;
+  private faults = 0;
   private readonly ftp: BambuFtp;
   private readonly backoffBaseMs: number;
   private readonly backoffMaxMs: number;
@@ -160,69 +157,86 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
 
   private attemptConnect(): void {
     if (this.closed || this.client) return;
-    const accessCode = this.config.access_code;
-    if (!accessCode) {
+    if (!this.config.access_code) {
       this.failWithoutClient(new DriverError('AUTH', 'no access code configured'));
       return;
     }
-    const options: IClientOptions & tls.ConnectionOptions = {
-      protocol: 'mqtts',
-      host: this.config.ip_address,
-      port: this.mqttPort,
-      username: 'bblp',
-      password: accessCode,
-      clientId: `printfarm_${randomBytes(6).toString('hex')}`,
-      protocolVersion: 4,
-      clean: true,
-      keepalive: this.keepaliveSeconds,
-      // This driver reconnects on its own terms (backoff, jitter, slow retry after a refused code).
-      reconnectPeriod: 0,
-      connectTimeout: this.connectTimeoutMs + 5000,
-      resubscribe: false,
-      // The printer presents a certificate from Bambu's private "BBL CA" for CN = serial, not
-      // the IP; the LAN access code is the authentication, as in Bambu Studio's LAN mode and
-      // most third-party clients (PROTOCOLS.md §1). Pinning the CA would need Bambu's bundle.
-      rejectUnauthorized: false,
-      // Some firmware never answers a TLS 1.3 ClientHello (PROTOCOLS.md §1).
-      maxVersion: 'TLSv1.2',
-    };
-    if (this.serial && net.isIP(this.serial) === 0) options.servername = this.serial;
     this.log?.debug({ printer: this.config.id, address: this.where }, 'bambu: connecting');
+    const options = mqttOptions(this.config, this.serial, this.mqttPort, { keepaliveSeconds: this.keepaliveSeconds, connectTimeoutMs: this.connectTimeoutMs });
     const client = mqttConnect(options);
     this.client = client;
     this.linkUp = false;
     let lastError: DriverError | null = null;
-    this.connectTimer = setTimeout(
-      () => this.attemptFailed(client, new DriverError('TIMEOUT', `no MQTT answer from ${this.where} within ${Math.round(this.connectTimeoutMs / 1000)} s`)),
-      this.connectTimeoutMs,
+    // mqtt.js enforces no packet size for MQTT 3.1.1: refuse an oversized packet by its header, before it is buffered.
+    const packets = new MqttPacketGuard(MAX_PACKET_BYTES);
+    client.stream?.on('data', this.guard((chunk: Buffer) => {
+      const size = packets.feed(chunk);
+      if (size !== null && client === this.client) this.fault(`the printer sent an MQTT packet of ${size} bytes (limit ${MAX_PACKET_BYTES})`);
+    }));
+    const timeout = new DriverError('TIMEOUT', `no MQTT answer from ${this.where} within ${Math.round(this.connectTimeoutMs / 1000)} s`);
+    this.connectTimer = setTimeout(this.guard(() => this.attemptFailed(client, timeout)), this.connectTimeoutMs);
+    client.on('connect', this.guard(() => this.onConnack(client)));
+    client.on('message', this.guard((topic: string, payload: Buffer) => this.onMessage(client, topic, payload)));
+    client.on(
+      'error',
+      this.guard((err: Error & { code?: unknown }) => {
+        if (client !== this.client) return;
+        const mapped = mqttErrorOf(err, this.where);
+        if (mapped.code === 'AUTH') this.attemptFailed(client, mapped);
+        else lastError = mapped;
+      }),
     );
-    client.on('connect', () => this.onConnack(client));
-    client.on('message', (topic: string, payload: Buffer) => this.onMessage(client, topic, payload));
-    client.on('error', (err: Error & { code?: unknown }) => {
-      if (client !== this.client) return;
-      const code = err.code;
-      if (code === 4 || code === 5 || code === 134 || code === 135) {
-        this.attemptFailed(client, new DriverError('AUTH', `access code rejected (MQTT CONNACK ${code})`));
-        return;
+    client.on(
+      'close',
+      this.guard(() => {
+        if (client !== this.client) return;
+        if (this.linkUp) this.linkLost(client, lastError?.message ?? 'connection lost');
+        else this.attemptFailed(client, lastError ?? new DriverError('OFFLINE', `connection to ${this.where} closed before the printer accepted it`));
+      }),
+    );
+  }
+
+  /**
+   * Wraps every callback the network or a timer calls: whatever goes wrong in
+   * handling one printer marks that printer `error` with the reason and never
+   * reaches the process (an uncaught exception would stop the whole farm).
+   */
+  private guard<A extends unknown[]>(fn: (...args: A) => void): (...args: A) => void {
+    return (...args: A) => {
+      try {
+        fn(...args);
+      } catch (err) {
+        this.fault(`the service could not handle what the printer sent (${err instanceof Error ? err.message : String(err)})`);
       }
-      lastError =
-        typeof code === 'string' && ['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'ENOTFOUND', 'EPIPE'].includes(code)
-          ? new DriverError('OFFLINE', `printer unreachable at ${this.where} (${code})`)
-          : typeof code === 'string' && code === 'ETIMEDOUT'
-            ? new DriverError('TIMEOUT', `printer at ${this.where} did not answer (ETIMEDOUT)`)
-            : new DriverError('OFFLINE', `MQTT connection to ${this.where} failed: ${err.message}`);
-    });
-    client.on('close', () => {
-      if (client !== this.client) return;
-      if (this.linkUp) this.linkLost(client, lastError?.message ?? 'connection lost');
-      else this.attemptFailed(client, lastError ?? new DriverError('OFFLINE', `connection to ${this.where} closed before the printer accepted it`));
-    });
+    };
+  }
+
+  /**
+   * The printer sent something hostile or broken: drop the link, mark it
+   * `error` with the reason and try again only slowly (like a refused access code).
+   */
+  private fault(reason: string): void {
+    try {
+      this.faults++;
+      this.log?.warn({ printer: this.config.id, reason, faults: this.faults }, 'bambu: printer fault, link dropped');
+      const err = new DriverError('PROTOCOL', reason, { fault: true });
+      this.teardown().catch(() => undefined);
+      this.rejectPending(err);
+      this.failWithoutClient(err);
+    } catch (err) {
+      this.log?.warn({ printer: this.config.id, err: String(err) }, 'bambu: fault handling failed');
+    }
+  }
+
+  /** Reports dropped for exceeding the limits and faults that dropped the link, since the driver started. */
+  get faultStats(): { dropped_reports: number; faults: number } {
+    return { dropped_reports: this.droppedReports, faults: this.faults };
   }
 
   private onConnack(client: MqttClient): void {
     if (client !== this.client) return;
     const topic = this.serial ? `device/${this.serial}/report` : 'device/+/report';
-    client.subscribe(topic, { qos: 0 }, (err, granted) => {
+    client.subscribe(topic, { qos: 0 }, this.guard((err: Error | null, granted?: Array<{ qos: number }>) => {
       if (client !== this.client) return;
       if (err || !granted || granted.some((g) => g.qos === 128)) {
         this.attemptFailed(client, new DriverError('PROTOCOL', `the printer refused the subscription to ${topic}`));
@@ -232,11 +246,11 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
       this.linkUp = true;
       this.lastMessageAt = Date.now();
       this.requestFullStatus(client);
-      this.watchdog = setTimeout(() => this.onWatchdog(client), this.config.watchdog_ms);
+      this.watchdog = setTimeout(this.guard(() => this.onWatchdog(client)), this.config.watchdog_ms);
       this.setLink('connected', null);
       this.log?.debug({ printer: this.config.id }, 'bambu: connected');
       for (const w of this.waiters.splice(0)) w.resolve();
-    });
+    }));
   }
 
   /** pushall + get_version: only here, i.e. once per (re)connect. */
@@ -272,7 +286,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
 
   private failWithoutClient(err: DriverError): void {
     for (const w of this.waiters.splice(0)) w.reject(err);
-    if (err.code === 'AUTH') {
+    if (err.code === 'AUTH' || err.details.fault) {
       this.setLink('error', err.message);
       // A wrong code stays wrong until someone changes it: retry slowly, never in a tight loop.
       this.scheduleReconnect(backoffDelay(30, this.random, this.backoffBaseMs, Math.max(this.backoffBaseMs, this.authRetryMs)));
@@ -286,10 +300,13 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   private scheduleReconnect(delayMs: number): void {
     if (this.closed) return;
     this.clearReconnectTimer();
-    this.reconnectTimer = setTimeout(() => {
-      this.reconnectTimer = null;
-      this.attemptConnect();
-    }, delayMs);
+    this.reconnectTimer = setTimeout(
+      this.guard(() => {
+        this.reconnectTimer = null;
+        this.attemptConnect();
+      }),
+      delayMs,
+    );
   }
 
   private clearReconnectTimer(): void {
@@ -350,6 +367,13 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
       return;
     }
     if (!isObject(message)) return;
+    const refused = checkReport(message);
+    if (refused) {
+      // Dropped and counted; a printer that sends such a thing is broken or hostile: its link goes to `error`.
+      this.droppedReports++;
+      this.fault(`report dropped: ${refused}`);
+      return;
+    }
     // A message proves the link: the next failure starts the backoff from the bottom again.
     this.attempt = 0;
     if (isObject(message.print)) {
@@ -453,26 +477,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     const name = absolute.slice(absolute.lastIndexOf('/') + 1);
     if (/\.3mf$/i.test(name)) {
       const model = this.currentState?.model ?? this.version?.model ?? modelFromSerial(this.serial);
-      const relative = absolute.slice(1);
-      return this.command('project_file', {
-        param: 'Metadata/plate_1.gcode',
-        url: usesFtpUrl(model) ? `ftp:///${relative}` : `file:///sdcard/${relative}`,
-        subtask_name: name.replace(/(\.gcode)?\.3mf$/i, ''),
-        md5: '',
-        file: '',
-        project_id: '0',
-        profile_id: '0',
-        task_id: '0',
-        subtask_id: '0',
-        timelapse: false,
-        bed_type: 'auto',
-        bed_leveling: true,
-        flow_cali: true,
-        vibration_cali: true,
-        layer_inspect: true,
-        use_ams: this.currentState?.capabilities?.has_ams ?? false,
-        ams_mapping: [0],
-      });
+      return this.command('project_file', projectFileFields(absolute, model, this.currentState?.capabilities?.has_ams ?? false));
     }
     if (/\.gcode$/i.test(name)) return this.command('gcode_file', { param: absolute });
     return Promise.reject(new DriverError('REJECTED', `a Bambu printer prints .3mf and .gcode files, not "${name}"`, { path }));
