@@ -21,6 +21,7 @@ import { PreviewService } from './files/previews';
 import { FileStorage } from './files/storage';
 import { IdeaService, type IdeaServiceOptions } from './ideas/service';
 import { JobTracker } from './monitoring/job-tracker';
+import type { NewJobGateOptions } from './monitoring/new-job-gate';
 import { StatusCache } from './monitoring/status-cache';
 import { createDriver } from './printers/drivers';
 import { Fleet, type DriverFactory, type FleetTimings } from './printers/fleet';
@@ -57,6 +58,8 @@ export interface ServiceOptions {
   usageStats?: UsageOptions;
   /** Ideas: the page fetcher (injectable fetch, timeout, size cap), metadata retry and trending cache options. */
   ideas?: IdeaServiceOptions;
+  /** New-job limit per printer (default one per minute; tests shorten it). */
+  jobTracking?: NewJobGateOptions;
   /** The figures applied while `rate_limit_enabled` is on (default: the spec's v1.0 limits; tests shorten the windows). */
   rateLimits?: RateLimits;
 }
@@ -137,7 +140,8 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   });
   const cache = new StatusCache();
   const fleet = new Fleet(store, cache, bus, settings, log, options.driverFactory ?? createDriver, options.fleet);
-  const tracker = new JobTracker(store, settings, bus, log);
+  const tracker = new JobTracker(store, settings, bus, log, options.jobTracking);
+  fleet.onLinkUp((printerId) => tracker.linkUp(printerId));
   fleet.onReport((printerId, state) => {
     metrics.report();
     tracker.report(printerId, state);

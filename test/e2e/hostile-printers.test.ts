@@ -117,4 +117,24 @@ describe('hostile printers', () => {
       await new Promise((resolve) => fake.close(resolve));
     }
   });
+
+  test('a report flood with invented keys and a changing job name makes one job; the rest is refused with an alert; the printer stays online', async () => {
+    peer = await startHostileBambu('flooder-01');
+    h = await startService(serviceOptions);
+    ws = await connectWs(h.base);
+    await h.post('/api/v1/printers', peer.printer);
+    await connected('flooder-01');
+    const junk = (r: number) => Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`key_${r}_${i}`, i]));
+    for (let r = 0; r < 200; r++) {
+      await peer.report({ gcode_state: 'RUNNING', mc_percent: 10, subtask_name: `flood-${r}`, gcode_file: `/data/flood-${r}.gcode`, gcode_start_time: '1795000000', ...junk(r) });
+    }
+    const alert = await ws.next((f) => f.type === 'system_alert' && f.data.printer_id === 'flooder-01' && f.data.reason === 'no_start', 10_000);
+    expect(alert.data).toMatchObject({ level: 'warning', refused_jobs: expect.any(Number), message: expect.stringMatching(/did not become a job/) });
+    await h.service.context.tracker.idle();
+    const jobs = (await h.get('/api/v1/jobs?printer_id=flooder-01')).body.jobs as Record<string, any>[];
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0].job_name).toMatch(/^flood-\d+$/);
+    expect(await printer('flooder-01')).toMatchObject({ status: 'printing', connection_status: 'connected' });
+    expect((await h.get('/api/v1/health')).status).toBe(200);
+  });
 });

@@ -29,7 +29,7 @@ import {
   type PrinterFile,
   type PrinterState,
 } from '../driver';
-import { projectFileFields } from './commands';
+import { PendingCommands, projectFileFields } from './commands';
 import { BambuFtp } from './ftp';
 import { checkReport, MAX_PACKET_BYTES, MqttPacketGuard } from './limits';
 import { mqttErrorOf, mqttOptions } from './link';
@@ -64,12 +64,6 @@ interface Waiter {
   reject: (err: unknown) => void;
 }
 
-interface PendingCommand {
-  command: string;
-  sequenceId: string;
-  settle: (err?: DriverError) => void;
-}
-
 export class BambuDriver extends EventEmitter implements PrinterDriver {
   private currentState: PrinterState | null = null;
   private stateKey = '';
@@ -87,7 +81,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   private watchdog: NodeJS.Timeout | null = null;
   private lastMessageAt = 0;
   private readonly waiters: Waiter[] = [];
-  private readonly pending = new Set<PendingCommand>();
+  private readonly commands = new PendingCommands();
   private sequence: number;
   private closed = false;
   private droppedReports = 0;
@@ -221,7 +215,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
       this.log?.warn({ printer: this.config.id, reason, faults: this.faults }, 'bambu: printer fault, link dropped');
       const err = new DriverError('PROTOCOL', reason, { fault: true });
       this.teardown().catch(() => undefined);
-      this.rejectPending(err);
+      this.commands.rejectAll(err);
       this.failWithoutClient(err);
     } catch (err) {
       this.log?.warn({ printer: this.config.id, err: String(err) }, 'bambu: fault handling failed');
@@ -272,7 +266,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   private linkLost(client: MqttClient, message: string): void {
     if (client !== this.client) return;
     this.teardown();
-    this.rejectPending(new DriverError('OFFLINE', `connection to the printer was lost (${message})`));
+    this.commands.rejectAll(new DriverError('OFFLINE', `connection to the printer was lost (${message})`));
     this.setLink('disconnected', message);
     this.scheduleReconnect(backoffDelay(this.attempt++, this.random, this.backoffBaseMs, this.backoffMaxMs));
   }
@@ -381,7 +375,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
         this.tracked = ingestReport(this.tracked, message.print);
         this.publishState();
       } else {
-        this.settleCommand(message.print);
+        this.commands.answer(message.print);
       }
     }
     if (isObject(message.info) && message.info.command === 'get_version') {
@@ -406,26 +400,6 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   // Commands
   // -------------------------------------------------------------------------
 
-  private settleCommand(reply: Json): void {
-    const command = str(reply.command);
-    const result = str(reply.result)?.toLowerCase();
-    if (!command || !result) return;
-    const sequenceId = str(reply.sequence_id);
-    for (const p of this.pending) {
-      if (p.command !== command || (sequenceId !== null && sequenceId !== p.sequenceId)) continue;
-      if (result === 'success') p.settle();
-      else {
-        const reason = str(reply.reason) || str(reply.err_code) || 'the printer refused the command';
-        p.settle(new DriverError('REJECTED', reason, { command, reason }));
-      }
-      return;
-    }
-  }
-
-  private rejectPending(err: DriverError): void {
-    for (const p of [...this.pending]) p.settle(err);
-  }
-
   private command(command: string, fields: Json = {}): Promise<void> {
     const client = this.client;
     if (this.closed || !client || !this.linkUp || this.link !== 'connected') {
@@ -433,26 +407,9 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     }
     if (!this.serial) return Promise.reject(new DriverError('PROTOCOL', 'printer serial number unknown'));
     const sequenceId = String(++this.sequence);
-    const body = { print: { sequence_id: sequenceId, command, param: '', ...fields } };
-    const timeoutMs = this.config.command_timeout_ms;
-    return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => pending.settle(new DriverError('TIMEOUT', `the printer did not answer "${command}" within ${(timeoutMs / 1000).toFixed(1)} s`)), timeoutMs);
-      const pending: PendingCommand = {
-        command,
-        sequenceId,
-        settle: (err) => {
-          if (!this.pending.delete(pending)) return;
-          clearTimeout(timer);
-          if (err) reject(err);
-          else resolve();
-        },
-      };
-      this.pending.add(pending);
-      // QoS 1 for control commands (OpenBambuAPI).
-      client.publish(`device/${this.serial}/request`, JSON.stringify(body), { qos: 1 }, (err) => {
-        if (err) pending.settle(new DriverError('OFFLINE', `could not send "${command}": ${err.message}`));
-      });
-    });
+    const body = JSON.stringify({ print: { sequence_id: sequenceId, command, param: '', ...fields } });
+    // QoS 1 for control commands (OpenBambuAPI).
+    return this.commands.send(command, sequenceId, this.config.command_timeout_ms, (sent) => client.publish(`device/${this.serial}/request`, body, { qos: 1 }, sent));
   }
 
   pause(): Promise<void> {
@@ -505,7 +462,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     this.clearReconnectTimer();
     const ended = this.teardown();
     const closedError = new DriverError('OFFLINE', 'driver closed');
-    this.rejectPending(closedError);
+    this.commands.rejectAll(closedError);
     for (const w of this.waiters.splice(0)) w.reject(closedError);
     this.ftp.close();
     this.link = 'disconnected';
