@@ -21,6 +21,8 @@ export interface PrintersTable {
   ftps_port: number | null;
   http_port: number | null;
   power_watts: number | null;
+  /** prusa_core: 'digest' or 'api_key'; NULL is Digest. */
+  auth_method: string | null;
 }
 
 export interface JobsTable {

@@ -98,6 +98,8 @@ export interface DriverConfig {
   ip_address: string;
   serial_number: string | null;
   access_code: string | null;
+  /** prusa_core: Digest (default) or the X-Api-Key header; the driver never falls back from one to the other. */
+  auth_method?: 'digest' | 'api_key';
   /** Port overrides (simulators, NAT); undefined means the printer's real port. */
   ports: { mqtt?: number; ftps?: number; http?: number };
   /** A link silent for longer than this is offline (ms). */

@@ -33,6 +33,7 @@ export function connectionChanged(a: PrinterRecord, b: PrinterRecord): boolean {
     a.serial_number !== b.serial_number ||
     a.mqtt_port !== b.mqtt_port ||
     a.ftps_port !== b.ftps_port ||
-    a.http_port !== b.http_port
+    a.http_port !== b.http_port ||
+    a.auth_method !== b.auth_method
   );
 }

@@ -161,6 +161,7 @@ export class Fleet {
       ip_address: record.ip_address,
       serial_number: record.serial_number,
       access_code: record.access_code,
+      ...(record.auth_method === 'api_key' ? { auth_method: 'api_key' as const } : {}),
       ports: {
         mqtt: record.mqtt_port ?? undefined,
         ftps: record.ftps_port ?? undefined,

@@ -15,6 +15,12 @@ export const printerId = z
   .meta({ description: 'Identifier chosen by the client', example: 'x1c-01' });
 
 const port = z.number().int().min(1).max(65535);
+const authMethod = z
+  .enum(['digest', 'api_key'])
+  .meta({
+    description:
+      'prusa_core only: `digest` (default; user maker + access_code as password) or `api_key` (access_code sent as X-Api-Key, for older firmware). The service never falls back from Digest to X-Api-Key.',
+  });
 const portOverrides = {
   mqtt_port: port.optional().meta({ description: 'bambu_lab: MQTT over TLS port (default 8883)' }),
   ftps_port: port.optional().meta({ description: 'bambu_lab: implicit FTPS port (default 990)' }),
@@ -38,6 +44,7 @@ export const CreatePrinterBody = z.strictObject({
   serial_number: z.string().trim().max(64).optional().meta({ description: 'Required for bambu_lab' }),
   is_active: z.boolean().default(true),
   power_watts: z.number().int().min(1).max(10000).optional().meta({ description: 'Average power draw in watts, for power costs (default: the default_printer_power_watts setting)' }),
+  auth_method: authMethod.optional(),
   ...portOverrides,
 });
 
@@ -53,6 +60,7 @@ export const UpdatePrinterBody = z
     ftps_port: port.nullable().optional(),
     http_port: port.nullable().optional(),
     power_watts: z.number().int().min(1).max(10000).nullable().optional(),
+    auth_method: authMethod.nullable().optional().meta({ description: 'prusa_core only; null returns to Digest' }),
   })
   .refine((b) => Object.keys(b).length > 0, { message: 'give at least one field to change' });
 
@@ -113,6 +121,7 @@ export const PrinterDetail = Printer.extend({
   ftps_port: z.number().int().nullable(),
   http_port: z.number().int().nullable(),
   power_watts: z.number().int().nullable().meta({ description: 'Average power draw in watts (null: the default setting)' }),
+  auth_method: z.enum(['digest', 'api_key']).nullable().meta({ description: 'prusa_core: how the printer authenticates (null: Digest); null for bambu_lab' }),
 });
 
 export const PrinterList = z.object({

@@ -51,7 +51,7 @@ describe('job tracker', () => {
     await store.printers.insert({
       id: 'p1', name: 'P1', type: 'bambu_lab', model: 'P1S', ip_address: '127.0.0.1', serial_number: 'S', access_code: 'A', is_active: true,
       status: 'online', connection_status: 'connected', status_message: null, firmware_version: null, last_seen: null, created_at: now, updated_at: now,
-      mqtt_port: null, ftps_port: null, http_port: null, power_watts: 200,
+      mqtt_port: null, ftps_port: null, http_port: null, power_watts: 200, auth_method: null,
     });
   });
   afterEach(async () => {

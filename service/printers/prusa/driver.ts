@@ -106,6 +106,7 @@ export class PrusaDriver extends EventEmitter implements PrinterDriver {
       port: config.ports.http ?? 80,
       username: this.opts.username,
       password: config.access_code ?? '',
+      authMethod: config.auth_method ?? 'digest',
       timeoutMs: config.command_timeout_ms,
     });
   }
@@ -319,7 +320,7 @@ export class PrusaDriver extends EventEmitter implements PrinterDriver {
 
   private failed(err: DriverError): void {
     this.handshaken = false;
-    if (err.code === 'AUTH') this.setLink('error', 'access code rejected');
+    if (err.code === 'AUTH') this.setLink('error', err.message);
     else if (err.details.unsupported || err.details.internal) this.setLink('error', err.message); // will not heal by retrying
     else this.setLink('disconnected', err.message);
     this.settle(err);

@@ -69,6 +69,8 @@ export type PrusaPrinterConfig = {
   ip_address: string;
   access_code: string;
   http_port: number;
+  /** Present for firmware that only takes X-Api-Key. */
+  auth_method?: 'api_key';
 };
 
 const HOST = '127.0.0.1';
@@ -169,6 +171,7 @@ export class PrusaSimulator {
       ip_address: HOST,
       access_code: this.password,
       http_port: this.httpPort,
+      ...(this.options.apiKeyOnly ? { auth_method: 'api_key' as const } : {}),
     };
   }
 
