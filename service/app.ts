@@ -29,6 +29,7 @@ import { PrinterRegistry } from './printers/registry';
 import { RealtimeHub } from './realtime';
 import { SettingsService } from './settings';
 import { HistoryRetention } from './statistics/retention';
+import { ConnectionCap } from './system/connection-cap';
 import { ServiceMetrics } from './system/metrics';
 import { UpdateChecker } from './system/update-check';
 import { UsageService, type UsageOptions } from './usage/service';
@@ -176,7 +177,12 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     ideas,
   };
   api.mount(context);
-  realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs, admit: (req) => admitWebSocket(limiter, req, config.trust_proxy) });
+  const wsCap = new ConnectionCap({
+    maxTotal: config.ws_max_clients,
+    maxPerAddress: config.ws_max_clients_per_ip,
+    onRefusals: (summary) => log.warn(summary, '/ws connections refused: the connection cap is reached (WS_MAX_CLIENTS, WS_MAX_CLIENTS_PER_IP)'),
+  });
+  realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs, admit: (req) => admitWebSocket(wsCap, limiter, req, config.trust_proxy) });
   realtime.attach(server);
   phase = 'ready';
   usage.start();
@@ -219,10 +225,37 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   return { url, port, server, context, close };
 }
 
-/** The per-client /ws connection limit, answered like any other refusal: the error body with 429. */
-function admitWebSocket(limiter: RateLimiter, req: http.IncomingMessage, trustProxy: boolean) {
-  const admission = limiter.admitWebSocket(clientAddress(req, trustProxy));
-  if ('release' in admission) return admission;
+/**
+ * The /ws connection cap (always on: 503 with the error body) and then the per-client rate limit
+ * (when enabled: 429), answered like any other refusal.
+ */
+function admitWebSocket(cap: ConnectionCap, limiter: RateLimiter, req: http.IncomingMessage, trustProxy: boolean) {
+  const address = clientAddress(req, trustProxy);
+  const capped = cap.admit(address);
+  if ('refused' in capped) {
+    const requestId = randomUUID();
+    const message =
+      capped.refused === 'total'
+        ? `Too many /ws connections: the service keeps at most ${capped.limit} open; try again later`
+        : `Too many /ws connections from this address: at most ${capped.limit} at once`;
+    return {
+      refuse: {
+        status: 503,
+        headers: { 'X-Request-Id': requestId, 'Retry-After': '60' },
+        body: JSON.stringify(errorPayload('SERVICE_UNAVAILABLE', message, { limit: capped.limit, scope: capped.refused }, requestId)),
+      },
+    };
+  }
+  const admission = limiter.admitWebSocket(address);
+  if ('release' in admission) {
+    return {
+      release: () => {
+        capped.release();
+        admission.release();
+      },
+    };
+  }
+  capped.release();
   const { error } = admission;
   const requestId = randomUUID();
   return {
