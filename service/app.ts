@@ -30,6 +30,7 @@ import { RealtimeHub } from './realtime';
 import { SettingsService } from './settings';
 import { HistoryRetention } from './statistics/retention';
 import { ConnectionCap } from './system/connection-cap';
+import { lockDataDir, type DataDirLock } from './system/data-lock';
 import { ServiceMetrics } from './system/metrics';
 import { UpdateChecker } from './system/update-check';
 import { UsageService, type UsageOptions } from './usage/service';
@@ -125,6 +126,14 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const api = createApi(log, () => phase, { metrics, limiter, trustProxy: config.trust_proxy });
   const server = http.createServer(api.app);
   server.on('clientError', answerClientError);
+  // One service per data directory, checked before anything listens or opens (DataDirLockedError otherwise).
+  let lock: DataDirLock;
+  try {
+    lock = lockDataDir(dataDir);
+  } catch (err) {
+    metrics.close();
+    throw err;
+  }
   // Listen first: a request that arrives while the database opens gets a 503, not a refused connection.
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -132,11 +141,16 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       server.off('error', reject);
       resolve();
     });
+  }).catch((err) => {
+    metrics.close();
+    lock.release();
+    throw err;
   });
 
   const { store, settings } = await openStorage(dataDir, env).catch(async (err) => {
     metrics.close();
     await new Promise((resolve) => server.close(resolve));
+    lock.release();
     throw err;
   });
   const cache = new StatusCache();
@@ -151,6 +165,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     metrics.close();
     await store.close();
     await new Promise((resolve) => server.close(resolve));
+    lock.release();
     throw err;
   });
   const storage = new FileStorage(dataDir);
@@ -218,6 +233,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       clearTimeout(cut);
       await store.close();
       metrics.close();
+      lock.release();
       log.info('printfarm service stopped');
       log.flush?.();
     })());
