@@ -30,4 +30,34 @@ describe('printfarm serve and its data directory', () => {
     noStack(second.stderr);
     expect((await first.get('/api/v1/health')).status).toBe(200);
   });
+
+  test('a corrupt database file exits with status 2 naming the file and what to do', () => {
+    const dir = tempDir();
+    fs.writeFileSync(path.join(dir, 'printfarm.db'), Buffer.alloc(8192, 0x5a));
+    const run = serve(dir);
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain(`printfarm: the database ${path.join(dir, 'printfarm.db')} cannot be used (SQLITE_NOTADB`);
+    expect(run.stderr).toMatch(/move .*printfarm\.db aside \(or restore it from a backup\)/);
+    noStack(run.stderr);
+  });
+
+  test('a data directory the service may not write exits with status 2 naming it and what to do', () => {
+    const parent = tempDir();
+    const dir = path.join(parent, 'data');
+    fs.mkdirSync(dir);
+    fs.chmodSync(dir, 0o555);
+    // As root, permissions do not stop writes: run the service as nobody, who may read the package but not write there.
+    const asRoot = process.getuid?.() === 0;
+    if (asRoot) fs.chmodSync(parent, 0o755);
+    const run = spawnSync(process.execPath, [BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', dir], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH, LOG_LEVEL: 'warn' },
+      timeout: 30_000,
+      ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+    });
+    expect(run.stderr).toContain(`printfarm: the data directory ${dir} cannot be written (EACCES)`);
+    expect(run.stderr).toContain('write access');
+    expect(run.status).toBe(2);
+    noStack(run.stderr);
+  });
 });

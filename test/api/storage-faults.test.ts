@@ -44,3 +44,25 @@ describe('data directory lock', () => {
     expect(JSON.parse(fs.readFileSync(path.join(dir, LOCK_FILENAME), 'utf8')).pid).toBe(process.pid);
   });
 });
+
+describe('storage faults while running', () => {
+  test('/health turns unhealthy (503) when printfarm.db is deleted or replaced under the running service', async () => {
+    const h = await startService();
+    try {
+      const file = path.join(h.dataDir, 'printfarm.db');
+      expect((await h.get('/api/v1/health')).body).toMatchObject({ status: 'healthy', database: 'connected' });
+      // Replaced: another file (a restored backup) takes its name.
+      fs.copyFileSync(file, `${file}.copy`);
+      fs.renameSync(`${file}.copy`, file);
+      const replaced = await h.get('/api/v1/health');
+      expect(replaced.status).toBe(503);
+      expect(replaced.body).toMatchObject({ status: 'unhealthy', database: 'error' });
+      // Deleted.
+      fs.rmSync(file);
+      const deleted = await h.get('/api/v1/health');
+      expect([deleted.status, deleted.body.status]).toEqual([503, 'unhealthy']);
+    } finally {
+      await h.close();
+    }
+  });
+});
