@@ -14,7 +14,9 @@
  * - reconnects use exponential backoff with full jitter (1 s .. 60 s); a
  *   refused access code is connection 'error' ("access code rejected") and
  *   is retried only slowly (about once per `authRetryMs`, default 60 s);
- * - close() ends the MQTT socket, the FTP connection and every timer.
+ * - close() ends the MQTT socket, the FTP connection and every timer;
+ * - a printer that sends more than limits.ts allows, or data the driver fails
+ *   on, is dropped to 'error' with the reason and retried only slowly.
  * The access code is never logged, emitted or put in an error.
  */
 import { EventEmitter } from 'node:events';
@@ -31,33 +33,13 @@ import {
 } from '../driver';
 import { PendingCommands, projectFileFields } from './commands';
 import { BambuFtp } from './ftp';
-import { checkReport, MAX_PACKET_BYTES, MqttPacketGuard } from './limits';
-import { mqttErrorOf, mqttOptions } from './link';
-import { ingestReport, isObject, modelFromSerial, parseVersionInfo, str, toPrinterState, type BambuTracked, type Json, type VersionInfo } from './state';
+import { MAX_PACKET_BYTES, MqttPacketGuard } from './limits';
+import { mqttErrorOf, mqttOptions, type BambuDriverLogger, type BambuDriverOptions } from './link';
+import { guardWith, reasonOf } from '../guard';
+import { BambuReports } from './reports';
+import { modelFromSerial, type Json } from './state';
 
-/** The smallest Logger surface the driver uses (pino fits). */
-export interface BambuDriverLogger {
-  debug(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-}
-
-export interface BambuDriverOptions {
-  /** First backoff step (ms); 1000 in production, smaller in tests. */
-  backoffBaseMs?: number;
-  /** Longest backoff step (ms), 60 000 by default. */
-  backoffMaxMs?: number;
-  /** About how long to wait before trying a refused access code again (ms, jittered to 50-100 %); default backoffMaxMs. */
-  authRetryMs?: number;
-  /** How long one connection attempt may take up to the report subscription (ms, default 10 000). */
-  connectTimeoutMs?: number;
-  /** MQTT keepalive (s, default 30). */
-  keepaliveSeconds?: number;
-  /** FTPS inactivity timeout (ms, default max(command_timeout_ms, 15 000)). */
-  ftpTimeoutMs?: number;
-  /** Random source for the jitter (tests pin it). */
-  random?: () => number;
-  logger?: BambuDriverLogger;
-}
+export type { BambuDriverLogger, BambuDriverOptions } from './link';
 
 interface Waiter {
   resolve: () => void;
@@ -65,12 +47,9 @@ interface Waiter {
 }
 
 export class BambuDriver extends EventEmitter implements PrinterDriver {
-  private currentState: PrinterState | null = null;
-  private stateKey = '';
   private link: ConnectionState = 'disconnected';
   private linkMessage: string | null = null;
-  private tracked: BambuTracked | null = null;
-  private version: VersionInfo | null = null;
+  private readonly reports = new BambuReports();
   private serial: string | null;
   private client: MqttClient | null = null;
   /** CONNACK and SUBACK received on `client`. */
@@ -84,7 +63,6 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   private readonly commands = new PendingCommands();
   private sequence: number;
   private closed = false;
-  private droppedReports = 0;
   private faults = 0;
   private readonly ftp: BambuFtp;
   private readonly backoffBaseMs: number;
@@ -94,6 +72,8 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   private readonly keepaliveSeconds: number;
   private readonly random: () => number;
   private readonly log: BambuDriverLogger | null;
+  /** Every callback of the network or a timer: whatever goes wrong marks this printer `error`, never the process. */
+  private readonly guard = guardWith((err) => this.fault(`the service could not handle what the printer sent (${reasonOf(err)})`));
 
   constructor(
     readonly config: DriverConfig,
@@ -118,7 +98,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   }
 
   get state(): PrinterState | null {
-    return this.currentState;
+    return this.reports.current;
   }
 
   get connection(): ConnectionState {
@@ -133,9 +113,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     return `${this.config.ip_address}:${this.mqttPort}`;
   }
 
-  // -------------------------------------------------------------------------
-  // Connection
-  // -------------------------------------------------------------------------
+  // --- Connection ---
 
   connect(): Promise<void> {
     if (this.closed) return Promise.reject(new DriverError('OFFLINE', 'driver closed'));
@@ -191,21 +169,6 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   }
 
   /**
-   * Wraps every callback the network or a timer calls: whatever goes wrong in
-   * handling one printer marks that printer `error` with the reason and never
-   * reaches the process (an uncaught exception would stop the whole farm).
-   */
-  private guard<A extends unknown[]>(fn: (...args: A) => void): (...args: A) => void {
-    return (...args: A) => {
-      try {
-        fn(...args);
-      } catch (err) {
-        this.fault(`the service could not handle what the printer sent (${err instanceof Error ? err.message : String(err)})`);
-      }
-    };
-  }
-
-  /**
    * The printer sent something hostile or broken: drop the link, mark it
    * `error` with the reason and try again only slowly (like a refused access code).
    */
@@ -224,7 +187,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
 
   /** Reports dropped for exceeding the limits and faults that dropped the link, since the driver started. */
   get faultStats(): { dropped_reports: number; faults: number } {
-    return { dropped_reports: this.droppedReports, faults: this.faults };
+    return { dropped_reports: this.reports.dropped, faults: this.faults };
   }
 
   private onConnack(client: MqttClient): void {
@@ -339,9 +302,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     this.emit('connection', change);
   }
 
-  // -------------------------------------------------------------------------
-  // Reports
-  // -------------------------------------------------------------------------
+  // --- Reports ---
 
   private onMessage(client: MqttClient, topic: string, payload: Buffer): void {
     if (client !== this.client) return;
@@ -354,51 +315,20 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
         this.requestFullStatus(client);
       }
     }
-    let message: unknown;
-    try {
-      message = JSON.parse(payload.toString('utf8'));
-    } catch {
-      return;
-    }
-    if (!isObject(message)) return;
-    const refused = checkReport(message);
-    if (refused) {
+    const outcome = this.reports.take(payload, this.serial);
+    if (outcome.kind === 'ignored') return;
+    if (outcome.kind === 'refused') {
       // Dropped and counted; a printer that sends such a thing is broken or hostile: its link goes to `error`.
-      this.droppedReports++;
-      this.fault(`report dropped: ${refused}`);
+      this.fault(`report dropped: ${outcome.reason}`);
       return;
     }
     // A message proves the link: the next failure starts the backoff from the bottom again.
     this.attempt = 0;
-    if (isObject(message.print)) {
-      if (message.print.command === 'push_status') {
-        this.tracked = ingestReport(this.tracked, message.print);
-        this.publishState();
-      } else {
-        this.commands.answer(message.print);
-      }
-    }
-    if (isObject(message.info) && message.info.command === 'get_version') {
-      this.version = parseVersionInfo(message.info);
-      this.publishState();
-    }
+    if (outcome.reply) this.commands.answer(outcome.reply);
+    if (outcome.state) this.emit('state', outcome.state);
   }
 
-  private publishState(): void {
-    // Until a report has said what the printer is doing (the pushall answer), a merged delta would read as idle
-    // and end the job the printer is still printing.
-    if (!this.tracked || typeof this.tracked.print.gcode_state !== 'string') return;
-    const state = toPrinterState(this.tracked, { version: this.version, serial: this.serial });
-    const key = JSON.stringify(state);
-    if (key === this.stateKey) return;
-    this.stateKey = key;
-    this.currentState = state;
-    this.emit('state', state);
-  }
-
-  // -------------------------------------------------------------------------
-  // Commands
-  // -------------------------------------------------------------------------
+  // --- Commands ---
 
   private command(command: string, fields: Json = {}): Promise<void> {
     const client = this.client;
@@ -433,16 +363,14 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     const absolute = path.startsWith('/') ? path : `/${path}`;
     const name = absolute.slice(absolute.lastIndexOf('/') + 1);
     if (/\.3mf$/i.test(name)) {
-      const model = this.currentState?.model ?? this.version?.model ?? modelFromSerial(this.serial);
-      return this.command('project_file', projectFileFields(absolute, model, this.currentState?.capabilities?.has_ams ?? false));
+      const model = this.reports.current?.model ?? this.reports.version?.model ?? modelFromSerial(this.serial);
+      return this.command('project_file', projectFileFields(absolute, model, this.reports.current?.capabilities?.has_ams ?? false));
     }
     if (/\.gcode$/i.test(name)) return this.command('gcode_file', { param: absolute });
     return Promise.reject(new DriverError('REJECTED', `a Bambu printer prints .3mf and .gcode files, not "${name}"`, { path }));
   }
 
-  // -------------------------------------------------------------------------
-  // Files
-  // -------------------------------------------------------------------------
+  // --- Files ---
 
   listFiles(): Promise<PrinterFile[]> {
     if (this.closed) return Promise.reject(new DriverError('OFFLINE', 'driver closed'));
@@ -454,7 +382,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     return this.ftp.download(path.startsWith('/') ? path : `/${path}`, destination, onProgress, signal);
   }
 
-  // -------------------------------------------------------------------------
+  // --- Closing ---
 
   async close(): Promise<void> {
     if (this.closed) return;

@@ -1,6 +1,7 @@
 /**
- * The MQTT side of a Bambu link that needs no driver state: the client
- * options (TLS quirks of the printers) and what a client error means.
+ * The MQTT side of a Bambu link that needs no driver state: the driver's
+ * options, the client options (TLS quirks of the printers) and what a client
+ * error means.
  */
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
@@ -47,4 +48,28 @@ export function mqttErrorOf(err: Error & { code?: unknown }, where: string): Dri
     return new DriverError('OFFLINE', `printer unreachable at ${where} (${code})`);
   if (code === 'ETIMEDOUT') return new DriverError('TIMEOUT', `printer at ${where} did not answer (ETIMEDOUT)`);
   return new DriverError('OFFLINE', `MQTT connection to ${where} failed: ${err.message}`);
+}
+
+/** The smallest Logger surface the driver uses (pino fits). */
+export interface BambuDriverLogger {
+  debug(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+export interface BambuDriverOptions {
+  /** First backoff step (ms); 1000 in production, smaller in tests. */
+  backoffBaseMs?: number;
+  /** Longest backoff step (ms), 60 000 by default. */
+  backoffMaxMs?: number;
+  /** About how long to wait before trying a refused access code again (ms, jittered to 50-100 %); default backoffMaxMs. */
+  authRetryMs?: number;
+  /** How long one connection attempt may take up to the report subscription (ms, default 10 000). */
+  connectTimeoutMs?: number;
+  /** MQTT keepalive (s, default 30). */
+  keepaliveSeconds?: number;
+  /** FTPS inactivity timeout (ms, default max(command_timeout_ms, 15 000)). */
+  ftpTimeoutMs?: number;
+  /** Random source for the jitter (tests pin it). */
+  random?: () => number;
+  logger?: BambuDriverLogger;
 }
