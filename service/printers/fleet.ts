@@ -198,11 +198,14 @@ export class Fleet {
         timer = setTimeout(() => reject(new DriverError('TIMEOUT', `no answer within ${Math.round(deadline / 1000)} s`)), deadline);
       }),
     ])
-      .then(() => this.onConnection(member, { connection: 'connected', message: null }))
-      .catch((err: unknown) => {
-        const e = err instanceof DriverError ? err : new DriverError('OFFLINE', (err as Error).message);
-        this.onConnection(member, { connection: e.code === 'AUTH' || driver.connection === 'error' ? 'error' : 'disconnected', message: e.message });
-      })
+      .then(
+        () => this.guarded(member, () => this.onConnection(member, { connection: 'connected', message: null })),
+        (err: unknown) => {
+          const e = err instanceof DriverError ? err : new DriverError('OFFLINE', (err as Error)?.message ?? String(err));
+          const connection = e.code === 'AUTH' || driver.connection === 'error' ? 'error' : 'disconnected';
+          this.guarded(member, () => this.onConnection(member, { connection, message: e.message }));
+        },
+      )
       .finally(() => clearTimeout(timer));
     return Object.assign(member, { connected });
   }

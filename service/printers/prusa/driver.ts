@@ -335,7 +335,11 @@ export class PrusaDriver extends EventEmitter implements PrinterDriver {
       if (this.closed || this.link !== 'connected') return;
       const reason = new DriverError('TIMEOUT', `no answer from the printer for ${ms} ms`);
       this.setLink('disconnected', reason.message);
-      this.cycle?.abort(reason); // the hung round gives up now and the loop backs off
+      try {
+        this.cycle?.abort(reason); // the hung round gives up now and the loop backs off
+      } catch (err) {
+        this.setLink('error', asDriverError(err).message); // a timer callback must never throw into the process
+      }
     }, ms);
   }
 
