@@ -132,6 +132,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     lock = lockDataDir(dataDir);
   } catch (err) {
     metrics.close();
+    limiter.close();
     throw err;
   }
   // Listen first: a request that arrives while the database opens gets a 503, not a refused connection.
@@ -143,12 +144,14 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     });
   }).catch((err) => {
     metrics.close();
+    limiter.close();
     lock.release();
     throw err;
   });
 
   const { store, settings } = await openStorage(dataDir, env).catch(async (err) => {
     metrics.close();
+    limiter.close();
     await new Promise((resolve) => server.close(resolve));
     lock.release();
     throw err;
@@ -163,6 +166,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   });
   const usage = await UsageService.create({ store, bus, settings, log, version: VERSION }, options.usageStats).catch(async (err) => {
     metrics.close();
+    limiter.close();
     await store.close();
     await new Promise((resolve) => server.close(resolve));
     lock.release();
@@ -233,6 +237,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       clearTimeout(cut);
       await store.close();
       metrics.close();
+      limiter.close();
       lock.release();
       log.info('printfarm service stopped');
       log.flush?.();

@@ -1,0 +1,157 @@
+/**
+ * printer: one printer (or all of them). Sends `printer_status` messages
+ * (topic = printer id, payload = its state) when a printer's state changes;
+ * takes `pause`, `resume`, `stop` and `refresh` on its input. Optionally
+ * registers its printer with the service (address, serial number and the
+ * access code, which is kept as a Node-RED credential).
+ */
+import type { Node, NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from '@node-red/registry';
+import type { ConnectionState, CreatePrinterInput, PrinterCommand, PrinterSnapshot, PrintfarmClient } from '../service/client';
+import { asError, clientOf, connectionStatus, farmStatus, printerStatus, useServer, type ServerNode, type ServerUser } from './shared';
+
+interface PrinterDef extends NodeDef {
+  server: string;
+  /** Printer id; empty: every printer. */
+  printer: string;
+  /** Create or update the printer in the service with the fields below. */
+  register: boolean;
+  printerName: string;
+  printerType: 'bambu_lab' | 'prusa_core';
+  model: string;
+  ipAddress: string;
+  serialNumber: string;
+  mqttPort: string | number;
+  ftpsPort: string | number;
+  httpPort: string | number;
+}
+
+interface PrinterCredentials {
+  accessCode?: string;
+}
+
+type PrinterNodeType = ServerUser & Node<PrinterCredentials>;
+
+const TYPE = 'printfarm-printer';
+const COMMANDS = ['pause', 'resume', 'stop', 'refresh'] as const;
+type Command = (typeof COMMANDS)[number];
+
+/** The body that registers the configured printer (ports only when given). */
+function registration(def: PrinterDef, accessCode: string | undefined): CreatePrinterInput {
+  const port = (v: string | number) => (v === '' || v === undefined || v === null ? undefined : Number(v));
+  const body: CreatePrinterInput = {
+    id: def.printer,
+    name: def.printerName || def.printer,
+    type: def.printerType,
+    ip_address: def.ipAddress,
+    ...(def.model ? { model: def.model } : {}),
+    ...(def.serialNumber ? { serial_number: def.serialNumber } : {}),
+    ...(accessCode ? { access_code: accessCode } : {}),
+    ...(port(def.mqttPort) ? { mqtt_port: port(def.mqttPort) } : {}),
+    ...(port(def.ftpsPort) ? { ftps_port: port(def.ftpsPort) } : {}),
+    ...(port(def.httpPort) ? { http_port: port(def.httpPort) } : {}),
+  };
+  return body;
+}
+
+/** Creates the printer, or changes what differs (a redeploy with the same settings leaves its connection alone). */
+async function upsert(client: PrintfarmClient, body: CreatePrinterInput): Promise<void> {
+  const current = await client.printers.get(body.id!).catch((err) => {
+    if ((err as { status?: number }).status === 404) return null;
+    throw err;
+  });
+  if (!current) {
+    await client.printers.create(body);
+    return;
+  }
+  const { id: _id, type: _type, ...wanted } = body;
+  const changes = Object.fromEntries(Object.entries(wanted).filter(([k, v]) => (current as Record<string, unknown>)[k] !== v));
+  if (Object.keys(changes).length) await client.printers.update(body.id!, changes);
+}
+
+export = function (RED: NodeAPI) {
+  function PrinterNode(this: PrinterNodeType, def: PrinterDef) {
+    RED.nodes.createNode(this, def);
+    const node = this;
+    const t = (key: string, subs?: Record<string, string | number>) => RED._(key, subs);
+    const wanted = (def.printer ?? '').trim();
+    const matches = (id: string) => !wanted || id === wanted;
+    let online = false;
+    let server: ServerNode | null = null;
+    let closed = false;
+
+    const showStatus = () => {
+      const monitor = server?.connection.monitor;
+      if (!monitor || !online) return;
+      node.status(wanted ? printerStatus(t, monitor.printers.get(wanted)) : farmStatus(t, monitor.printers.values()));
+    };
+    const message = (p: PrinterSnapshot): NodeMessage => ({ topic: p.id, event: 'printer_status', payload: p });
+    const onPrinter = (p: PrinterSnapshot) => {
+      if (!matches(p.id)) return;
+      node.send(message(p));
+      showStatus();
+    };
+    const onRemoved = (id: string) => {
+      if (matches(id)) showStatus();
+    };
+
+    node.onServerState = (state: ConnectionState) => {
+      online = state === 'connected' || state === 'polling';
+      if (online) showStatus();
+      else node.status(connectionStatus(t, TYPE, state));
+    };
+
+    server = useServer(RED, node, def.server, TYPE, () => {
+      closed = true;
+      server?.connection.monitor?.off('printer', onPrinter).off('removed', onRemoved);
+    });
+    if (!server) return;
+    const farm = server;
+
+    clientOf(farm).then(
+      async (client) => {
+        const monitor = farm.connection.monitor!;
+        if (closed) return;
+        if (def.register && wanted) {
+          await upsert(client, registration(def, node.credentials.accessCode)).catch((err) => {
+            node.error(t('printfarm-printer.errors.register-failed', { printer: wanted, message: asError(err).message }), { topic: wanted, payload: { error: asError(err).message } });
+          });
+          await monitor.refresh().catch(() => undefined);
+        }
+        if (closed) return;
+        monitor.on('printer', onPrinter).on('removed', onRemoved);
+        // What is known already (a redeploy of this node only): once, as the starting state.
+        for (const p of monitor.printers.values()) if (matches(p.id)) node.send(message(p));
+        showStatus();
+      },
+      () => undefined, // the config node reports it
+    );
+
+    node.on('input', (msg: NodeMessageInFlow, send: (m: NodeMessage | (NodeMessage | NodeMessage[] | null)[]) => void, done: (err?: Error) => void) => {
+      const command = String((msg as { command?: unknown }).command ?? msg.payload ?? '')
+        .trim()
+        .toLowerCase() as Command;
+      const target = wanted || String((msg as { printer_id?: unknown }).printer_id ?? msg.topic ?? '').trim();
+      if (!COMMANDS.includes(command)) return done(new Error(t('printfarm-printer.errors.unknown-command', { command: String(msg.payload).slice(0, 40) })));
+      if (!target && command !== 'refresh') return done(new Error(t('printfarm-printer.errors.no-printer')));
+      clientOf(farm)
+        .then(async (client) => {
+          if (command === 'refresh') {
+            const monitor = farm.connection.monitor!;
+            await monitor.refresh();
+            const list = [...monitor.printers.values()].filter((p) => (target ? p.id === target : true));
+            if (target && !list.length) throw new Error(t('printfarm-printer.errors.not-found', { printer: target }));
+            send([list.map((p) => ({ ...msg, ...message(p) }))]);
+            showStatus();
+            return;
+          }
+          await client.printers.command(target, command as PrinterCommand);
+        })
+        .then(
+          () => done(),
+          (err) => done(asError(err)),
+        );
+    });
+  }
+
+  RED.nodes.registerType<PrinterNodeType, PrinterDef, object, PrinterCredentials>(TYPE, PrinterNode, { credentials: { accessCode: { type: 'password' } } });
+};

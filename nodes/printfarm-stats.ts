@@ -1,0 +1,88 @@
+/**
+ * stats: the farm's statistics (GET /statistics/overview) or one printer's
+ * (GET /statistics/printers/{id}), on input and, optionally, every N seconds.
+ * msg.period (day, week, month, year), msg.start_date + msg.end_date and
+ * msg.printer_id override the node's settings for one request.
+ */
+import type { NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from '@node-red/registry';
+import type { ConnectionState, StatisticsFilter, StatisticsPeriod } from '../service/client';
+import { asError, clientOf, connectionStatus, useServer, type ServerNode, type ServerUser } from './shared';
+
+interface StatsDef extends NodeDef {
+  server: string;
+  scope: 'overview' | 'printer';
+  printer: string;
+  period: StatisticsPeriod;
+  /** Seconds between automatic updates; 0 or empty: only on input. */
+  interval: string | number;
+}
+
+const TYPE = 'printfarm-stats';
+const PERIODS: StatisticsPeriod[] = ['day', 'week', 'month', 'year'];
+
+export = function (RED: NodeAPI) {
+  function StatsNode(this: ServerUser, def: StatsDef) {
+    RED.nodes.createNode(this, def);
+    const node = this;
+    const t = (key: string, subs?: Record<string, string | number>) => RED._(key, subs);
+    const seconds = Number(def.interval) || 0;
+    let server: ServerNode | null = null;
+    let timer: NodeJS.Timeout | null = null;
+    let shown = false;
+
+    node.onServerState = (state: ConnectionState) => {
+      if ((state === 'connected' || state === 'polling') && shown) return;
+      node.status(connectionStatus(t, TYPE, state));
+    };
+
+    /** Reads the statistics the node (or the msg) asks for. */
+    const read = async (msg: Partial<NodeMessage>): Promise<NodeMessage> => {
+      const m = msg as { period?: unknown; start_date?: unknown; end_date?: unknown; printer_id?: unknown };
+      const filter: StatisticsFilter = {};
+      if (typeof m.start_date === 'string' || typeof m.end_date === 'string') {
+        filter.start_date = String(m.start_date ?? '');
+        filter.end_date = String(m.end_date ?? '');
+      } else {
+        const period = (m.period ?? def.period ?? 'week') as StatisticsPeriod;
+        if (!PERIODS.includes(period)) throw new Error(t('printfarm-stats.errors.bad-period', { period: String(period).slice(0, 20) }));
+        filter.period = period;
+      }
+      const printerId = typeof m.printer_id === 'string' && m.printer_id ? m.printer_id : def.scope === 'printer' ? def.printer : '';
+      const client = await clientOf(server!);
+      const payload = printerId ? await client.statistics.printer(printerId, filter) : await client.statistics.overview(filter);
+      shown = true;
+      const jobs = (payload as { jobs: { total_jobs: number; success_rate: number } }).jobs;
+      node.status({ fill: 'green', shape: 'dot', text: t('printfarm-stats.status.updated', { jobs: jobs.total_jobs, rate: jobs.success_rate }) });
+      return { ...msg, topic: printerId || 'overview', payload };
+    };
+
+    server = useServer(RED, node, def.server, TYPE, () => {
+      if (timer) clearInterval(timer);
+      timer = null;
+    });
+    if (!server) return;
+
+    if (seconds > 0) {
+      const tick = () => {
+        read({}).then(
+          (msg) => node.send(msg),
+          (err) => node.error(asError(err), { topic: def.scope === 'printer' ? def.printer : 'overview' }),
+        );
+      };
+      timer = setInterval(tick, seconds * 1000);
+      clientOf(server).then(tick, () => undefined);
+    }
+
+    node.on('input', (msg: NodeMessageInFlow, send: (m: NodeMessage) => void, done: (err?: Error) => void) => {
+      read(msg).then(
+        (out) => {
+          send(out);
+          done();
+        },
+        (err) => done(asError(err)),
+      );
+    });
+  }
+
+  RED.nodes.registerType(TYPE, StatsNode);
+};
