@@ -23,7 +23,7 @@ describe('printfarm-server on a data directory in use', () => {
         NODES,
         flow(
           [
-            { id: 'a', type: 'printer', server: 'srv', printer: '', register: false, wires: [] },
+            { id: 'a', type: 'printfarm-printer', server: 'srv', printer: '', register: false, wires: [] },
             { id: 'c1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
             { id: 'caught', type: 'helper' },
           ],
