@@ -31,11 +31,11 @@ import {
   type PrinterFile,
   type PrinterState,
 } from '../driver';
+import { guardWith, reasonOf } from '../guard';
 import { PendingCommands, projectFileFields } from './commands';
 import { BambuFtp } from './ftp';
 import { MAX_PACKET_BYTES, MqttPacketGuard } from './limits';
 import { mqttErrorOf, mqttOptions, type BambuDriverLogger, type BambuDriverOptions } from './link';
-import { guardWith, reasonOf } from '../guard';
 import { BambuReports } from './reports';
 import { modelFromSerial, type Json } from './state';
 
