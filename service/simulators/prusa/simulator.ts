@@ -69,8 +69,7 @@ export type PrusaPrinterConfig = {
   ip_address: string;
   access_code: string;
   http_port: number;
-  /** Present for firmware that only takes X-Api-Key. */
-  auth_method?: 'api_key';
+  auth_method?: 'api_key'; // firmware that only takes X-Api-Key
 };
 
 const HOST = '127.0.0.1';
