@@ -101,6 +101,7 @@ export type PrusaPrinterConfig = {
   ip_address: string;
   access_code: string;
   http_port: number;
+  auth_method?: 'api_key'; // firmware that only takes X-Api-Key
 };
 
 
@@ -192,6 +193,7 @@ export class PrusaSimulator {
       ip_address: HOST,
       access_code: this.password,
       http_port: this.httpPort,
+      ...(this.options.apiKeyOnly ? { auth_method: 'api_key' as const } : {}),
     };
   }
 
