@@ -7,6 +7,7 @@
  */
 import type { Node, NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from '@node-red/registry';
 import type { ConnectionState, CreatePrinterInput, PrinterCommand, PrinterSnapshot, PrintfarmClient } from '../service/client';
+import { updateFilter } from './printer-updates';
 import { asError, clientOf, connectionStatus, farmStatus, printerStatus, useServer, type ServerNode, type ServerUser } from './shared';
 
 interface PrinterDef extends NodeDef {
@@ -23,6 +24,10 @@ interface PrinterDef extends NodeDef {
   mqttPort: string | number;
   ftpsPort: string | number;
   httpPort: string | number;
+  /** changes | every (see printer-updates.ts). */
+  updates: string;
+  /** Seconds between progress-only messages of one printer (updates = changes). */
+  throttle: string | number;
 }
 
 interface PrinterCredentials {
@@ -85,12 +90,14 @@ export = function (RED: NodeAPI) {
       node.status(wanted ? printerStatus(t, monitor.printers.get(wanted)) : farmStatus(t, monitor.printers.values()));
     };
     const message = (p: PrinterSnapshot): NodeMessage => ({ topic: p.id, event: 'printer_status', payload: p });
+    const updates = updateFilter(def.updates, def.throttle);
     const onPrinter = (p: PrinterSnapshot) => {
       if (!matches(p.id)) return;
-      node.send(message(p));
+      if (updates.pass(p)) node.send(message(p));
       showStatus();
     };
     const onRemoved = (id: string) => {
+      updates.forget(id);
       if (matches(id)) showStatus();
     };
 
@@ -120,7 +127,7 @@ export = function (RED: NodeAPI) {
         if (closed) return;
         monitor.on('printer', onPrinter).on('removed', onRemoved);
         // What is known already (a redeploy of this node only): once, as the starting state.
-        for (const p of monitor.printers.values()) if (matches(p.id)) node.send(message(p));
+        for (const p of monitor.printers.values()) if (matches(p.id) && updates.pass(p)) node.send(message(p));
         showStatus();
       },
       () => undefined, // the config node reports it

@@ -3,8 +3,8 @@
  * Flags win over the environment variables PORT, HOST and DATA_DIR.
  */
 import { parseArgs } from 'node:util';
-import { createAggregator } from './aggregator/app';
-import { aggregatorOptions } from './aggregator/config';
+import type * as AggregatorApp from './aggregator/app';
+import type * as AggregatorConfig from './aggregator/config';
 import { createService, type Service } from './app';
 import { ConfigError, VERSION } from './config';
 import { startDemoFarm } from './embedded';
@@ -79,6 +79,20 @@ async function serve(args: string[]): Promise<void> {
   process.on('SIGTERM', stop);
 }
 
+/** The aggregation service runs from a checkout: the published Node-RED package leaves it out. */
+function loadAggregator() {
+  try {
+    /* eslint-disable @typescript-eslint/no-require-imports */
+    const { createAggregator } = require('./aggregator/app') as typeof AggregatorApp;
+    const { aggregatorOptions } = require('./aggregator/config') as typeof AggregatorConfig;
+    /* eslint-enable @typescript-eslint/no-require-imports */
+    return { createAggregator, aggregatorOptions };
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'MODULE_NOT_FOUND') throw err;
+    throw new ConfigError('the aggregation service is not part of the installed package: run `printfarm aggregator` from a checkout of the repository');
+  }
+}
+
 async function aggregator(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
@@ -93,6 +107,7 @@ async function aggregator(args: string[]): Promise<void> {
     },
     strict: true,
   });
+  const { createAggregator, aggregatorOptions } = loadAggregator();
   const options = aggregatorOptions(values);
   const service = await createAggregator(options);
   process.stdout.write(
