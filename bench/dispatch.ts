@@ -87,6 +87,12 @@ async function queuedRun(sims: BambuSimulator[], file: string, options: Options)
   try {
     for (const sim of sims) await json('POST', '/printers', sim.printerConfig());
     await until('printers connected', async () => (await json('GET', '/printers')).printers.filter((p: { materials: unknown[] }) => p.materials.length > 0).length === sims.length, 120_000);
+    // Each printer's file list is read once it connects (FTPS): that is over before the clock starts.
+    const unlisted = new Set(sims.map((sim) => (sim.printerConfig() as unknown as { id: string }).id));
+    await until('file lists read', async () => {
+      for (const id of [...unlisted]) if ((await json('GET', `/files?printer_id=${id}&limit=1`)).pagination.total_items > 0) unlisted.delete(id);
+      return unlisted.size === 0;
+    }, 300_000);
     const form = new FormData();
     form.append('file', new Blob([new Uint8Array(fs.readFileSync(file))]), 'Bench.gcode.3mf');
     const uploaded = (await (await fetch(`${base}/files/upload`, { method: 'POST', body: form })).json()) as { id: string };

@@ -159,7 +159,9 @@ export class Dispatcher {
     this.deps.plates.onReport(printerId, state, record?.plate_auto_clear === true);
     void this.runner.onReport(printerId, state)?.catch((err) => this.deps.log.error({ err, printer_id: printerId }, 'dispatch tracking failed'));
     // A new pass only when something changed that can let a copy start here.
-    const key = [this.availability(printerId, false), state.nozzle_diameter ?? '', JSON.stringify(state.materials ?? null), state.model ?? ''].join('|');
+    // Filament counts by slot, type and colour; how much is left changes all through a print and decides nothing.
+    const materials = state.materials?.map((m) => `${m.slot}:${m.type}:${m.color}`).join(',') ?? '-';
+    const key = [this.availability(printerId, false), state.nozzle_diameter ?? '', materials, state.model ?? ''].join('|');
     if (this.freeKeys.get(printerId) === key) return;
     this.freeKeys.set(printerId, key);
     this.wake('printer changed');
