@@ -89,12 +89,22 @@ export = function (RED: NodeAPI) {
       if (!monitor || !online) return;
       node.status(wanted ? printerStatus(t, monitor.printers.get(wanted)) : farmStatus(t, monitor.printers.values()));
     };
+    // A node that follows the whole farm counts every printer for its light: at most 4 times a second,
+    // not on each of a large farm's reports (1000 printers report 1000 times a second).
+    let statusTimer: NodeJS.Timeout | null = null;
+    const showStatusSoon = () => {
+      if (wanted) return showStatus();
+      statusTimer ??= setTimeout(() => {
+        statusTimer = null;
+        if (!closed) showStatus();
+      }, 250);
+    };
     const message = (p: PrinterSnapshot): NodeMessage => ({ topic: p.id, event: 'printer_status', payload: p });
     const updates = updateFilter(def.updates, def.throttle);
     const onPrinter = (p: PrinterSnapshot) => {
       if (!matches(p.id)) return;
       if (updates.pass(p)) node.send(message(p));
-      showStatus();
+      showStatusSoon();
     };
     const onRemoved = (id: string) => {
       updates.forget(id);
@@ -109,6 +119,7 @@ export = function (RED: NodeAPI) {
 
     server = useServer(RED, node, def.server, TYPE, () => {
       closed = true;
+      if (statusTimer) clearTimeout(statusTimer);
       server?.connection.monitor?.off('printer', onPrinter).off('removed', onRemoved);
     });
     if (!server) return;
