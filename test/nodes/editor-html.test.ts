@@ -37,7 +37,7 @@ function register(js: string): Map<string, Definition> {
   const found = new Map<string, Definition>();
   const RED = {
     nodes: { registerType: (type: string, def: Definition) => found.set(type, def) },
-    validators: { number: () => () => true, regex: () => () => true },
+    validators: { number: () => () => true, regex: () => () => true, typedInput: () => () => true },
     _: (k: string) => k,
   };
   vm.runInNewContext(js, { RED, window: {}, $: () => ({ on() {}, val() {}, toggle() {} }) });

@@ -35,7 +35,7 @@ function editorDefaults(type: string): string[] {
   const html = fs.readFileSync(path.join(root, 'nodes', `${type}.html`), 'utf8');
   const js = /<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(html)![1];
   let defaults: Record<string, unknown> = {};
-  const RED = { nodes: { registerType: (_t: string, def: { defaults: Record<string, unknown> }) => (defaults = def.defaults) }, validators: { number: () => () => true } };
+  const RED = { nodes: { registerType: (_t: string, def: { defaults: Record<string, unknown> }) => (defaults = def.defaults) }, validators: { number: () => () => true, typedInput: () => () => true } };
   vm.runInNewContext(js, { RED, window: {}, $: () => ({}) });
   return Object.keys(defaults);
 }
