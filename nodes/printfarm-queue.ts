@@ -48,6 +48,11 @@ export = function (RED: NodeAPI) {
 
     const showCounts = () => {
       counted = true;
+      // A chosen printer the service does not know stays red (flagUnknownPrinter), whatever the queue does.
+      const monitor = server?.connection.monitor;
+      if (printer && monitor && !monitor.printers.has(printer)) {
+        return node.status({ fill: 'red', shape: 'ring', text: t(`${TYPE}.status.unknown-printer`, { printer }) });
+      }
       const c = counts.counts;
       const text = t(c.held ? `${TYPE}.status.counts-held` : `${TYPE}.status.counts`, { queued: c.queued, printing: c.printing, held: c.held });
       node.status({ fill: c.printing ? 'blue' : 'green', shape: 'dot', text });
@@ -67,7 +72,22 @@ export = function (RED: NodeAPI) {
       return e;
     };
 
+    let lastState: ConnectionState | null = null;
+    /** Counts the open items from GET /queue (at start, and after /ws was down: no frames came meanwhile). */
+    const recount = () => {
+      if (!server) return;
+      clientOf(server)
+        .then((client) => counts.load(client))
+        .then(
+          () => !closed && showCounts(),
+          (err) => !closed && node.warn(failed(err)),
+        );
+    };
+
     node.onServerState = (state: ConnectionState) => {
+      const back = state === 'connected' && lastState !== null && lastState !== 'connected' && counted;
+      lastState = state;
+      if (back) return recount();
       if ((state === 'connected' || state === 'polling') && counted) return showCounts();
       node.status(connectionStatus(t, TYPE, state));
     };
@@ -89,16 +109,11 @@ export = function (RED: NodeAPI) {
     if (!server) return;
     const farm = server;
     clientOf(farm).then(
-      async (client) => {
+      () => {
         if (closed) return;
         farm.connection.monitor!.on('frame', onFrame);
         if (printer) stopFlagging = flagUnknownPrinter(node, farm, printer, TYPE, t);
-        try {
-          await counts.load(client);
-          if (!closed) showCounts();
-        } catch (err) {
-          if (!closed) node.warn(failed(err));
-        }
+        recount();
       },
       () => undefined,
     );

@@ -23,8 +23,25 @@ export class QueueCounts {
   private readonly seen = new Set<string>();
   private loaded = false;
 
-  /** Reads the open items once (rejects when the service does not answer; the frames still count). */
+  /**
+   * Reads the open items (rejects when the service does not answer; the frames still count). Called
+   * again after /ws was down: what changed meanwhile sent no frames, so the list replaces what was known.
+   */
   async load(client: PrintfarmClient): Promise<void> {
+    const known = new Map(this.open);
+    this.loaded = false;
+    this.seen.clear();
+    this.open.clear();
+    try {
+      await this.read(client);
+    } catch (err) {
+      for (const [id, status] of known) if (!this.seen.has(id) && !this.open.has(id)) this.open.set(id, status);
+      this.loaded = true;
+      throw err;
+    }
+  }
+
+  private async read(client: PrintfarmClient): Promise<void> {
     for (const status of OPEN) {
       for (let page = 1; page <= MAX_PAGES; page++) {
         const list = await client.queue.list({ status, page, limit: 100 });

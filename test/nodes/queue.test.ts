@@ -96,6 +96,19 @@ describe('printfarm-queue node', () => {
     await until(() => statusText('q') === '1 queued, 0 printing', 'one cancelled', 10_000);
   }, 60_000);
 
+  test('a chosen printer the service does not know: red "unknown printer", and its items still come out', async () => {
+    await helper.load(NODES, queueFlow({ printer: 'no-such-printer' }), credentials());
+    const out = collect(helper.getNode('out'));
+    await collect(helper.getNode('online')).next((m) => m.payload.status === 'online', 20_000);
+    await until(() => statusText('q') === 'unknown printer no-such-printer', 'the red light', 10_000);
+    expect(statusOf(helper.getNode('q'))).toEqual({ fill: 'red', shape: 'ring', text: 'unknown printer no-such-printer' });
+    const upload = await client().files.upload('Cube.gcode.3mf', bambu3mf({ model: 'X1C' }));
+    helper.getNode('q').receive({ payload: { file_id: upload.id } });
+    // The node's printer became the item's target.
+    expect((await out.next()).payload).toMatchObject({ status: 'queued', target: { printer_ids: ['no-such-printer'] } });
+    expect(statusText('q')).toBe('unknown printer no-such-printer');
+  }, 60_000);
+
   test('a file path is read and uploaded, then queued with the rest of the payload', async () => {
     const out = await deployed();
     const file = path.join(tempDir(), 'Clip X1C.gcode.3mf');
