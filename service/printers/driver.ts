@@ -174,6 +174,8 @@ export interface PrinterDriver extends EventEmitter {
    * Rejects with a DriverError: REJECTED when the printer refused (PrusaLink 409: not ready at its screen).
    */
   sendAndStart?(start: QueuedStart, hooks: QueuedStartHooks): Promise<void>;
+  /** Removes a queued print's file after the print (Bambu: a file left on the card can restart as a "ghost print" at power-on). */
+  removeQueuedFile?(remoteName: string): Promise<void>;
 }
 
 /** Exponential backoff with full jitter, 1 s doubling to 60 s. */

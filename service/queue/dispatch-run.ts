@@ -33,6 +33,8 @@ export interface RunnerHost {
   notReady(printerId: string, state: PrinterState | undefined): void;
   /** A queued print ended (also one that ended while the service was down): the plate needs clearing. */
   printEnded(printerId: string): void;
+  /** The queued print is over: its file goes from the printer's card. */
+  cleanUp(printerId: string, remoteName: string): void;
   /** A Bambu printer never acknowledged a start: reconnect MQTT with a fresh client id before the next one (QUEUE.md). */
   reconnect(printerId: string): void;
 }
@@ -281,6 +283,7 @@ export class DispatchRunner {
     const error = outcome === 'completed' ? null : outcome === 'cancelled' ? 'the print was cancelled' : (state.error?.message ?? 'the print failed');
     if (!(await this.move(w.dispatch, ['printing'], { state: outcome, error }))) return;
     this.host.printEnded(w.dispatch.printer_id);
+    this.host.cleanUp(w.dispatch.printer_id, w.dispatch.remote_name);
     this.log.info({ dispatch_id: w.dispatch.id, printer_id: w.dispatch.printer_id, outcome }, 'queued print ended');
     await this.host.settle(w.dispatch.item_id, outcome === 'completed' ? 'reset' : 'count');
   }

@@ -74,6 +74,15 @@ export class Dispatcher {
       settle: (itemId, failure) => this.settle(itemId, failure),
       notReady: (id, state) => this.notReadyUntil.set(id, { raw: state?.raw_state ?? '', until: Date.now() + NOT_READY_RETRY_MS }),
       printEnded: (id) => deps.plates.printEnded(id, this.records.get(id)?.plate_auto_clear === true),
+      cleanUp: (id, name) => {
+        let driver;
+        try {
+          driver = deps.fleet.driverOf(id);
+        } catch {
+          return; // offline: the file stays (a later upload of the same name replaces it)
+        }
+        void driver.removeQueuedFile?.(name).catch((err) => deps.log.warn({ err: (err as Error).message, printer_id: id }, 'could not remove a printed queue file'));
+      },
       reconnect: (id) => {
         if (!this.closed) void deps.fleet.testConnection(id).catch((err) => deps.log.warn({ err, printer_id: id }, 'reconnect after an unacknowledged start failed'));
       },

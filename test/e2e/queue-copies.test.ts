@@ -46,6 +46,7 @@ describe('queue: copies over a Bambu farm', () => {
       expect(s.starts_while_busy).toBe(0);
       expect(s.last_start).toMatchObject({ source: 'mqtt', file: expect.stringMatching(/Bracket\.gcode\.3mf$/), plate: 1, ams_mapping: [0], use_ams: true, ignored_fields: [] });
       expect(Number(s.last_start.task_id)).toBeLessThan(2 ** 31 - 1);
+      expect(s.files).toContain('/Bracket.gcode.3mf'); // uploaded to the card root
     }
     expect(Number((await simState(printers[0])).last_start.task_id)).not.toBe(Number((await simState(printers[1])).last_start.task_id));
 
@@ -73,6 +74,8 @@ describe('queue: copies over a Bambu farm', () => {
     for (const jobId of jobIds) expect((await h.get(`/api/v1/jobs/${jobId}`)).body).toMatchObject({ status: 'completed' });
     expect((await h.get('/api/v1/jobs')).body.jobs).toHaveLength(3);
     expect((await simState(printers[0])).starts_while_busy + (await simState(printers[1])).starts_while_busy).toBe(0);
+    // The printed uploads are gone from the cards (no "ghost print" at the next power-on).
+    for (const p of printers) await until(async () => !(await simState(p)).files.includes('/Bracket.gcode.3mf'), 'the upload removed');
     expect(ws.frames.some((f) => f.type === 'queue_update' && f.data.id === id && f.data.status === 'completed')).toBe(true);
     expect((await item(h, id)).status).toBe('completed');
     await ws.close();

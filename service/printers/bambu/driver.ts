@@ -484,6 +484,10 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     return sendQueuedStart({ ftp: this.ftp, model, command: (fields) => this.command('project_file', fields) }, start, hooks);
   }
 
+  removeQueuedFile(remoteName: string): Promise<void> {
+    return this.ftp.remove(`/${remoteName}`);
+  }
+
   // -------------------------------------------------------------------------
   // Files
   // -------------------------------------------------------------------------

@@ -207,6 +207,13 @@ export class BambuFtp {
     });
   }
 
+  /** Deletes a file (a queued print's upload once it printed: left on the card it can come back as a "ghost print"). */
+  remove(remotePath: string): Promise<void> {
+    return this.run(`delete ${remotePath}`, async (client) => {
+      await client.remove(remotePath);
+    });
+  }
+
   /** Ends the connection in use and refuses queued work. */
   close(): void {
     this.closed = true;
