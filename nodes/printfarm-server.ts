@@ -44,8 +44,9 @@ export = function (RED: NodeAPI) {
         node.connection = new FarmConnection({ baseUrl: node.address, pollIntervalMs });
       } else {
         const userDir = (RED.settings as { userDir?: string }).userDir ?? process.cwd();
+        const uiPort = (RED.settings as { uiPort?: number | string }).uiPort;
         const extra = ((RED.settings as { printfarmServerOptions?: EmbeddedOptions }).printfarmServerOptions ?? {}) as EmbeddedOptions;
-        const options = embeddedOptions(def, userDir, extra);
+        const options = embeddedOptions(def, userDir, extra, uiPort);
         node.overridden = Object.keys(extra);
         const log = (line: ServiceLogLine) => node[line.method](line.text);
         const held = keeper.claim(options, log);

@@ -24,7 +24,8 @@ export const POLL_SECONDS = { min: 5, max: 3600, default: 30 };
 export const DEFAULT_PORT = 8000;
 
 /** What the dialog's values mean; throws with a reason on a value the service would refuse. */
-export function embeddedOptions(def: ServerDef, userDir: string, extra: EmbeddedOptions): EmbeddedOptions {
+/** `uiPort`: Node-RED's own port; pages it serves on this host (a dashboard) may use the API from the browser, other sites may not. */
+export function embeddedOptions(def: ServerDef, userDir: string, extra: EmbeddedOptions, uiPort?: number | string): EmbeddedOptions {
   const port = def.port === '' || def.port === undefined || def.port === null ? DEFAULT_PORT : Number(def.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`port must be a whole number from 0 to 65535, got "${def.port}"`);
   const host = def.expose ? String(def.host ?? '').trim() || '0.0.0.0' : '127.0.0.1';
@@ -35,6 +36,7 @@ export function embeddedOptions(def: ServerDef, userDir: string, extra: Embedded
     dataDir: def.dataDir ? path.resolve(userDir, def.dataDir) : path.join(userDir, 'printfarm'),
     demo: def.demo === true,
     logLevel: (def.logLevel || 'warn') as EmbeddedOptions['logLevel'],
+    allowedOrigins: uiPort ? [`:${uiPort}`] : [],
     ...extra,
   };
 }

@@ -2,11 +2,13 @@
  * `printfarm serve [--port 8000] [--host 0.0.0.0] [--data-dir ./data]`
  * Flags win over the environment variables PORT, HOST and DATA_DIR.
  */
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type * as AggregatorApp from './aggregator/app';
 import type * as AggregatorConfig from './aggregator/config';
 import { createService, type Service } from './app';
-import { ConfigError, VERSION } from './config';
+import { createToken, ROLES, type Role } from './auth/tokens';
+import { ConfigError, startupOptions, VERSION } from './config';
 import { startDemoFarm } from './embedded';
 import { startFarm } from './simulators';
 
@@ -17,6 +19,7 @@ Usage:
   printfarm simulate [--bambu N] [--prusa N] [--speed X] [--json]
   printfarm aggregator [--port 8100] [--host 0.0.0.0] [--data-dir ./aggregator-data] [--api-key KEY]...
                        [--rate-limit 10] [--tls-key FILE --tls-cert FILE]
+  printfarm token create --role viewer|operator|admin [--name TEXT] [--data-dir ./data]
   printfarm --version
   printfarm <command> --help   (or -h) prints this usage
 
@@ -26,6 +29,9 @@ simulate      starts simulated printers on 127.0.0.1 (real MQTT/FTPS and PrusaLi
 aggregator    runs the aggregation service for opt-in usage statistics (own database in --data-dir);
               API keys from --api-key (repeatable) or AGGREGATOR_API_KEY (comma-separated), mail
               reports from AGGREGATOR_SMTP_* (see the README).
+
+token create  makes an API token, prints it once and stores only its hash in DATA_DIR/tokens.json;
+              the first token turns on access control (Authorization: Bearer) for /api/v1 and /ws.
 
 Environment: PORT, HOST, DATA_DIR, LOG_LEVEL and the settings listed in the README.
 `;
@@ -77,6 +83,23 @@ async function serve(args: string[]): Promise<void> {
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+}
+
+function token(args: string[]): void {
+  const [action, ...rest] = args;
+  if (action !== 'create') throw new ConfigError(`token: unknown action "${action ?? ''}" (try: printfarm token create --role viewer)`);
+  const { values } = parseArgs({
+    args: rest,
+    options: { role: { type: 'string' }, name: { type: 'string' }, 'data-dir': { type: 'string', short: 'd' } },
+    strict: true,
+  });
+  if (!values.role || !(ROLES as readonly string[]).includes(values.role)) throw new ConfigError('token create: --role must be viewer, operator or admin');
+  const dataDir = path.resolve(startupOptions(process.env, { data_dir: values['data-dir'] }).data_dir);
+  const made = createToken(dataDir, values.role as Role, values.name ?? '');
+  process.stdout.write(
+    `${made.token}\n\nA ${made.role} token (id ${made.id}) for the service with data dir ${dataDir}.\n` +
+      'It is shown only now (the service keeps its hash). Send it as "Authorization: Bearer <token>".\n',
+  );
 }
 
 /** The aggregation service runs from a checkout: the published Node-RED package leaves it out. */
@@ -164,7 +187,7 @@ async function simulate(args: string[]): Promise<void> {
 }
 
 /** The subcommands; each also answers `--help`/`-h` (anywhere before a `--`) with the usage. */
-const SUBCOMMANDS: Record<string, (args: string[]) => Promise<void>> = { serve, simulate, aggregator };
+const SUBCOMMANDS: Record<string, (args: string[]) => Promise<void>> = { serve, simulate, aggregator, token: async (args) => token(args) };
 
 /** `--help` or `-h` among a subcommand's options (what follows `--` is an argument, not an option). */
 function asksForHelp(args: string[]): boolean {

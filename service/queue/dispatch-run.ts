@@ -150,6 +150,12 @@ export class DispatchRunner {
     await Promise.allSettled([...this.runs]);
   }
 
+  /** Stops watching a printer (it was removed). */
+  forget(printerId: string): void {
+    this.unwatch(printerId);
+    this.holds.delete(printerId);
+  }
+
   /** Waits for the runs under way (tests). */
   async idle(): Promise<void> {
     while (this.runs.size) await Promise.allSettled([...this.runs]);

@@ -54,6 +54,8 @@ export class Dispatcher {
   private passing: Promise<void> | null = null;
   private again = false;
   private safety: NodeJS.Timeout | null = null;
+  /** Wakes the dispatcher when the earliest start_after comes. */
+  private startAfterTimer: NodeJS.Timeout | null = null;
   private closed = false;
   private records = new Map<string, PrinterRecord>();
   private readonly freeKeys = new Map<string, string>();
@@ -111,6 +113,7 @@ export class Dispatcher {
     this.closed = true;
     this.runner.halt();
     if (this.safety) clearInterval(this.safety);
+    if (this.startAfterTimer) clearTimeout(this.startAfterTimer);
   }
 
   async close(): Promise<void> {
@@ -212,9 +215,11 @@ export class Dispatcher {
     };
     // Least recently started first, so that work spreads over the farm.
     const printers = active.sort((a, b) => (this.lastStart.get(a.id) ?? 0) - (this.lastStart.get(b.id) ?? 0));
+    let nextStartAfter = Infinity;
     for (const item of items) {
       if (this.closed) return;
       if (item.start_after && Date.parse(item.start_after) > Date.now()) {
+        nextStartAfter = Math.min(nextStartAfter, Date.parse(item.start_after));
         await this.setReason(item, 'start_after not reached');
         continue;
       }
@@ -255,11 +260,28 @@ export class Dispatcher {
       if (remaining <= 0) await this.setReason(item, null);
       else await this.setReason(item, waiting.length ? availabilityReason(waiting) : mismatchReason(fileFacts, mismatches, active.length));
     }
+    this.armStartAfter(nextStartAfter);
+  }
+
+  /** One timer for the earliest start_after still ahead (the safety pass would find it too, up to 30 s late). */
+  private armStartAfter(at: number): void {
+    if (this.startAfterTimer) clearTimeout(this.startAfterTimer);
+    this.startAfterTimer = null;
+    if (!Number.isFinite(at) || this.closed) return;
+    this.startAfterTimer = setTimeout(() => this.wake('start_after reached'), Math.min(Math.max(0, at - Date.now()) + 10, SAFETY_PASS_MS));
+    this.startAfterTimer.unref();
   }
 
   /** Dispatches left claimed or uploading by an interrupted run: retried once their printer is free. */
   private async resumeInterrupted(open: DispatchRecord[]): Promise<void> {
     for (const d of open) {
+      if (!this.records.has(d.printer_id)) {
+        // The printer was removed: its copy goes back to the queue (not counted as a failure).
+        this.runner.forget(d.printer_id);
+        const ended = await this.deps.store.queue.transitionDispatch(d.id, [d.state], { state: 'cancelled', error: 'the printer was removed', updated_at: nowIso() });
+        if (ended) void this.settle(d.item_id, null);
+        continue;
+      }
       if ((d.state !== 'claimed' && d.state !== 'uploading') || this.runner.owns(d.id)) continue;
       if (this.availability(d.printer_id, true) !== 'free') continue;
       const item = await this.deps.store.queue.getItem(d.item_id);

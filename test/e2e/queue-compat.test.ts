@@ -49,4 +49,16 @@ describe('queue: compatibility from what the file and the printer say', () => {
     expect(sim.last_start.trays).toEqual([expect.objectContaining({ slot: 2, loaded_type: 'PETG' })]);
     expect((await simState(printers[0])).prints_started).toBe(0);
   });
+
+  test('start_after holds a copy back until its time, then it starts on its own', async () => {
+    const file = await upload(h, 'Later.gcode.3mf', bambu3mf({ model: 'X1C' }));
+    const at = new Date(Date.now() + 2000).toISOString();
+    const { body } = await h.post('/api/v1/queue', { file_id: file, start_after: at, target: { printer_ids: ['x1c-a'] } });
+    expect(body.start_after).toBe(at);
+    const waiting = await itemUntil(h, body.id, (i) => i.waiting_reason !== null, 'a waiting reason');
+    expect(waiting).toMatchObject({ waiting_reason: 'start_after not reached', dispatches: [] });
+    const started = await itemUntil(h, body.id, (i) => i.dispatches[0]?.state === 'printing', 'the copy printing', 15_000);
+    expect(Date.parse(started.dispatches[0].created_at)).toBeGreaterThanOrEqual(Date.parse(at));
+    expect((await simState(printers[0])).prints_started).toBe(1);
+  });
 });

@@ -152,6 +152,12 @@ export function download(sim: PrusaSimulator, req: http.IncomingMessage, res: ht
     if (timer) sim.timers.delete(timer);
     timer = null;
     if (res.destroyed) return;
+    // /stall mid-transfer: the connection stays open and silent (a printer that hangs during a download).
+    if (sim.isStalled) {
+      timer = setTimeout(step, 50);
+      sim.timers.add(timer);
+      return;
+    }
     const chunk = data.subarray(offset, offset + slice);
     offset += chunk.length;
     if (offset >= data.length) return void res.end(chunk);

@@ -101,6 +101,7 @@ export type PrusaPrinterConfig = {
   ip_address: string;
   access_code: string;
   http_port: number;
+  auth_method?: 'api_key'; // firmware that only takes X-Api-Key
 };
 
 
@@ -135,6 +136,11 @@ export class PrusaSimulator {
   private readonly auth: BuddyAuth;
   private offline = false;
   private stalled = false;
+
+  /** True while /stall holds the printer silent (a download in flight stays open and sends nothing). */
+  get isStalled(): boolean {
+    return this.stalled;
+  }
   private closed = false;
   private statusCount = 0;
   private readonly options: PrusaSimulatorOptions;
@@ -149,7 +155,7 @@ export class PrusaSimulator {
     this.printer = new SimPrinter(options.speed ?? 1, options.printSeconds ?? 600);
     this.auth = new BuddyAuth({ ...options, password: this.password }, this.stats);
     // The seed G-code and BGCode are sliced for this very model.
-    for (const f of options.files ?? seedFiles({ prusa: this.model })) this.storage.write([f.name], f.data);
+    for (const f of options.files ?? seedFiles({ prusa: this.model })) this.storage.write(f.name.split('/'), f.data);
   }
 
   static async start(options: PrusaSimulatorOptions = {}): Promise<PrusaSimulator> {
@@ -187,6 +193,7 @@ export class PrusaSimulator {
       ip_address: HOST,
       access_code: this.password,
       http_port: this.httpPort,
+      ...(this.options.apiKeyOnly ? { auth_method: 'api_key' as const } : {}),
     };
   }
 
