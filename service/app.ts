@@ -24,6 +24,7 @@ import { PreviewService } from './files/previews';
 import { FileStorage } from './files/storage';
 import { IdeaService, type IdeaServiceOptions } from './ideas/service';
 import { JobTracker } from './monitoring/job-tracker';
+import type { NewJobGateOptions } from './monitoring/new-job-gate';
 import { StatusCache } from './monitoring/status-cache';
 import { createDriver } from './printers/drivers';
 import { Fleet, type DriverFactory, type FleetTimings } from './printers/fleet';
@@ -35,6 +36,8 @@ import { QueueService } from './queue/service';
 import { RealtimeHub } from './realtime';
 import { SettingsService } from './settings';
 import { HistoryRetention } from './statistics/retention';
+import { ConnectionCap } from './system/connection-cap';
+import { lockDataDir, type DataDirLock } from './system/data-lock';
 import { ServiceMetrics } from './system/metrics';
 import { UpdateChecker } from './system/update-check';
 import { UsageService, type UsageOptions } from './usage/service';
@@ -64,6 +67,8 @@ export interface ServiceOptions {
   usageStats?: UsageOptions;
   /** Ideas: the page fetcher (injectable fetch, timeout, size cap), metadata retry and trending cache options. */
   ideas?: IdeaServiceOptions;
+  /** New-job limit per printer (default one per minute; tests shorten it). */
+  jobTracking?: NewJobGateOptions;
   /** The figures applied while `rate_limit_enabled` is on (default: the spec's v1.0 limits; tests shorten the windows). */
   rateLimits?: RateLimits;
   /** Added to ALLOWED_ORIGINS (the Node-RED config node lists Node-RED's own port, for dashboard pages). */
@@ -145,6 +150,15 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const api = createApi(log, () => phase, { metrics, limiter, trustProxy: config.trust_proxy, guard, tokens });
   const server = http.createServer(api.app);
   server.on('clientError', answerClientError);
+  // One service per data directory, checked before anything listens or opens (DataDirLockedError otherwise).
+  let lock: DataDirLock;
+  try {
+    lock = lockDataDir(dataDir);
+  } catch (err) {
+    metrics.close();
+    limiter.close();
+    throw err;
+  }
   // Listen first: a request that arrives while the database opens gets a 503, not a refused connection.
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -152,17 +166,24 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       server.off('error', reject);
       resolve();
     });
+  }).catch((err) => {
+    metrics.close();
+    limiter.close();
+    lock.release();
+    throw err;
   });
 
   const { store, settings } = await openStorage(dataDir, env).catch(async (err) => {
     metrics.close();
     limiter.close();
     await new Promise((resolve) => server.close(resolve));
+    lock.release();
     throw err;
   });
   const cache = new StatusCache();
   const fleet = new Fleet(store, cache, bus, settings, log, options.driverFactory ?? createDriver, options.fleet);
-  const tracker = new JobTracker(store, settings, bus, log);
+  const tracker = new JobTracker(store, settings, bus, log, options.jobTracking);
+  fleet.onLinkUp((printerId) => tracker.linkUp(printerId));
   fleet.onReport((printerId, state) => {
     metrics.report();
     tracker.report(printerId, state);
@@ -172,6 +193,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     limiter.close();
     await store.close();
     await new Promise((resolve) => server.close(resolve));
+    lock.release();
     throw err;
   });
   const storage = new FileStorage(dataDir);
@@ -206,7 +228,12 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     dispatcher,
   };
   api.mount(context);
-  realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs, admit: (req) => admitWebSocket(guard, tokens, limiter, req, config.trust_proxy) });
+  const wsCap = new ConnectionCap({
+    maxTotal: config.ws_max_clients,
+    maxPerAddress: config.ws_max_clients_per_ip,
+    onRefusals: (summary) => log.warn(summary, '/ws connections refused: the connection cap is reached (WS_MAX_CLIENTS, WS_MAX_CLIENTS_PER_IP)'),
+  });
+  realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs, admit: (req) => admitWebSocket(guard, tokens, wsCap, limiter, req, config.trust_proxy) });
   realtime.attach(server);
   phase = 'ready';
   usage.start();
@@ -250,6 +277,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       await store.close();
       metrics.close();
       limiter.close();
+      lock.release();
       log.info('printfarm service stopped');
       log.flush?.();
     })());
@@ -267,15 +295,33 @@ export function exposureWarning(host: string, port: number, accessControl: boole
 
 /**
  * A /ws upgrade is refused like any other request, with the error body: a foreign Host (421) or another
- * site's page (403: browsers always send Origin on WebSocket upgrades), then the per-client limit (429).
+ * site's page (403: browsers always send Origin on WebSocket upgrades), then the connection cap (503, always
+ * on: WS_MAX_CLIENTS in total, WS_MAX_CLIENTS_PER_IP per address), then the per-client limit (429).
  */
-function admitWebSocket(guard: BrowserGuard, tokens: TokenRegistry, limiter: RateLimiter, req: http.IncomingMessage, trustProxy: boolean) {
+function admitWebSocket(guard: BrowserGuard, tokens: TokenRegistry, cap: ConnectionCap, limiter: RateLimiter, req: http.IncomingMessage, trustProxy: boolean) {
   const refusal = guard.check(req, true);
   if (refusal) return refuseUpgrade(refusal, {});
   const auth = authorize(tokens, req, 'viewer', true);
   if ('error' in auth) return refuseUpgrade(auth.error, auth.error.status === 401 ? { 'WWW-Authenticate': 'Bearer realm="printfarm"' } : {});
-  const admission = limiter.admitWebSocket(clientAddress(req, trustProxy));
-  if ('release' in admission) return admission;
+  const address = clientAddress(req, trustProxy);
+  const capped = cap.admit(address);
+  if ('refused' in capped) {
+    const message =
+      capped.refused === 'total'
+        ? `Too many /ws connections: the service keeps at most ${capped.limit} open; try again later`
+        : `Too many /ws connections from this address: at most ${capped.limit} at once`;
+    return refuseUpgrade({ status: 503, code: 'SERVICE_UNAVAILABLE', message, details: { limit: capped.limit, scope: capped.refused } }, { 'Retry-After': '60' });
+  }
+  const admission = limiter.admitWebSocket(address);
+  if ('release' in admission) {
+    return {
+      release: () => {
+        capped.release();
+        admission.release();
+      },
+    };
+  }
+  capped.release();
   return refuseUpgrade(admission.error, { 'Retry-After': String(admission.error.details.retry_after_seconds) });
 }
 

@@ -52,6 +52,8 @@ export const STARTUP_OPTIONS = {
   },
   update_check_timeout: { type: 'integer', default: 3, env: 'UPDATE_CHECK_TIMEOUT', min: 1, max: 30, description: 'Seconds before an unreachable update source counts as "no update"' },
   trust_proxy: { type: 'boolean', default: false, env: 'TRUST_PROXY', description: 'Behind a reverse proxy: take the client address from X-Forwarded-For (rate limits count per client address)' },
+  ws_max_clients: { type: 'integer', default: 1000, env: 'WS_MAX_CLIENTS', min: 1, max: 100_000, description: 'Most /ws connections open at once, in total (more are refused with 503, rate limits on or off)' },
+  ws_max_clients_per_ip: { type: 'integer', default: 50, env: 'WS_MAX_CLIENTS_PER_IP', min: 1, max: 100_000, description: 'Most /ws connections open at once from one client address (503 beyond)' },
   max_download_size_mb: {
     type: 'integer',
     default: 2048,
@@ -210,6 +212,8 @@ export interface StartupOptions {
   update_check_url: string;
   update_check_timeout: number;
   trust_proxy: boolean;
+  ws_max_clients: number;
+  ws_max_clients_per_ip: number;
   max_download_size_mb: number;
   auth_tokens: string;
   allowed_origins: string;

@@ -148,6 +148,10 @@ export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, t
                 '404': { description: 'Not a WebSocket upgrade' },
                 '421': { description: 'HOST_NOT_ALLOWED: a host name not served here (see ALLOWED_HOSTS)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
                 '429': { description: 'RATE_LIMIT_EXCEEDED: this client has 10 connections open (only with rate_limit_enabled)' },
+                '503': {
+                  description:
+                    'SERVICE_UNAVAILABLE: the /ws connection cap is reached, always on: WS_MAX_CLIENTS (default 1000) in total or WS_MAX_CLIENTS_PER_IP (default 50) from this address; details.scope says which, Retry-After: 60',
+                },
               },
             },
           },

@@ -1,4 +1,5 @@
 /** The storage layer: one connection and a repository per table. Nothing outside service/db/ writes SQL. */
+import fs from 'node:fs';
 import path from 'node:path';
 import { openDatabase, type Connection } from './connection';
 import { ReadWorker } from './read-worker';
@@ -32,7 +33,7 @@ export interface Store {
   trending: TrendingRepository;
   /** The print queue: items and their dispatches. */
   queue: QueueRepository;
-  /** A trivial query: true while the database answers. */
+  /** A trivial query: true while the database answers and its file is still the one opened (not deleted or replaced). */
   ping(): boolean;
   close(): Promise<void>;
 }
@@ -42,6 +43,16 @@ export const DB_FILENAME = 'printfarm.db';
 export async function openStore(dataDir: string): Promise<Store> {
   const connection = await openDatabase(path.join(dataDir, DB_FILENAME));
   const { db } = connection;
+  // The file as opened: deleted or replaced underneath (a cleanup script, a restore) the service writes into a ghost.
+  const opened = fs.statSync(connection.file);
+  const sameFile = () => {
+    try {
+      const now = fs.statSync(connection.file);
+      return now.ino === opened.ino && now.dev === opened.dev;
+    } catch {
+      return false;
+    }
+  };
   // Statistics over a large farm take seconds: they run on their own connection in a worker thread.
   const reader = new ReadWorker(connection.file);
   return {
@@ -60,7 +71,7 @@ export async function openStore(dataDir: string): Promise<Store> {
     ping() {
       try {
         connection.sqlite.prepare('SELECT 1').get();
-        return true;
+        return sameFile();
       } catch {
         return false;
       }

@@ -23,6 +23,8 @@ export interface PrintersTable {
   power_watts: number | null;
   plate_state: string;
   plate_auto_clear: number;
+  /** prusa_core: 'digest' or 'api_key'; NULL is Digest. */
+  auth_method: string | null;
 }
 
 export interface JobsTable {

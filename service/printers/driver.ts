@@ -116,6 +116,8 @@ export interface DriverConfig {
   ip_address: string;
   serial_number: string | null;
   access_code: string | null;
+  /** prusa_core: Digest (default) or the X-Api-Key header; the driver never falls back from one to the other. */
+  auth_method?: 'digest' | 'api_key';
   /** Port overrides (simulators, NAT); undefined means the printer's real port. */
   ports: { mqtt?: number; ftps?: number; http?: number };
   /** A link silent for longer than this is offline (ms). */
@@ -160,6 +162,8 @@ export interface PrinterDriver extends EventEmitter {
   /** The last merged state, or null before the first report. */
   readonly state: PrinterState | null;
   readonly connection: ConnectionState;
+  /** Counts of what the driver refused from the printer (dropped reports, faults), when it keeps them. */
+  readonly faultStats?: Record<string, number>;
   /** Starts connecting; resolves once connected, rejects with a DriverError (AUTH, OFFLINE, TIMEOUT). Keeps reconnecting in the background either way until close(). */
   connect(): Promise<void>;
   close(): Promise<void>;

@@ -15,6 +15,12 @@ export const printerId = z
   .meta({ description: 'Identifier chosen by the client', example: 'x1c-01' });
 
 const port = z.number().int().min(1).max(65535);
+const authMethod = z
+  .enum(['digest', 'api_key'])
+  .meta({
+    description:
+      'prusa_core only: `digest` (default; user maker + access_code as password) or `api_key` (access_code sent as X-Api-Key, for older firmware). The service never falls back from Digest to X-Api-Key.',
+  });
 const portOverrides = {
   mqtt_port: port.optional().meta({ description: 'bambu_lab: MQTT over TLS port (default 8883)' }),
   ftps_port: port.optional().meta({ description: 'bambu_lab: implicit FTPS port (default 990)' }),
@@ -39,6 +45,7 @@ export const CreatePrinterBody = z.strictObject({
   is_active: z.boolean().default(true),
   power_watts: z.number().int().min(1).max(10000).optional().meta({ description: 'Average power draw in watts, for power costs (default: the default_printer_power_watts setting)' }),
   plate_auto_clear: z.boolean().optional().meta({ description: 'The printer clears its own plate (an ejection system): a print end does not make the plate need clearing (default false)' }),
+  auth_method: authMethod.optional(),
   ...portOverrides,
 });
 
@@ -55,6 +62,7 @@ export const UpdatePrinterBody = z
     http_port: port.nullable().optional(),
     power_watts: z.number().int().min(1).max(10000).nullable().optional(),
     plate_auto_clear: z.boolean().optional(),
+    auth_method: authMethod.nullable().optional().meta({ description: 'prusa_core only; null returns to Digest' }),
   })
   .refine((b) => Object.keys(b).length > 0, { message: 'give at least one field to change' });
 
@@ -130,6 +138,7 @@ export const PrinterDetail = Printer.extend({
   ftps_port: z.number().int().nullable(),
   http_port: z.number().int().nullable(),
   power_watts: z.number().int().nullable().meta({ description: 'Average power draw in watts (null: the default setting)' }),
+  auth_method: z.enum(['digest', 'api_key']).nullable().meta({ description: 'prusa_core: how the printer authenticates (null: Digest); null for bambu_lab' }),
 });
 
 export const PrinterList = z.object({

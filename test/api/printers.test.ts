@@ -123,6 +123,18 @@ describe('printers API', () => {
     }
   });
 
+  test('a Prusa printer authenticates with Digest unless configured for its API key; auth_method does not apply to Bambu', async () => {
+    expect((await h.post('/api/v1/printers', prusa('mk4-digest'))).status).toBe(201);
+    expect((await h.get('/api/v1/printers/mk4-digest')).body.auth_method).toBeNull();
+    expect((await h.post('/api/v1/printers', prusa('mk3-key', { auth_method: 'api_key' }))).status).toBe(201);
+    expect((await h.get('/api/v1/printers/mk3-key')).body.auth_method).toBe('api_key');
+    expect((await h.put('/api/v1/printers/mk3-key', { auth_method: null })).status).toBe(200);
+    expect((await h.get('/api/v1/printers/mk3-key')).body.auth_method).toBeNull();
+    const err = expectError(await h.post('/api/v1/printers', bambu('x1-key', { auth_method: 'api_key' })), 400, 'INVALID_PRINTER_CONFIG');
+    expect(err.details.fields).toEqual([{ field: 'auth_method', message: 'does not apply to bambu_lab printers' }]);
+    expectError(await h.post('/api/v1/printers', prusa('mk4-x', { auth_method: 'basic' })), 422);
+  });
+
   test('body problems are 422 with the offending fields', async () => {
     const wrongType = expectError(await h.post('/api/v1/printers', { ...bambu(), type: 'octoprint', is_active: 'yes' }), 422, 'VALIDATION_ERROR');
     expect(wrongType.details.fields.map((f: { field: string }) => f.field).sort()).toEqual(['is_active', 'type']);

@@ -89,7 +89,9 @@ describe('files on simulated printers', () => {
     await until(async () => (await h.get(`/api/v1/files/${file.id}/download/status`)).body.status === 'completed', 'completed');
     const detail = (await h.get(`/api/v1/files/${file.id}`)).body;
     expect(detail).toMatchObject({ status: 'downloaded', checksum: sha(seed('.gcode.3mf', index)), download_attempts: 1, downloaded_at: expect.any(String) });
-    expect(fs.readFileSync(detail.local_path).equals(seed('.gcode.3mf', index))).toBe(true);
+    // local_path is relative to the data dir: the server's absolute path is not shown.
+    expect(detail.local_path).toMatch(/^files\/[^/]/);
+    expect(fs.readFileSync(path.join(h.dataDir, detail.local_path)).equals(seed('.gcode.3mf', index))).toBe(true);
     const content = await fetch(`${h.base}/api/v1/files/${file.id}/content`);
     expect(Buffer.from(await content.arrayBuffer()).equals(seed('.gcode.3mf', index))).toBe(true);
     await ws.close();
@@ -97,7 +99,7 @@ describe('files on simulated printers', () => {
     // Deleting the local copy leaves the printer's copy: the file is available again.
     const del = await h.del(`/api/v1/files/${file.id}`);
     expect(del.body).toMatchObject({ id: file.id, status: 'available', deleted_at: expect.any(String) });
-    expect(fs.existsSync(detail.local_path)).toBe(false);
+    expect(fs.existsSync(path.join(h.dataDir, detail.local_path))).toBe(false);
     expect((await h.get(`/api/v1/files/${file.id}`)).body.status).toBe('available');
   });
 
@@ -147,8 +149,9 @@ describe('files on simulated printers', () => {
     expect(res.status).toBe(201);
     const body = (await res.json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
     expect(body).toMatchObject({ status: 'local', file_type: '.stl', printer_id: null, upload_url: '/api/v1/files/upload', checksum: sha(seed('.stl')) });
-    expect(path.resolve(body.local_path).startsWith(path.join(h.dataDir, 'files') + path.sep)).toBe(true);
-    expect(fs.readFileSync(body.local_path).equals(seed('.stl'))).toBe(true);
+    expect(body.local_path).toMatch(/^files\/local\/[0-9a-f]{20}-evil model\.stl$/);
+    expect(path.resolve(h.dataDir, body.local_path).startsWith(path.join(h.dataDir, 'files') + path.sep)).toBe(true);
+    expect(fs.readFileSync(path.join(h.dataDir, body.local_path)).equals(seed('.stl'))).toBe(true);
 
     const bad = new FormData();
     bad.append('file', new Blob(['MZ']), 'tool.exe');
@@ -164,7 +167,7 @@ describe('files on simulated printers', () => {
     expect((await h.post('/api/v1/files/cleanup', { file_ids: [body.id], confirm: false })).status).toBe(422);
     const cleaned = await h.post('/api/v1/files/cleanup', { file_ids: [body.id, 'nope'], confirm: true });
     expect(cleaned.body).toMatchObject({ cleaned_files: 1, failed_cleanups: [{ file_id: 'nope', error: expect.any(String) }] });
-    expect(fs.existsSync(body.local_path)).toBe(false);
+    expect(fs.existsSync(path.join(h.dataDir, body.local_path))).toBe(false);
     expect((await h.get(`/api/v1/files/${body.id}`)).status).toBe(404);
   });
 

@@ -6,12 +6,8 @@
  * when the mapping uses an AMS tray, and the mapping computed for this printer.
  */
 import { DriverError, type QueuedStart, type QueuedStartHooks } from '../driver';
+import { usesFtpUrl } from './commands';
 import type { BambuFtp } from './ftp';
-
-/** pybambu's rule: file:///sdcard/ URLs for X1/P1/A1, ftp:/// for H2 and newer. */
-export function usesFtpUrl(model: string | null): boolean {
-  return !!model && !/^(X1|P1|A1)/i.test(model);
-}
 
 /** The fields of the `print` object (the driver adds sequence_id and command). */
 export function projectFileFields(start: QueuedStart, model: string | null): Record<string, unknown> {

@@ -66,9 +66,10 @@ interface StorageEntry {
 
 const MAX_FOLDER_REQUESTS = 200;
 
+/** A DriverError stays what it is; anything else is the service failing on what the printer sent (marked `internal`). */
 function asDriverError(err: unknown): DriverError {
   if (err instanceof DriverError) return err;
-  return new DriverError('PROTOCOL', err instanceof Error ? err.message : String(err));
+  return new DriverError('PROTOCOL', `the service could not handle what the printer sent (${err instanceof Error ? err.message : String(err)})`, { internal: true });
 }
 
 export class PrusaDriver extends EventEmitter implements PrinterDriver {
@@ -108,6 +109,7 @@ export class PrusaDriver extends EventEmitter implements PrinterDriver {
       port: config.ports.http ?? 80,
       username: this.opts.username,
       password: config.access_code ?? '',
+      authMethod: config.auth_method ?? 'digest',
       timeoutMs: config.command_timeout_ms,
     });
   }
@@ -139,7 +141,11 @@ export class PrusaDriver extends EventEmitter implements PrinterDriver {
     if (this.closed) return Promise.reject(new DriverError('OFFLINE', 'driver closed'));
     if (this.link === 'connected') return Promise.resolve();
     const settled = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
-    this.loop ??= this.run();
+    // The loop catches per round; this catch is the last guard so that nothing can reach the process.
+    this.loop ??= this.run().catch((err) => {
+      this.loop = null;
+      this.setLink('error', asDriverError(err).message);
+    });
     return settled;
   }
 
@@ -322,8 +328,8 @@ export class PrusaDriver extends EventEmitter implements PrinterDriver {
 
   private failed(err: DriverError): void {
     this.handshaken = false;
-    if (err.code === 'AUTH') this.setLink('error', 'access code rejected');
-    else if (err.details.unsupported) this.setLink('error', err.message); // will not heal by retrying
+    if (err.code === 'AUTH') this.setLink('error', err.message);
+    else if (err.details.unsupported || err.details.internal) this.setLink('error', err.message); // will not heal by retrying
     else this.setLink('disconnected', err.message);
     this.settle(err);
   }
@@ -337,7 +343,11 @@ export class PrusaDriver extends EventEmitter implements PrinterDriver {
       if (this.closed || this.link !== 'connected') return;
       const reason = new DriverError('TIMEOUT', `no answer from the printer for ${ms} ms`);
       this.setLink('disconnected', reason.message);
-      this.cycle?.abort(reason); // the hung round gives up now and the loop backs off
+      try {
+        this.cycle?.abort(reason); // the hung round gives up now and the loop backs off
+      } catch (err) {
+        this.setLink('error', asDriverError(err).message); // a timer callback must never throw into the process
+      }
     }, ms);
   }
 

@@ -124,6 +124,7 @@ export class PrusaSimulator {
       ip_address: HOST,
       access_code: this.password,
       http_port: this.httpPort,
+      ...(this.options.apiKeyOnly ? { auth_method: 'api_key' as const } : {}),
     };
   }
 

@@ -70,4 +70,5 @@ export type PrusaPrinterConfig = {
   ip_address: string;
   access_code: string;
   http_port: number;
+  auth_method?: 'api_key'; // firmware that only takes X-Api-Key
 };
