@@ -20,7 +20,6 @@
  * The access code is never logged, emitted or put in an error.
  */
 import { EventEmitter } from 'node:events';
-import { connect as mqttConnect, type MqttClient } from 'mqtt';
 import {
   backoffDelay,
   DriverError,
@@ -37,9 +36,9 @@ import { guardWith, reasonOf } from '../guard';
 import { PendingCommands, projectFileFields } from './commands';
 import { BambuFtp } from './ftp';
 import { sendQueuedStart } from './project-file';
-import { MAX_PACKET_BYTES, MqttPacketGuard } from './limits';
-import { mqttErrorOf, mqttOptions, type BambuDriverLogger, type BambuDriverOptions } from './link';
+import { mqttOptions, type BambuDriverLogger, type BambuDriverOptions } from './link';
 import { BambuReports } from './reports';
+import { BambuSession } from './session';
 import { modelFromSerial, type Json } from './state';
 
 export type { BambuDriverLogger, BambuDriverOptions } from './link';
@@ -54,14 +53,10 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   private linkMessage: string | null = null;
   private readonly reports = new BambuReports();
   private serial: string | null;
-  private client: MqttClient | null = null;
-  /** CONNACK and SUBACK received on `client`. */
-  private linkUp = false;
+  /** The MQTT client of the current attempt or link (session.ts); null between attempts. */
+  private session: BambuSession | null = null;
   private attempt = 0;
   private reconnectTimer: NodeJS.Timeout | null = null;
-  private connectTimer: NodeJS.Timeout | null = null;
-  private watchdog: NodeJS.Timeout | null = null;
-  private lastMessageAt = 0;
   private readonly waiters: Waiter[] = [];
   private readonly commands = new PendingCommands();
   private sequence: number;
@@ -122,7 +117,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     if (this.closed) return Promise.reject(new DriverError('OFFLINE', 'driver closed'));
     if (this.link === 'connected') return Promise.resolve();
     const result = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
-    if (!this.client) {
+    if (!this.session) {
       // An explicit connect() does not wait out a pending backoff.
       this.clearReconnectTimer();
       this.attemptConnect();
@@ -131,44 +126,33 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   }
 
   private attemptConnect(): void {
-    if (this.closed || this.client) return;
+    if (this.closed || this.session) return;
     if (!this.config.access_code) {
       this.failWithoutClient(new DriverError('AUTH', 'no access code configured'));
       return;
     }
     this.log?.debug({ printer: this.config.id, address: this.where }, 'bambu: connecting');
     const options = mqttOptions(this.config, this.serial, this.mqttPort, { keepaliveSeconds: this.keepaliveSeconds, connectTimeoutMs: this.connectTimeoutMs });
-    const client = mqttConnect(options);
-    this.client = client;
-    this.linkUp = false;
-    let lastError: DriverError | null = null;
-    // mqtt.js enforces no packet size for MQTT 3.1.1: refuse an oversized packet by its header, before it is buffered.
-    const packets = new MqttPacketGuard(MAX_PACKET_BYTES);
-    client.stream?.on('data', this.guard((chunk: Buffer) => {
-      const size = packets.feed(chunk);
-      if (size !== null && client === this.client) this.fault(`the printer sent an MQTT packet of ${size} bytes (limit ${MAX_PACKET_BYTES})`);
-    }));
-    const timeout = new DriverError('TIMEOUT', `no MQTT answer from ${this.where} within ${Math.round(this.connectTimeoutMs / 1000)} s`);
-    this.connectTimer = setTimeout(this.guard(() => this.attemptFailed(client, timeout)), this.connectTimeoutMs);
-    client.on('connect', this.guard(() => this.onConnack(client)));
-    client.on('message', this.guard((topic: string, payload: Buffer) => this.onMessage(client, topic, payload)));
-    client.on(
-      'error',
-      this.guard((err: Error & { code?: unknown }) => {
-        if (client !== this.client) return;
-        const mapped = mqttErrorOf(err, this.where);
-        if (mapped.code === 'AUTH') this.attemptFailed(client, mapped);
-        else lastError = mapped;
-      }),
-    );
-    client.on(
-      'close',
-      this.guard(() => {
-        if (client !== this.client) return;
-        if (this.linkUp) this.linkLost(client, lastError?.message ?? 'connection lost');
-        else this.attemptFailed(client, lastError ?? new DriverError('OFFLINE', `connection to ${this.where} closed before the printer accepted it`));
-      }),
-    );
+    // The handlers name their own session: a late event of an ended session never touches a newer link.
+    const session: BambuSession = new BambuSession(options, {
+      where: this.where,
+      reportTopic: this.serial ? `device/${this.serial}/report` : 'device/+/report',
+      connectTimeoutMs: this.connectTimeoutMs,
+      watchdogMs: this.config.watchdog_ms,
+      guard: this.guard,
+      events: {
+        up: () => this.onLinkUp(session),
+        message: (topic, payload) => this.onMessage(session, topic, payload),
+        failed: (err) => this.attemptFailed(session, err),
+        lost: (message) => this.linkLost(session, message),
+        silent: (seconds) => {
+          this.log?.warn({ printer: this.config.id, silent_s: seconds }, 'bambu: watchdog, reconnecting');
+          this.linkLost(session, `no report for ${seconds} s`);
+        },
+        fault: (reason) => this.fault(reason),
+      },
+    });
+    this.session = session;
   }
 
   /**
@@ -193,44 +177,25 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     return { dropped_reports: this.reports.dropped, faults: this.faults };
   }
 
-  private onConnack(client: MqttClient): void {
-    if (client !== this.client) return;
-    const topic = this.serial ? `device/${this.serial}/report` : 'device/+/report';
-    client.subscribe(topic, { qos: 0 }, this.guard((err: Error | null, granted?: Array<{ qos: number }>) => {
-      if (client !== this.client) return;
-      if (err || !granted || granted.some((g) => g.qos === 128)) {
-        this.attemptFailed(client, new DriverError('PROTOCOL', `the printer refused the subscription to ${topic}`));
-        return;
-      }
-      this.clearConnectTimer();
-      this.linkUp = true;
-      this.lastMessageAt = Date.now();
-      this.requestFullStatus(client);
-      this.watchdog = setTimeout(this.guard(() => this.onWatchdog(client)), this.config.watchdog_ms);
-      this.setLink('connected', null);
-      this.log?.debug({ printer: this.config.id }, 'bambu: connected');
-      for (const w of this.waiters.splice(0)) w.resolve();
-    }));
+  private onLinkUp(session: BambuSession): void {
+    if (session !== this.session) return;
+    this.requestFullStatus(session);
+    this.setLink('connected', null);
+    this.log?.debug({ printer: this.config.id }, 'bambu: connected');
+    for (const w of this.waiters.splice(0)) w.resolve();
   }
 
   /** pushall + get_version: only here, i.e. once per (re)connect. */
-  private requestFullStatus(client: MqttClient): void {
+  private requestFullStatus(session: BambuSession): void {
     if (!this.serial) return; // learnt from the first report; that one is then asked for below
     const topic = `device/${this.serial}/request`;
-    client.publish(topic, JSON.stringify({ pushing: { sequence_id: String(++this.sequence), command: 'pushall', version: 1, push_target: 1 } }), { qos: 0 });
-    client.publish(topic, JSON.stringify({ info: { sequence_id: String(++this.sequence), command: 'get_version' } }), { qos: 0 });
-  }
-
-  private onWatchdog(client: MqttClient): void {
-    if (client !== this.client || !this.linkUp) return;
-    const silent = Math.round((Date.now() - this.lastMessageAt) / 1000);
-    this.log?.warn({ printer: this.config.id, silent_s: silent }, 'bambu: watchdog, reconnecting');
-    this.linkLost(client, `no report for ${silent} s`);
+    session.publish(topic, JSON.stringify({ pushing: { sequence_id: String(++this.sequence), command: 'pushall', version: 1, push_target: 1 } }), 0);
+    session.publish(topic, JSON.stringify({ info: { sequence_id: String(++this.sequence), command: 'get_version' } }), 0);
   }
 
   /** A connection that was up went away (socket closed, watchdog). */
-  private linkLost(client: MqttClient, message: string): void {
-    if (client !== this.client) return;
+  private linkLost(session: BambuSession, message: string): void {
+    if (session !== this.session) return;
     this.teardown();
     this.commands.rejectAll(new DriverError('OFFLINE', `connection to the printer was lost (${message})`));
     this.setLink('disconnected', message);
@@ -238,8 +203,8 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   }
 
   /** A connection attempt failed before the link was up. */
-  private attemptFailed(client: MqttClient, err: DriverError): void {
-    if (client !== this.client) return;
+  private attemptFailed(session: BambuSession, err: DriverError): void {
+    if (session !== this.session) return;
     this.teardown();
     this.failWithoutClient(err);
   }
@@ -274,27 +239,11 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     this.reconnectTimer = null;
   }
 
-  private clearConnectTimer(): void {
-    if (this.connectTimer) clearTimeout(this.connectTimer);
-    this.connectTimer = null;
-  }
-
-  /** Ends the current MQTT client (its late events are ignored: `client !== this.client`). */
+  /** Ends the current session (its late events are ignored: `session !== this.session`). */
   private teardown(): Promise<void> {
-    const client = this.client;
-    this.client = null;
-    this.linkUp = false;
-    this.clearConnectTimer();
-    if (this.watchdog) clearTimeout(this.watchdog);
-    this.watchdog = null;
-    if (!client) return Promise.resolve();
-    return new Promise((resolve) => {
-      try {
-        client.end(true, {}, () => resolve());
-      } catch {
-        resolve();
-      }
-    });
+    const session = this.session;
+    this.session = null;
+    return session ? session.end() : Promise.resolve();
   }
 
   private setLink(connection: ConnectionState, message: string | null): void {
@@ -307,15 +256,13 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
 
   // --- Reports ---
 
-  private onMessage(client: MqttClient, topic: string, payload: Buffer): void {
-    if (client !== this.client) return;
-    this.lastMessageAt = Date.now();
-    this.watchdog?.refresh();
+  private onMessage(session: BambuSession, topic: string, payload: Buffer): void {
+    if (session !== this.session) return;
     if (!this.serial) {
       const m = topic.match(/^device\/([^/]+)\/report$/);
       if (m) {
         this.serial = m[1];
-        this.requestFullStatus(client);
+        this.requestFullStatus(session);
       }
     }
     const outcome = this.reports.take(payload, this.serial);
@@ -334,15 +281,15 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   // --- Commands ---
 
   private command(command: string, fields: Json = {}): Promise<void> {
-    const client = this.client;
-    if (this.closed || !client || !this.linkUp || this.link !== 'connected') {
+    const session = this.session;
+    if (this.closed || !session?.up || this.link !== 'connected') {
       return Promise.reject(new DriverError('OFFLINE', `printer is not connected (${this.linkMessage ?? this.link})`));
     }
     if (!this.serial) return Promise.reject(new DriverError('PROTOCOL', 'printer serial number unknown'));
     const sequenceId = String(++this.sequence);
     const body = JSON.stringify({ print: { sequence_id: sequenceId, command, param: '', ...fields } });
     // QoS 1 for control commands (OpenBambuAPI).
-    return this.commands.send(command, sequenceId, this.config.command_timeout_ms, (sent) => client.publish(`device/${this.serial}/request`, body, { qos: 1 }, sent));
+    return this.commands.send(command, sequenceId, this.config.command_timeout_ms, (sent) => session.publish(`device/${this.serial}/request`, body, 1, sent));
   }
 
   pause(): Promise<void> {
