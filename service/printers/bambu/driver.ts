@@ -21,7 +21,6 @@
  */
 import { EventEmitter } from 'node:events';
 import {
-  backoffDelay,
   DriverError,
   type ConnectionChange,
   type ConnectionState,
@@ -33,10 +32,11 @@ import {
   type QueuedStartHooks,
 } from '../driver';
 import { guardWith, reasonOf } from '../guard';
-import { PendingCommands, projectFileFields } from './commands';
+import { PendingCommands, startCommandOf } from './commands';
 import { BambuFtp } from './ftp';
 import { sendQueuedStart } from './project-file';
 import { mqttOptions, type BambuDriverLogger, type BambuDriverOptions } from './link';
+import { Reconnects } from './reconnects';
 import { BambuReports } from './reports';
 import { BambuSession } from './session';
 import { modelFromSerial, type Json } from './state';
@@ -55,20 +55,15 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   private serial: string | null;
   /** The MQTT client of the current attempt or link (session.ts); null between attempts. */
   private session: BambuSession | null = null;
-  private attempt = 0;
-  private reconnectTimer: NodeJS.Timeout | null = null;
+  private readonly reconnects: Reconnects;
   private readonly waiters: Waiter[] = [];
   private readonly commands = new PendingCommands();
   private sequence: number;
   private closed = false;
   private faults = 0;
   private readonly ftp: BambuFtp;
-  private readonly backoffBaseMs: number;
-  private readonly backoffMaxMs: number;
-  private readonly authRetryMs: number;
   private readonly connectTimeoutMs: number;
   private readonly keepaliveSeconds: number;
-  private readonly random: () => number;
   private readonly log: BambuDriverLogger | null;
   /** Every callback of the network or a timer: whatever goes wrong marks this printer `error`, never the process. */
   private readonly guard = guardWith((err) => this.fault(`the service could not handle what the printer sent (${reasonOf(err)})`));
@@ -79,14 +74,14 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   ) {
     super();
     this.serial = config.serial_number?.trim() || null;
-    this.backoffBaseMs = options.backoffBaseMs ?? 1000;
-    this.backoffMaxMs = options.backoffMaxMs ?? 60_000;
-    this.authRetryMs = options.authRetryMs ?? this.backoffMaxMs;
+    const backoffMaxMs = options.backoffMaxMs ?? 60_000;
+    const random = options.random ?? Math.random;
+    const timings = { backoffBaseMs: options.backoffBaseMs ?? 1000, backoffMaxMs, authRetryMs: options.authRetryMs ?? backoffMaxMs, random };
+    this.reconnects = new Reconnects(timings, this.guard, () => this.attemptConnect());
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     this.keepaliveSeconds = options.keepaliveSeconds ?? 30;
-    this.random = options.random ?? Math.random;
     this.log = options.logger ?? null;
-    this.sequence = 20_000 + Math.floor(this.random() * 60_000);
+    this.sequence = 20_000 + Math.floor(random() * 60_000);
     this.ftp = new BambuFtp({
       host: config.ip_address,
       port: config.ports.ftps ?? 990,
@@ -107,6 +102,11 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     return this.config.ports.mqtt ?? 8883;
   }
 
+  /** The printer model as far as known (report, version answer, else the serial's prefix). */
+  private get model(): string | null {
+    return this.reports.current?.model ?? this.reports.version?.model ?? modelFromSerial(this.serial);
+  }
+
   private get where(): string {
     return `${this.config.ip_address}:${this.mqttPort}`;
   }
@@ -119,7 +119,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     const result = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
     if (!this.session) {
       // An explicit connect() does not wait out a pending backoff.
-      this.clearReconnectTimer();
+      this.reconnects.clear();
       this.attemptConnect();
     }
     return result;
@@ -199,7 +199,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     this.teardown();
     this.commands.rejectAll(new DriverError('OFFLINE', `connection to the printer was lost (${message})`));
     this.setLink('disconnected', message);
-    this.scheduleReconnect(backoffDelay(this.attempt++, this.random, this.backoffBaseMs, this.backoffMaxMs));
+    this.reconnects.backoff();
   }
 
   /** A connection attempt failed before the link was up. */
@@ -213,30 +213,12 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     for (const w of this.waiters.splice(0)) w.reject(err);
     if (err.code === 'AUTH' || err.details.fault) {
       this.setLink('error', err.message);
-      // A wrong code stays wrong until someone changes it: retry slowly, never in a tight loop.
-      this.scheduleReconnect(backoffDelay(30, this.random, this.backoffBaseMs, Math.max(this.backoffBaseMs, this.authRetryMs)));
+      this.reconnects.slowly();
     } else {
       this.setLink('disconnected', err.message);
-      this.scheduleReconnect(backoffDelay(this.attempt++, this.random, this.backoffBaseMs, this.backoffMaxMs));
+      this.reconnects.backoff();
     }
     this.log?.debug({ printer: this.config.id, code: err.code, reason: err.message }, 'bambu: connection attempt failed');
-  }
-
-  private scheduleReconnect(delayMs: number): void {
-    if (this.closed) return;
-    this.clearReconnectTimer();
-    this.reconnectTimer = setTimeout(
-      this.guard(() => {
-        this.reconnectTimer = null;
-        this.attemptConnect();
-      }),
-      delayMs,
-    );
-  }
-
-  private clearReconnectTimer(): void {
-    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-    this.reconnectTimer = null;
   }
 
   /** Ends the current session (its late events are ignored: `session !== this.session`). */
@@ -272,8 +254,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
       this.fault(`report dropped: ${outcome.reason}`);
       return;
     }
-    // A message proves the link: the next failure starts the backoff from the bottom again.
-    this.attempt = 0;
+    this.reconnects.reset();
     if (outcome.reply) this.commands.answer(outcome.reply);
     if (outcome.state) this.emit('state', outcome.state);
   }
@@ -304,27 +285,20 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     return this.command('stop');
   }
 
-  /**
-   * Starts a file stored on the printer: `project_file` for .3mf (plate 1,
-   * the AMS when the printer has one, slot mapping [0]), `gcode_file` for
-   * .gcode. Anything else is refused here (the printer would refuse it too).
-   */
+  /** Starts a file stored on the printer (commands.ts: `project_file` for .3mf, `gcode_file` for .gcode). */
   startPrint(path: string): Promise<void> {
-    const absolute = path.startsWith('/') ? path : `/${path}`;
-    const name = absolute.slice(absolute.lastIndexOf('/') + 1);
-    if (/\.3mf$/i.test(name)) {
-      const model = this.reports.current?.model ?? this.reports.version?.model ?? modelFromSerial(this.serial);
-      return this.command('project_file', projectFileFields(absolute, model, this.reports.current?.capabilities?.has_ams ?? false));
+    try {
+      const start = startCommandOf(path, this.model, this.reports.current?.capabilities?.has_ams ?? false);
+      return this.command(start.command, start.fields);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    if (/\.gcode$/i.test(name)) return this.command('gcode_file', { param: absolute });
-    return Promise.reject(new DriverError('REJECTED', `a Bambu printer prints .3mf and .gcode files, not "${name}"`, { path }));
   }
 
   /** A queued print (project-file.ts): FTPS upload to the card root, then `project_file` with QoS 1. */
   sendAndStart(start: QueuedStart, hooks: QueuedStartHooks): Promise<void> {
     if (this.closed) return Promise.reject(new DriverError('OFFLINE', 'driver closed'));
-    const model = () => this.reports.current?.model ?? this.reports.version?.model ?? modelFromSerial(this.serial);
-    return sendQueuedStart({ ftp: this.ftp, model, command: (fields) => this.command('project_file', fields) }, start, hooks);
+    return sendQueuedStart({ ftp: this.ftp, model: () => this.model, command: (fields) => this.command('project_file', fields) }, start, hooks);
   }
 
   removeQueuedFile(remoteName: string): Promise<void> {
@@ -348,7 +322,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.clearReconnectTimer();
+    this.reconnects.stop();
     const ended = this.teardown();
     const closedError = new DriverError('OFFLINE', 'driver closed');
     this.commands.rejectAll(closedError);
