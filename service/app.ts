@@ -12,7 +12,7 @@ import { answerClientError, errorPayload } from './api/errors';
 import { clientAddress, RateLimiter, type RateLimits } from './api/rate-limit';
 import { runtimeDefaults, startupOptions, VERSION, type StartupOptions } from './config';
 import type { ServiceContext } from './context';
-import { DB_FILENAME, openStore, type Store } from './db';
+import { DB_FILENAME, openStore, type Store, type StoreOptions } from './db';
 import { EventBus } from './events';
 import { JobService } from './jobs/service';
 import { FileCatalog } from './files/catalog';
@@ -45,6 +45,8 @@ export interface ServiceOptions {
   updateCheckUrl?: string;
   /** Seconds. */
   updateCheckTimeout?: number;
+  /** postgres://... (default DATABASE_URL; empty: SQLite in the data dir). */
+  databaseUrl?: string;
   /** WebSocket heartbeat period in ms (default 30 s). */
   heartbeatMs?: number;
   /** Printer connection timings (tests shorten them). */
@@ -69,8 +71,8 @@ export interface Service {
   close(): Promise<void>;
 }
 
-async function openStorage(dataDir: string, env: NodeJS.ProcessEnv): Promise<{ store: Store; settings: SettingsService }> {
-  const store = await openStore(dataDir);
+async function openStorage(dataDir: string, env: NodeJS.ProcessEnv, db: StoreOptions): Promise<{ store: Store; settings: SettingsService }> {
+  const store = await openStore(dataDir, db);
   try {
     return { store, settings: await SettingsService.load(store.settings, env) };
   } catch (err) {
@@ -91,6 +93,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     log_level: options.logLevel,
     update_check_url: options.updateCheckUrl,
     update_check_timeout: str(options.updateCheckTimeout),
+    database_url: options.databaseUrl,
   });
   const env = options.env ?? process.env;
   // Fail on a bad environment variable before anything is opened.
@@ -130,7 +133,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     });
   });
 
-  const { store, settings } = await openStorage(dataDir, env).catch(async (err) => {
+  const { store, settings } = await openStorage(dataDir, env, { databaseUrl: config.database_url || undefined, poolMax: config.database_pool_max }).catch(async (err) => {
     metrics.close();
     await new Promise((resolve) => server.close(resolve));
     throw err;

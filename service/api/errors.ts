@@ -83,7 +83,9 @@ function toApiError(err: unknown, req: Request, log: Logger): ApiError {
   }
   if (isDatabaseError(err)) {
     log.error({ err, req_id: req.res?.locals.requestId }, 'database error');
-    return new ApiError(500, 'DATABASE_ERROR', 'A database operation failed', { sqlite_code: (err as { code?: string }).code });
+    const code = (err as { code?: string }).code;
+    // SQLite's code (SQLITE_...), or PostgreSQL's SQLSTATE (five characters).
+    return new ApiError(500, 'DATABASE_ERROR', 'A database operation failed', code?.startsWith('SQLITE_') ? { sqlite_code: code } : { sqlstate: code ?? null });
   }
   // The router's percent-decoding of a path parameter (e.g. /printers/%E0%A4%A) fails like any other bad path parameter.
   if ((err as Error | undefined)?.name === 'URIError' && e.status === 400) {

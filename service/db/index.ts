@@ -1,7 +1,7 @@
 /** The storage layer: one connection and a repository per table. Nothing outside service/db/ writes SQL. */
 import path from 'node:path';
 import { openDatabase, type Connection } from './connection';
-import { ReadWorker } from './read-worker';
+import { PostgresReader, ReadWorker } from './read-worker';
 import { FilesRepository } from './repositories/files';
 import { IdeasRepository, TrendingRepository } from './repositories/ideas';
 import { JobsRepository } from './repositories/jobs';
@@ -30,17 +30,25 @@ export interface Store {
   /** The trending cache (items per platform and their lifetime). */
   trending: TrendingRepository;
   /** A trivial query: true while the database answers. */
-  ping(): boolean;
+  ping(): Promise<boolean>;
   close(): Promise<void>;
 }
 
 export const DB_FILENAME = 'printfarm.db';
 
-export async function openStore(dataDir: string): Promise<Store> {
-  const connection = await openDatabase(path.join(dataDir, DB_FILENAME));
+export interface StoreOptions {
+  /** postgres://... : the service's tables live in this PostgreSQL database instead of `<dataDir>/printfarm.db`. */
+  databaseUrl?: string;
+  /** Connections of the PostgreSQL pool (default 10). */
+  poolMax?: number;
+}
+
+export async function openStore(dataDir: string, options: StoreOptions = {}): Promise<Store> {
+  const connection = await openDatabase({ file: path.join(dataDir, DB_FILENAME), url: options.databaseUrl, poolMax: options.poolMax });
   const { db } = connection;
-  // Statistics over a large farm take seconds: they run on their own connection in a worker thread.
-  const reader = new ReadWorker(connection.file);
+  // Statistics over a large farm take seconds: on SQLite they run on their own connection in a worker thread,
+  // on PostgreSQL on a pool of their own (the server does the work; the event loop only waits).
+  const reader = connection.dialect === 'sqlite' ? new ReadWorker(connection.file) : new PostgresReader(connection.url);
   return {
     connection,
     printers: new PrintersRepository(db),
@@ -53,14 +61,7 @@ export async function openStore(dataDir: string): Promise<Store> {
     usage: new UsageRepository(db),
     ideas: new IdeasRepository(db),
     trending: new TrendingRepository(db),
-    ping() {
-      try {
-        connection.sqlite.prepare('SELECT 1').get();
-        return true;
-      } catch {
-        return false;
-      }
-    },
+    ping: () => connection.ping(),
     close: async () => {
       await reader.close();
       await connection.close();

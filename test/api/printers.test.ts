@@ -1,9 +1,11 @@
+
+import { describeDialects } from '../helpers/dialects';
 import { bambu, expectError, prusa, startService, type Harness } from '../helpers/service';
 
-describe('printers API', () => {
+describeDialects('printers API', (db) => {
   let h: Harness;
   beforeEach(async () => {
-    h = await startService();
+    h = await startService(await db.options());
   });
   afterEach(() => h.close());
 

@@ -4,6 +4,7 @@
  * number of updates, wiped caches or restarts.
  */
 import fs from 'node:fs';
+import { sqliteOf } from '../helpers/dialects';
 import pino from 'pino';
 import { openStore, type Store } from '../../service/db';
 import { EventBus, type EventMap } from '../../service/events';
@@ -166,10 +167,10 @@ describe('job tracker', () => {
   });
 
   test('a database fault during creation is retried at the next update, and then creates the job once', async () => {
-    store.connection.sqlite.pragma('query_only = ON');
+    sqliteOf(store.connection).pragma('query_only = ON');
     await feed(state('printing', 'Cube.gcode', 5));
     expect(await jobs()).toHaveLength(0);
-    store.connection.sqlite.pragma('query_only = OFF');
+    sqliteOf(store.connection).pragma('query_only = OFF');
     await feed(state('printing', 'Cube.gcode', 6));
     await feed(state('printing', 'Cube.gcode', 7));
     expect(await jobs()).toHaveLength(1);
