@@ -13,10 +13,11 @@ import { startFarm } from './simulators';
 const USAGE = `Printfarm ${VERSION}
 
 Usage:
-  printfarm serve [--port 8000] [--host 0.0.0.0] [--data-dir ./data] [--demo]
+  printfarm serve [--port 8000] [--host 0.0.0.0] [--data-dir ./data] [--database-url postgres://...] [--demo]
   printfarm simulate [--bambu N] [--prusa N] [--speed X] [--json]
   printfarm aggregator [--port 8100] [--host 0.0.0.0] [--data-dir ./aggregator-data] [--api-key KEY]...
-                       [--rate-limit 10] [--tls-key FILE --tls-cert FILE]
+                       [--rate-limit 10] [--tls-key FILE --tls-cert FILE] [--database-url postgres://...]
+  printfarm db copy --from ./data/printfarm.db --to postgres://...
   printfarm --version
 
 serve --demo  also starts 3 simulated Bambu Lab and 2 PrusaLink printers and registers them.
@@ -26,7 +27,9 @@ aggregator    runs the aggregation service for opt-in usage statistics (own data
               API keys from --api-key (repeatable) or AGGREGATOR_API_KEY (comma-separated), mail
               reports from AGGREGATOR_SMTP_* (see the README).
 
-Environment: PORT, HOST, DATA_DIR, LOG_LEVEL and the settings listed in the README.
+db copy       moves a farm's SQLite database into an empty PostgreSQL database (ids kept, counts checked).
+
+Environment: PORT, HOST, DATA_DIR, DATABASE_URL, DATABASE_POOL_MAX, LOG_LEVEL and the settings listed in the README.
 `;
 
 async function serve(args: string[]): Promise<void> {
@@ -36,6 +39,7 @@ async function serve(args: string[]): Promise<void> {
       port: { type: 'string', short: 'p' },
       host: { type: 'string' },
       'data-dir': { type: 'string', short: 'd' },
+      'database-url': { type: 'string' },
       demo: { type: 'boolean' },
     },
     strict: true,
@@ -44,6 +48,7 @@ async function serve(args: string[]): Promise<void> {
     port: values.port,
     host: values.host,
     dataDir: values['data-dir'],
+    databaseUrl: values['database-url'],
     // The demo polls its simulated PrusaLink printers every 2 s instead of monitoring_interval, so it looks alive.
     fleet: values.demo ? { pollMs: 2000 } : undefined,
   });
@@ -89,6 +94,7 @@ async function aggregator(args: string[]): Promise<void> {
       'rate-limit': { type: 'string' },
       'tls-key': { type: 'string' },
       'tls-cert': { type: 'string' },
+      'database-url': { type: 'string' },
     },
     strict: true,
   });

@@ -13,6 +13,7 @@ import { SMTPServer } from 'smtp-server';
 import { DAY_MS, HOUR_MS } from '../../service/aggregator/repository';
 import { compareVersions } from '../../service/aggregator/stats';
 import type { UsageSubmission } from '../../service/schemas/usage';
+import { describeDialects } from '../helpers/dialects';
 import { API_KEY, httpsJson, startAggregator, type AggregatorHarness, type JsonReply } from '../helpers/usage';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
@@ -50,11 +51,11 @@ function expectErrorBody(res: JsonReply, status: number, code: string) {
   return res.body.error;
 }
 
-describe('aggregation service', () => {
+describeDialects('aggregation service', (db) => {
   let clock = NOW;
   let a: AggregatorHarness;
   beforeAll(async () => {
-    a = await startAggregator({ now: () => clock, rateLimitPerHour: 3 });
+    a = await startAggregator({ now: () => clock, rateLimitPerHour: 3, databaseUrl: await db.url() });
   });
   afterAll(() => a.close());
 
@@ -224,7 +225,7 @@ describe('aggregation service', () => {
   });
 });
 
-describe('aggregation service statistics', () => {
+describeDialects('aggregation service statistics', (db) => {
   let clock = NOW;
   let a: AggregatorHarness;
   const A = randomUUID();
@@ -233,7 +234,7 @@ describe('aggregation service statistics', () => {
   const D = randomUUID();
 
   beforeAll(async () => {
-    a = await startAggregator({ now: () => clock });
+    a = await startAggregator({ now: () => clock, databaseUrl: await db.url() });
     const at = async (ms: number, s: UsageSubmission) => {
       clock = ms;
       const res = await a.call('POST', '/submit', { ...s, submitted_at: new Date(ms).toISOString(), period_start: new Date(ms - 7 * DAY_MS).toISOString(), period_end: new Date(ms).toISOString() });
