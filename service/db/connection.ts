@@ -95,7 +95,8 @@ export function postgresPool(url: string, max: number, options: { readOnly?: boo
     types: PG_TYPES,
     // Every connection speaks UTC, and a read-only one refuses writes on the server's side.
     options: `-c TimeZone=UTC${options.readOnly ? ' -c default_transaction_read_only=on' : ''}`,
-    connectionTimeoutMillis: 10_000,
+    // Also the longest a query waits for a free connection of the pool under a burst (then a DATABASE_ERROR).
+    connectionTimeoutMillis: 30_000,
     idleTimeoutMillis: 30_000,
   });
   // A connection that drops while idle (server restart) is replaced on the next query; it must not crash the process.
@@ -160,7 +161,7 @@ export function isDatabaseError(err: unknown): err is Error & { code: string } {
 function isPostgresError(err: object): boolean {
   const e = err as { name?: unknown; code?: unknown; message?: unknown };
   if (err instanceof pg.DatabaseError || (e.name === 'error' && typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code))) return true;
-  return typeof e.message === 'string' && /Connection terminated|connection timeout|Cannot use a pool after calling end|ECONNREFUSED/.test(e.message);
+  return typeof e.message === 'string' && /Connection terminated|connection timeout|timeout exceeded when trying to connect|Cannot use a pool after calling end|ECONNREFUSED/.test(e.message);
 }
 
 export function isUniqueViolation(err: unknown): boolean {
