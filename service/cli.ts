@@ -7,6 +7,8 @@ import { createAggregator } from './aggregator/app';
 import { aggregatorOptions } from './aggregator/config';
 import { createService, type Service } from './app';
 import { ConfigError, VERSION } from './config';
+import { copyDatabase, CopyError } from './db/copy';
+import { isPostgresUrl, redactUrl } from './db/dialect';
 import { startDemoFarm } from './embedded';
 import { startFarm } from './simulators';
 
@@ -119,6 +121,40 @@ async function aggregator(args: string[]): Promise<void> {
   process.once('SIGTERM', stop);
 }
 
+/** `printfarm db copy --from FILE --to URL`: an SQLite database into an empty PostgreSQL one. */
+async function db(args: string[]): Promise<void> {
+  const [sub, ...rest] = args;
+  if (sub !== 'copy') throw new ConfigError(`unknown db command "${sub ?? ''}": printfarm db copy --from ./data/printfarm.db --to postgres://...`);
+  const { values } = parseArgs({
+    args: rest,
+    options: { from: { type: 'string' }, to: { type: 'string' }, batch: { type: 'string' } },
+    strict: true,
+  });
+  if (!values.from || !values.to) throw new ConfigError('db copy needs --from (the SQLite file) and --to (a postgres:// URL)');
+  if (!isPostgresUrl(values.to)) throw new ConfigError('--to must be a postgres:// URL');
+  if (values.batch !== undefined && !(/^\d+$/.test(values.batch) && Number(values.batch) >= 1 && Number(values.batch) <= 10_000)) {
+    throw new ConfigError(`--batch must be a whole number from 1 to 10000, got "${values.batch}"`);
+  }
+  const started = Date.now();
+  let shown = '';
+  const result = await copyDatabase(values.from, values.to, {
+    batchSize: values.batch === undefined ? undefined : Number(values.batch),
+    onProgress: (table, copied, total) => {
+      // One line per table, rewritten in place while it copies when stdout is a terminal.
+      if (process.stdout.isTTY) process.stdout.write(`\r  ${table}: ${copied} / ${total}`);
+      shown = table;
+    },
+  }).catch((err) => {
+    if (shown && process.stdout.isTTY) process.stdout.write('\n');
+    throw err instanceof CopyError ? new ConfigError(err.message) : err;
+  });
+  if (process.stdout.isTTY && shown) process.stdout.write('\n');
+  for (const { table, rows } of result.tables) process.stdout.write(`${table.padEnd(28)} ${String(rows).padStart(10)} rows\n`);
+  process.stdout.write(
+    `Copied the ${result.schema} database ${values.from} into ${redactUrl(values.to)} in ${((Date.now() - started) / 1000).toFixed(1)} s; row counts verified.\n`,
+  );
+}
+
 async function simulate(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
@@ -163,6 +199,8 @@ export async function main(argv: string[]): Promise<void> {
         return await simulate(rest);
       case 'aggregator':
         return await aggregator(rest);
+      case 'db':
+        return await db(rest);
       case '--version':
       case '-v':
         process.stdout.write(`${VERSION}\n`);
