@@ -3,6 +3,7 @@
  * a printer connects, download in the background with progress, survive no
  * interruption half-written, and local copies can be deleted and cleaned up.
  */
+import { describeDialects } from '../helpers/dialects';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -17,7 +18,7 @@ import { control, until } from '../helpers/farm';
 const sha = (b: Buffer) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
 const seed = (suffix: string) => seedFiles().find((f) => f.name.endsWith(suffix))!.data;
 
-describe('files on simulated printers', () => {
+describeDialects('files on simulated printers', (db) => {
   let farm: SimulatedFarm;
   let h: Harness;
   beforeAll(async () => {
@@ -29,6 +30,7 @@ describe('files on simulated printers', () => {
       driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),
       fleet: { watchdogMs: 1500, commandTimeoutMs: 3000, pollMs: 200, connectTimeoutMs: 4000 },
       downloads: { attempts: 2, retryDelayMs: 100, frameIntervalMs: 50 },
+      ...(await db.options()),
     });
   });
   afterEach(async () => {
