@@ -43,22 +43,22 @@ export function connectionStatus(t: Translate, type: string, state: ConnectionSt
 
 /** The status light of one printer: "printing 42 %", "paused 42 %", "online", "offline"... */
 export function printerStatus(t: Translate, printer: PrinterSnapshot | undefined): NodeStatus {
-  if (!printer) return { fill: 'grey', shape: 'ring', text: t('printer.status.unknown') };
+  if (!printer) return { fill: 'grey', shape: 'ring', text: t('printfarm-printer.status.unknown') };
   const progress = Math.floor(printer.progress);
   switch (printer.status) {
     case 'printing':
-      return { fill: 'blue', shape: 'dot', text: t('printer.status.printing', { progress }) };
+      return { fill: 'blue', shape: 'dot', text: t('printfarm-printer.status.printing', { progress }) };
     case 'paused':
-      return { fill: 'yellow', shape: 'dot', text: t('printer.status.paused', { progress }) };
+      return { fill: 'yellow', shape: 'dot', text: t('printfarm-printer.status.paused', { progress }) };
     case 'online':
     case 'idle':
-      return { fill: 'green', shape: 'dot', text: t('printer.status.online') };
+      return { fill: 'green', shape: 'dot', text: t('printfarm-printer.status.online') };
     case 'configuring':
-      return { fill: 'yellow', shape: 'ring', text: t('printer.status.configuring') };
+      return { fill: 'yellow', shape: 'ring', text: t('printfarm-printer.status.configuring') };
     case 'error':
-      return { fill: 'red', shape: 'dot', text: t('printer.status.error') };
+      return { fill: 'red', shape: 'dot', text: t('printfarm-printer.status.error') };
     default:
-      return { fill: 'red', shape: 'ring', text: t('printer.status.offline') };
+      return { fill: 'red', shape: 'ring', text: t('printfarm-printer.status.offline') };
   }
 }
 
@@ -67,7 +67,7 @@ export function farmStatus(t: Translate, printers: Iterable<PrinterSnapshot>): N
   const all = [...printers];
   const printing = all.filter((p) => p.status === 'printing').length;
   const offline = all.filter((p) => p.status === 'offline' || p.status === 'error').length;
-  return { fill: offline ? 'yellow' : printing ? 'blue' : 'green', shape: 'dot', text: t('printer.status.farm', { printing, total: all.length }) };
+  return { fill: offline ? 'yellow' : printing ? 'blue' : 'green', shape: 'dot', text: t('printfarm-printer.status.farm', { printing, total: all.length }) };
 }
 
 /**

@@ -21,6 +21,7 @@ Usage:
                        [--rate-limit 10] [--tls-key FILE --tls-cert FILE] [--database-url postgres://...]
   printfarm db copy --from ./data/printfarm.db --to postgres://...
   printfarm --version
+  printfarm <command> --help   (or -h) prints this usage
 
 serve --demo  also starts 3 simulated Bambu Lab and 2 PrusaLink printers and registers them.
 simulate      starts simulated printers on 127.0.0.1 (real MQTT/FTPS and PrusaLink protocols);
@@ -189,18 +190,36 @@ async function simulate(args: string[]): Promise<void> {
   process.once('SIGTERM', stop);
 }
 
+/** The subcommands; each also answers `--help`/`-h` (anywhere before a `--`) with the usage. */
+const SUBCOMMANDS: Record<string, (args: string[]) => Promise<void>> = { serve, simulate, aggregator, db };
+
+/** `--help` or `-h` among a subcommand's options (what follows `--` is an argument, not an option). */
+function asksForHelp(args: string[]): boolean {
+  const end = args.indexOf('--');
+  return (end < 0 ? args : args.slice(0, end)).some((a) => a === '--help' || a === '-h');
+}
+
+/** The usage lines of one subcommand (with its continuation lines), then the whole usage. */
+function usageFor(command: string): string {
+  const lines = USAGE.split('\n');
+  const start = lines.findIndex((l) => l.trimStart().startsWith(`printfarm ${command}`));
+  if (start < 0) return USAGE;
+  let end = start + 1;
+  while (end < lines.length && /^\s{6,}\S/.test(lines[end]) && !lines[end].trimStart().startsWith('printfarm ')) end++;
+  return `${lines.slice(start, end).map((l) => l.trim().replace(/^printfarm/, 'Usage: printfarm')).join('\n  ')}\n\n${USAGE}`;
+}
+
 export async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   try {
+    if (command !== undefined && Object.hasOwn(SUBCOMMANDS, command)) {
+      if (asksForHelp(rest)) {
+        process.stdout.write(usageFor(command));
+        return;
+      }
+      return await SUBCOMMANDS[command](rest);
+    }
     switch (command) {
-      case 'serve':
-        return await serve(rest);
-      case 'simulate':
-        return await simulate(rest);
-      case 'aggregator':
-        return await aggregator(rest);
-      case 'db':
-        return await db(rest);
       case '--version':
       case '-v':
         process.stdout.write(`${VERSION}\n`);

@@ -12,12 +12,12 @@ import { tempDir } from '../helpers/service';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const haveChromium = fs.existsSync(CHROMIUM);
-const built = fs.existsSync(path.join(__dirname, '..', '..', 'dist', 'nodes', 'printer.js'));
+const built = fs.existsSync(path.join(__dirname, '..', '..', 'dist', 'nodes', 'printfarm-printer.js'));
 if (!haveChromium) console.warn(`browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, as .ci/run does)`);
 if (!built) console.warn('palette test skipped: run `npm run build` first (npm test does)');
 const describeBrowser = haveChromium && built ? describe : describe.skip;
 
-const TYPES = ['printer', 'job-watcher', 'file-download', 'gcode-preview', 'stats'];
+const TYPES = ['printfarm-printer', 'printfarm-job-watcher', 'printfarm-file-download', 'printfarm-gcode-preview', 'printfarm-stats'];
 
 describeBrowser('the Node-RED editor started by npm start', () => {
   let nodeRed: RunningNodeRed;
@@ -48,7 +48,7 @@ describeBrowser('the Node-RED editor started by npm start', () => {
     });
     page.on('requestfailed', (r) => failed.push(r.url()));
     await page.goto(nodeRed.url);
-    await page.waitForSelector('.red-ui-palette-node[data-palette-type="printer"]', { timeout: 20_000 });
+    await page.waitForSelector('.red-ui-palette-node[data-palette-type="printfarm-printer"]', { timeout: 20_000 });
 
     // The category and its five flow nodes, with their palette labels.
     const category = page.locator('#red-ui-palette-container-print_farm');
@@ -56,16 +56,16 @@ describeBrowser('the Node-RED editor started by npm start', () => {
     expect(await category.locator('.red-ui-palette-header').innerText()).toMatch(/print farm/i);
     const inCategory = await category.locator('.red-ui-palette-node').evaluateAll((els) => els.map((e) => e.getAttribute('data-palette-type')));
     expect([...inCategory].sort()).toEqual([...TYPES].sort());
-    expect(await category.locator('.red-ui-palette-node[data-palette-type="job-watcher"] .red-ui-palette-label').innerText()).toBe('job watcher');
+    expect(await category.locator('.red-ui-palette-node[data-palette-type="printfarm-job-watcher"] .red-ui-palette-label').innerText()).toBe('job watcher');
 
     // The config node type is registered too (config nodes have no palette entry).
-    const registered = await page.evaluate(() => {
+    const registered = await page.evaluate((types) => {
       const RED = (globalThis as unknown as { RED: { nodes: { getType(t: string): { category: string; set: { module: string } } | undefined } } }).RED;
-      return ['printfarm-server', 'printer', 'job-watcher', 'file-download', 'gcode-preview', 'stats'].map((t) => {
+      return types.map((t) => {
         const def = RED.nodes.getType(t);
         return def ? [t, def.category, def.set.module] : [t, null, null];
       });
-    });
+    }, ['printfarm-server', ...TYPES]);
     expect(registered).toEqual([
       ['printfarm-server', 'config', '@printfarm/node-red-printfarm'],
       ...TYPES.map((t) => [t, 'print farm', '@printfarm/node-red-printfarm']),
@@ -78,7 +78,7 @@ describeBrowser('the Node-RED editor started by npm start', () => {
     // Help from locales/en-US.
     const help = await page.evaluate(() => {
       const RED = (globalThis as unknown as { RED: { nodes: { getNodeHelp(t: string): string } } }).RED;
-      return RED.nodes.getNodeHelp('file-download');
+      return RED.nodes.getNodeHelp('printfarm-file-download');
     });
     expect(help).toContain('Urgent &gt; High &gt; Normal &gt; Low');
     if (process.env.SCREENSHOTS) await page.screenshot({ path: `${process.env.SCREENSHOTS}/node-red-palette.png`, fullPage: false });

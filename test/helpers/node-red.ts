@@ -10,12 +10,12 @@ import path from 'node:path';
 import { driverFactory } from '../../service/printers/drivers';
 import { startFarm, type FarmOptions, type SimulatedFarm } from '../../service/simulators';
 import { control, simState } from './farm';
-import fileDownload = require('../../nodes/file-download');
-import gcodePreview = require('../../nodes/gcode-preview');
-import jobWatcher = require('../../nodes/job-watcher');
-import printer = require('../../nodes/printer');
+import fileDownload = require('../../nodes/printfarm-file-download');
+import gcodePreview = require('../../nodes/printfarm-gcode-preview');
+import jobWatcher = require('../../nodes/printfarm-job-watcher');
+import printer = require('../../nodes/printfarm-printer');
 import printfarmServer = require('../../nodes/printfarm-server');
-import stats = require('../../nodes/stats');
+import stats = require('../../nodes/printfarm-stats');
 
 /** The part of node-red-node-test-helper the tests use (its DefinitelyTyped package pulls the DOM types into the whole program). */
 export interface TestNode {
@@ -229,7 +229,7 @@ export function printerNode(farm: SimulatedFarm, index: number, extra: Record<st
   const p = farm.printers[index].printer as Record<string, unknown>;
   return {
     id: 'p1',
-    type: 'printer',
+    type: 'printfarm-printer',
     name: '',
     server: 'srv',
     printer: p.id,

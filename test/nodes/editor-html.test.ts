@@ -14,7 +14,7 @@ const root = path.join(__dirname, '..', '..');
 const dist = path.join(root, 'dist', 'nodes');
 const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { name: string; 'node-red': { nodes: Record<string, string>; version: string }; keywords: string[] };
 const sets = Object.entries(pkg['node-red'].nodes);
-const built = fs.existsSync(path.join(dist, 'printer.html'));
+const built = fs.existsSync(path.join(dist, 'printfarm-printer.html'));
 if (!built) console.warn('editor html tests skipped: run `npm run build` first (npm test does)');
 const describeBuilt = built ? describe : describe.skip;
 
@@ -67,7 +67,7 @@ function keysOf(obj: unknown, prefix = ''): string[] {
 
 describeBuilt('editor files', () => {
   test('package.json declares the six node sets, a Node-RED version without upper bound and the node-red keyword', () => {
-    expect(sets.map(([name]) => name)).toEqual(['printfarm-server', 'printer', 'job-watcher', 'file-download', 'gcode-preview', 'stats']);
+    expect(sets.map(([name]) => name)).toEqual(['printfarm-server', 'printfarm-printer', 'printfarm-job-watcher', 'printfarm-file-download', 'printfarm-gcode-preview', 'printfarm-stats']);
     expect(pkg['node-red'].version).toBe('>=4.0.0');
     expect(pkg.keywords).toContain('node-red');
     for (const [name, file] of sets) {

@@ -29,7 +29,7 @@ describe('file-download and gcode-preview nodes', () => {
   const credentials = () => printerCredentials(farm, 0, 'reg');
   const fileDownload = (extra: Record<string, unknown> = {}): FlowNode => ({
     id: 'fd',
-    type: 'file-download',
+    type: 'printfarm-file-download',
     server: 'srv',
     printer: '',
     autoDetectionEnabled: true,
@@ -101,7 +101,7 @@ describe('file-download and gcode-preview nodes', () => {
     helper.getNode('fd').receive({ _id: 'idle', payload: { printer_id: printer().id } });
     const idle = await caught.next((m) => m._id === 'idle');
     expect(idle.error.message).toMatch(/^Error: Download of sim-bambu-01 failed: Printer "sim-bambu-01" is not printing/);
-    expect(idle.error.source).toMatchObject({ id: 'fd', type: 'file-download' });
+    expect(idle.error.source).toMatchObject({ id: 'fd', type: 'printfarm-file-download' });
     expect(idle.payload).toMatchObject({ status: 'failed', attempts: 1, error: { code: 'NOT_PRINTING' } });
 
     // The printer drops off: 502 PRINTER_OFFLINE, retried once after 100 ms, then failed.
@@ -123,8 +123,8 @@ describe('file-download and gcode-preview nodes', () => {
     await helper.load(
       NODES,
       withPrinter([
-        { id: 'gp', type: 'gcode-preview', server: 'srv', source: 'auto', optimize: 'service', maxLines: '', renderLines: '', size: 128, view: 'iso', wires: [['out']] },
-        { id: 'all', type: 'gcode-preview', server: '', source: 'auto', optimize: 'off', maxLines: '', renderLines: 600, size: 64, view: 'top', wires: [['out']] },
+        { id: 'gp', type: 'printfarm-gcode-preview', server: 'srv', source: 'auto', optimize: 'service', maxLines: '', renderLines: '', size: 128, view: 'iso', wires: [['out']] },
+        { id: 'all', type: 'printfarm-gcode-preview', server: '', source: 'auto', optimize: 'off', maxLines: '', renderLines: 600, size: 64, view: 'top', wires: [['out']] },
         { id: 'out', type: 'helper' },
       ]),
       credentials(),

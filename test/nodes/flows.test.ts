@@ -20,7 +20,7 @@ import { startNodeRed, type RunningNodeRed } from '../helpers/launcher';
 import { collect, control, helper, NODES, SERVICE_OPTIONS, simState, statusOf, tempDir, until, type FlowNode } from '../helpers/node-red';
 
 const root = path.join(__dirname, '..', '..');
-const PACK_TYPES = ['printfarm-server', 'printer', 'job-watcher', 'file-download', 'gcode-preview', 'stats'];
+const PACK_TYPES = ['printfarm-server', 'printfarm-printer', 'printfarm-job-watcher', 'printfarm-file-download', 'printfarm-gcode-preview', 'printfarm-stats'];
 const readJson = (file: string) => JSON.parse(fs.readFileSync(file, 'utf8')) as FlowNode[];
 const shipped = [
   ...fs.readdirSync(path.join(root, 'examples')).map((f) => path.join('examples', f)),

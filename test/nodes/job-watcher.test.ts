@@ -22,7 +22,7 @@ describe('job-watcher and stats nodes', () => {
   }
 
   test('a print becomes auto-created, started, progress and completed events; completed carries the job detail', async () => {
-    await helper.load(NODES, withPrinter([{ id: 'jw', type: 'job-watcher', server: 'srv', printer: '', events: '', throttle: 0.2, details: true, wires: [['out']] }, { id: 'out', type: 'helper' }]), credentials());
+    await helper.load(NODES, withPrinter([{ id: 'jw', type: 'printfarm-job-watcher', server: 'srv', printer: '', events: '', throttle: 0.2, details: true, wires: [['out']] }, { id: 'out', type: 'helper' }]), credentials());
     const out = collect(helper.getNode('out'));
     const progressAt: number[] = [];
     helper.getNode('out').on('input', (m: { event?: string }) => m.event === 'progress' && progressAt.push(Date.now()));
@@ -48,8 +48,8 @@ describe('job-watcher and stats nodes', () => {
     await helper.load(
       NODES,
       withPrinter([
-        { id: 'ended', type: 'job-watcher', server: 'srv', printer: printer().id, events: ['cancelled', 'completed'], throttle: 10, details: false, wires: [['out']] },
-        { id: 'other', type: 'job-watcher', server: 'srv', printer: 'another-printer', events: '', throttle: 10, details: false, wires: [['out2']] },
+        { id: 'ended', type: 'printfarm-job-watcher', server: 'srv', printer: printer().id, events: ['cancelled', 'completed'], throttle: 10, details: false, wires: [['out']] },
+        { id: 'other', type: 'printfarm-job-watcher', server: 'srv', printer: 'another-printer', events: '', throttle: 10, details: false, wires: [['out2']] },
         { id: 'out', type: 'helper' },
         { id: 'out2', type: 'helper' },
       ]),
@@ -74,8 +74,8 @@ describe('job-watcher and stats nodes', () => {
     await helper.load(
       NODES,
       withPrinter([
-        { id: 'st', type: 'stats', server: 'srv', scope: 'overview', printer: '', period: 'week', interval: 0, wires: [['out']] },
-        { id: 'tick', type: 'stats', server: 'srv', scope: 'printer', printer: printer().id, period: 'day', interval: 0.2, wires: [['ticks']] },
+        { id: 'st', type: 'printfarm-stats', server: 'srv', scope: 'overview', printer: '', period: 'week', interval: 0, wires: [['out']] },
+        { id: 'tick', type: 'printfarm-stats', server: 'srv', scope: 'printer', printer: printer().id, period: 'day', interval: 0.2, wires: [['ticks']] },
         { id: 'out', type: 'helper' },
         { id: 'ticks', type: 'helper' },
         { id: 'c1', type: 'catch', scope: ['st'], uncaught: false, wires: [['caught']] },

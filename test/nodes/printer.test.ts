@@ -78,7 +78,7 @@ describe('printfarm-server and printer nodes', () => {
     p1.receive({ payload: 'pause', _id: 'refused' });
     const refusal = await caught.next();
     expect(refusal.error.message).toMatch(/refused|busy/i);
-    expect(refusal.error.source).toMatchObject({ id: 'p1', type: 'printer' });
+    expect(refusal.error.source).toMatchObject({ id: 'p1', type: 'printfarm-printer' });
     expect(refusal._id).toBe('refused');
     await control(control_url, 'faults', { reject_commands: false });
 
@@ -90,7 +90,7 @@ describe('printfarm-server and printer nodes', () => {
     await helper.load(
       NODES,
       flow([
-        { id: 'all', type: 'printer', server: 'srv', printer: '', register: false, wires: [['out']] },
+        { id: 'all', type: 'printfarm-printer', server: 'srv', printer: '', register: false, wires: [['out']] },
         { id: 'out', type: 'helper' },
         { id: 'c1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
         { id: 'caught', type: 'helper' },
@@ -104,7 +104,7 @@ describe('printfarm-server and printer nodes', () => {
   });
 
   test('all printers: every printer sends its state; refresh sends them again; the status sums up the farm; the editor can list them', async () => {
-    await helper.load(NODES, flow([printerNode(farm, 1, { id: 'reg', wires: [] }), { id: 'all', type: 'printer', server: 'srv', printer: '', register: false, wires: [['out']] }, { id: 'out', type: 'helper' }], { dataDir: tempDir() }), printerCredentials(farm, 1, 'reg'));
+    await helper.load(NODES, flow([printerNode(farm, 1, { id: 'reg', wires: [] }), { id: 'all', type: 'printfarm-printer', server: 'srv', printer: '', register: false, wires: [['out']] }, { id: 'out', type: 'helper' }], { dataDir: tempDir() }), printerCredentials(farm, 1, 'reg'));
     const out = collect(helper.getNode('out'));
     const id = farm.printers[1].printer.id;
     await out.next((m) => m.topic === id && m.payload.status === 'online');
@@ -122,7 +122,7 @@ describe('printfarm-server and printer nodes', () => {
   });
 
   test('the config node: status for every user, connected state, and close stops the embedded service', async () => {
-    await helper.load(NODES, flow([{ id: 'a', type: 'printer', server: 'srv', printer: 'nope', register: false, wires: [] }, { id: 'b', type: 'job-watcher', server: 'srv', printer: '', events: '', throttle: 10, details: true, wires: [] }]));
+    await helper.load(NODES, flow([{ id: 'a', type: 'printfarm-printer', server: 'srv', printer: 'nope', register: false, wires: [] }, { id: 'b', type: 'printfarm-job-watcher', server: 'srv', printer: '', events: '', throttle: 10, details: true, wires: [] }]));
     await until(() => server().connection.state === 'connected', 'connected');
     const url = server().connection.client!.baseUrl;
     expect(((await (await fetch(`${url}/api/v1/health`)).json()) as { status: string }).status).toBe('healthy');
@@ -137,7 +137,7 @@ describe('printfarm-server and printer nodes', () => {
   test('remote mode: a running service by its URL', async () => {
     const svc: Service = await createService({ ...SERVICE_OPTIONS, host: '127.0.0.1', port: 0, dataDir: tempDir(), logLevel: 'silent' });
     try {
-      await helper.load(NODES, flow([{ id: 'a', type: 'printer', server: 'srv', printer: '', register: false, wires: [] }], { mode: 'remote', url: svc.url }));
+      await helper.load(NODES, flow([{ id: 'a', type: 'printfarm-printer', server: 'srv', printer: '', register: false, wires: [] }], { mode: 'remote', url: svc.url }));
       await until(() => server().connection.state === 'connected', 'connected by URL');
       expect(server().connection.client!.baseUrl).toBe(svc.url);
       expect(statusOf(helper.getNode('a'))).toEqual({ fill: 'green', shape: 'dot', text: '0 of 0 printing' });
@@ -156,7 +156,7 @@ describe('printfarm-server and printer nodes', () => {
     try {
       await helper.load(
         NODES,
-        flow([{ id: 'a', type: 'printer', server: 'srv', printer: '', register: false, wires: [] }, { id: 'c1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }, { id: 'caught', type: 'helper' }], {
+        flow([{ id: 'a', type: 'printfarm-printer', server: 'srv', printer: '', register: false, wires: [] }, { id: 'c1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }, { id: 'caught', type: 'helper' }], {
           port,
           dataDir: tempDir(),
         }),
@@ -172,7 +172,7 @@ describe('printfarm-server and printer nodes', () => {
       await new Promise((r) => blocker.close(r));
     }
     // Nothing listens there now: connections are refused.
-    await helper.load(NODES, flow([{ id: 'a', type: 'printer', server: 'srv', printer: '', register: false, wires: [] }], { mode: 'remote', url: `http://127.0.0.1:${port}`, pollInterval: 30 }));
+    await helper.load(NODES, flow([{ id: 'a', type: 'printfarm-printer', server: 'srv', printer: '', register: false, wires: [] }], { mode: 'remote', url: `http://127.0.0.1:${port}`, pollInterval: 30 }));
     await until(() => statusOf(helper.getNode('a')).text === 'unreachable', 'unreachable');
     expect(statusOf(helper.getNode('a'))).toEqual({ fill: 'red', shape: 'ring', text: 'unreachable' });
     await helper.unload();
@@ -180,7 +180,7 @@ describe('printfarm-server and printer nodes', () => {
     // A remote URL that is no URL.
     await helper.load(
       NODES,
-      flow([{ id: 'a', type: 'printer', server: 'srv', printer: '', register: false, wires: [] }, { id: 'c1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }, { id: 'caught', type: 'helper' }], {
+      flow([{ id: 'a', type: 'printfarm-printer', server: 'srv', printer: '', register: false, wires: [] }, { id: 'c1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }, { id: 'caught', type: 'helper' }], {
         mode: 'remote',
         url: 'printfarm.local',
       }),
@@ -192,7 +192,7 @@ describe('printfarm-server and printer nodes', () => {
   });
 
   test('a printer node without a config node says so', async () => {
-    await helper.load(NODES, flow([{ id: 'a', type: 'printer', server: '', printer: 'x', register: false, wires: [] }]));
+    await helper.load(NODES, flow([{ id: 'a', type: 'printfarm-printer', server: '', printer: 'x', register: false, wires: [] }]));
     const a = helper.getNode('a');
     expect(statusOf(a)).toEqual({ fill: 'red', shape: 'ring', text: 'no server' });
     expect(callsOf(a, 'error')[0][0]).toBe('No printfarm-server configured');

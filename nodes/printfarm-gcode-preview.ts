@@ -23,7 +23,7 @@ interface GcodePreviewDef extends NodeDef {
   view: 'iso' | 'top';
 }
 
-const TYPE = 'gcode-preview';
+const TYPE = 'printfarm-gcode-preview';
 
 export = function (RED: NodeAPI) {
   function GcodePreviewNode(this: ServerUser, def: GcodePreviewDef) {
@@ -51,7 +51,7 @@ export = function (RED: NodeAPI) {
 
     node.on('input', (msg: NodeMessageInFlow, send: (m: NodeMessage) => void, done: (err?: Error) => void) => {
       busy++;
-      node.status({ fill: 'blue', shape: 'ring', text: t('gcode-preview.status.rendering') });
+      node.status({ fill: 'blue', shape: 'ring', text: t('printfarm-gcode-preview.status.rendering') });
       (async () => {
         const source = previewSource(msg.payload, (msg as { source?: PreviewSourceHint }).source ?? def.source ?? 'auto');
         const client = server ? await clientOf(server) : null;
@@ -60,7 +60,7 @@ export = function (RED: NodeAPI) {
         (r) => {
           busy--;
           const lines = r.analysis?.rendered_lines ?? 0;
-          node.status({ fill: 'green', shape: 'dot', text: r.analysis ? t('gcode-preview.status.rendered', { lines }) : t('gcode-preview.status.done') });
+          node.status({ fill: 'green', shape: 'dot', text: r.analysis ? t('printfarm-gcode-preview.status.rendered', { lines }) : t('printfarm-gcode-preview.status.done') });
           send({
             ...msg,
             payload: r.png,
@@ -71,7 +71,7 @@ export = function (RED: NodeAPI) {
         },
         (err) => {
           busy--;
-          node.status({ fill: 'red', shape: 'dot', text: t('gcode-preview.status.failed') });
+          node.status({ fill: 'red', shape: 'dot', text: t('printfarm-gcode-preview.status.failed') });
           done(asError(err));
         },
       );

@@ -44,7 +44,7 @@ interface FileDownloadDef extends NodeDef {
 type Send = (m: NodeMessage | (NodeMessage | NodeMessage[] | null)[]) => void;
 type Done = (err?: Error) => void;
 
-const TYPE = 'file-download';
+const TYPE = 'printfarm-file-download';
 
 /** The editor's values, with the spec's defaults for blanks. */
 function queueOptions(def: Partial<FileDownloadDef>): Partial<DownloadQueueOptions> {
@@ -98,7 +98,7 @@ export = function (RED: NodeAPI) {
     try {
       queue = new DownloadQueue(workers, queueOptions(def));
     } catch (err) {
-      node.status({ fill: 'red', shape: 'ring', text: t('file-download.status.bad-config') });
+      node.status({ fill: 'red', shape: 'ring', text: t('printfarm-file-download.status.bad-config') });
       node.error(asError(err));
       return;
     }
@@ -106,8 +106,8 @@ export = function (RED: NodeAPI) {
     const showStatus = () => {
       if (!online) return;
       const c = queue.counts();
-      if (c.processing || c.queued) node.status({ fill: 'blue', shape: 'dot', text: t('file-download.status.busy', { processing: c.processing, queued: c.queued }) });
-      else node.status({ fill: 'green', shape: 'dot', text: t('file-download.status.idle', { completed: c.completed, failed: c.failed }) });
+      if (c.processing || c.queued) node.status({ fill: 'blue', shape: 'dot', text: t('printfarm-file-download.status.busy', { processing: c.processing, queued: c.queued }) });
+      else node.status({ fill: 'green', shape: 'dot', text: t('printfarm-file-download.status.idle', { completed: c.completed, failed: c.failed }) });
     };
     node.onServerState = (state: ConnectionState) => {
       online = state === 'connected' || state === 'polling';
@@ -127,11 +127,11 @@ export = function (RED: NodeAPI) {
       }
     });
     queue.on('placeholder', (task: QueueTask) => {
-      node.warn(t('file-download.errors.placeholder', { file: task.filename ?? task.file_id ?? '?', message: task.error?.message ?? '' }));
+      node.warn(t('printfarm-file-download.errors.placeholder', { file: task.filename ?? task.file_id ?? '?', message: task.error?.message ?? '' }));
       node.send({ topic: 'thumbnail', payload: task });
     });
     queue.on('failed', (task: QueueTask) => {
-      const error = new Error(t('file-download.errors.failed', { file: task.file_path ?? task.file_id ?? task.printer_id ?? '?', message: task.error?.message ?? '' }));
+      const error = new Error(t('printfarm-file-download.errors.failed', { file: task.file_path ?? task.file_id ?? task.printer_id ?? '?', message: task.error?.message ?? '' }));
       const pending = waiting.get(task.id);
       waiting.delete(task.id);
       if (!pending) node.error(error, { topic: 'download', payload: task });
@@ -139,7 +139,7 @@ export = function (RED: NodeAPI) {
         msg.payload = task;
         done(error);
       }
-      node.status({ fill: 'red', shape: 'dot', text: t('file-download.status.failed') });
+      node.status({ fill: 'red', shape: 'dot', text: t('printfarm-file-download.status.failed') });
     });
 
     server = useServer(RED, node, def.server, TYPE, async () => {

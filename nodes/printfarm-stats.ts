@@ -17,7 +17,7 @@ interface StatsDef extends NodeDef {
   interval: string | number;
 }
 
-const TYPE = 'stats';
+const TYPE = 'printfarm-stats';
 const PERIODS: StatisticsPeriod[] = ['day', 'week', 'month', 'year'];
 
 export = function (RED: NodeAPI) {
@@ -44,7 +44,7 @@ export = function (RED: NodeAPI) {
         filter.end_date = String(m.end_date ?? '');
       } else {
         const period = (m.period ?? def.period ?? 'week') as StatisticsPeriod;
-        if (!PERIODS.includes(period)) throw new Error(t('stats.errors.bad-period', { period: String(period).slice(0, 20) }));
+        if (!PERIODS.includes(period)) throw new Error(t('printfarm-stats.errors.bad-period', { period: String(period).slice(0, 20) }));
         filter.period = period;
       }
       const printerId = typeof m.printer_id === 'string' && m.printer_id ? m.printer_id : def.scope === 'printer' ? def.printer : '';
@@ -52,7 +52,7 @@ export = function (RED: NodeAPI) {
       const payload = printerId ? await client.statistics.printer(printerId, filter) : await client.statistics.overview(filter);
       shown = true;
       const jobs = (payload as { jobs: { total_jobs: number; success_rate: number } }).jobs;
-      node.status({ fill: 'green', shape: 'dot', text: t('stats.status.updated', { jobs: jobs.total_jobs, rate: jobs.success_rate }) });
+      node.status({ fill: 'green', shape: 'dot', text: t('printfarm-stats.status.updated', { jobs: jobs.total_jobs, rate: jobs.success_rate }) });
       return { ...msg, topic: printerId || 'overview', payload };
     };
 

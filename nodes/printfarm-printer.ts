@@ -31,7 +31,7 @@ interface PrinterCredentials {
 
 type PrinterNodeType = ServerUser & Node<PrinterCredentials>;
 
-const TYPE = 'printer';
+const TYPE = 'printfarm-printer';
 const COMMANDS = ['pause', 'resume', 'stop', 'refresh'] as const;
 type Command = (typeof COMMANDS)[number];
 
@@ -113,7 +113,7 @@ export = function (RED: NodeAPI) {
         if (closed) return;
         if (def.register && wanted) {
           await upsert(client, registration(def, node.credentials.accessCode)).catch((err) => {
-            node.error(t('printer.errors.register-failed', { printer: wanted, message: asError(err).message }), { topic: wanted, payload: { error: asError(err).message } });
+            node.error(t('printfarm-printer.errors.register-failed', { printer: wanted, message: asError(err).message }), { topic: wanted, payload: { error: asError(err).message } });
           });
           await monitor.refresh().catch(() => undefined);
         }
@@ -131,15 +131,15 @@ export = function (RED: NodeAPI) {
         .trim()
         .toLowerCase() as Command;
       const target = wanted || String((msg as { printer_id?: unknown }).printer_id ?? msg.topic ?? '').trim();
-      if (!COMMANDS.includes(command)) return done(new Error(t('printer.errors.unknown-command', { command: String(msg.payload).slice(0, 40) })));
-      if (!target && command !== 'refresh') return done(new Error(t('printer.errors.no-printer')));
+      if (!COMMANDS.includes(command)) return done(new Error(t('printfarm-printer.errors.unknown-command', { command: String(msg.payload).slice(0, 40) })));
+      if (!target && command !== 'refresh') return done(new Error(t('printfarm-printer.errors.no-printer')));
       clientOf(farm)
         .then(async (client) => {
           if (command === 'refresh') {
             const monitor = farm.connection.monitor!;
             await monitor.refresh();
             const list = [...monitor.printers.values()].filter((p) => (target ? p.id === target : true));
-            if (target && !list.length) throw new Error(t('printer.errors.not-found', { printer: target }));
+            if (target && !list.length) throw new Error(t('printfarm-printer.errors.not-found', { printer: target }));
             send([list.map((p) => ({ ...msg, ...message(p) }))]);
             showStatus();
             return;

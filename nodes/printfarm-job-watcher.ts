@@ -20,7 +20,7 @@ interface JobWatcherDef extends NodeDef {
   details: boolean;
 }
 
-const TYPE = 'job-watcher';
+const TYPE = 'printfarm-job-watcher';
 const ENDED = new Set<JobEventType>(['completed', 'failed', 'cancelled']);
 
 function eventList(value: JobWatcherDef['events']): Set<JobEventType> {
@@ -55,13 +55,13 @@ export = function (RED: NodeAPI) {
         try {
           payload.job = await (await clientOf(server)).jobs.get(e.job_id);
         } catch (err) {
-          node.warn(t('job-watcher.errors.detail-failed', { job: e.job_id, message: asError(err).message }));
+          node.warn(t('printfarm-job-watcher.errors.detail-failed', { job: e.job_id, message: asError(err).message }));
         }
       }
       last = { topic: e.printer_id, event: e.event, payload };
       node.send(last);
       const fill = e.event === 'failed' ? 'red' : e.event === 'cancelled' || e.event === 'paused' ? 'yellow' : e.event === 'completed' ? 'green' : 'blue';
-      node.status({ fill, shape: 'dot', text: t(`job-watcher.status.${e.event}`, { job: e.job_id, progress: Math.floor(e.progress) }) });
+      node.status({ fill, shape: 'dot', text: t(`printfarm-job-watcher.status.${e.event}`, { job: e.job_id, progress: Math.floor(e.progress) }) });
     };
 
     server = useServer(RED, node, def.server, TYPE, () => {
