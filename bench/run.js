@@ -11,12 +11,13 @@
  *   npm run bench -- stats --sizes 10000,100000,1000000
  *   npm run bench -- gcode --size-mb 200
  *   npm run bench -- soak --minutes 1 --printers 200 --clients 20 --rps 20
+ *   npm run bench -- aggregator --installations 100000 --submissions 1000000   (PostgreSQL)
  */
 const { execFileSync, spawnSync } = require('node:child_process');
 const path = require('node:path');
 
 const root = path.join(__dirname, '..');
-const BENCHMARKS = ['fleet', 'stats', 'gcode', 'soak'];
+const BENCHMARKS = ['fleet', 'stats', 'gcode', 'soak', 'aggregator'];
 
 let args = process.argv.slice(2);
 let selected = BENCHMARKS;
