@@ -13,6 +13,7 @@ import { SMTPServer } from 'smtp-server';
 import { DAY_MS, HOUR_MS } from '../../service/aggregator/repository';
 import { compareVersions } from '../../service/aggregator/stats';
 import type { UsageSubmission } from '../../service/schemas/usage';
+import { aggregatorOptions } from '../../service/aggregator/config';
 import { describeDialects } from '../helpers/dialects';
 import { API_KEY, httpsJson, startAggregator, type AggregatorHarness, type JsonReply } from '../helpers/usage';
 
@@ -697,4 +698,13 @@ test('the aggregator refuses to start without an API key', async () => {
   await expect(startAggregator({ apiKeys: [' '] })).rejects.toThrow(/API key/);
   void httpsJson;
   void API_KEY;
+});
+
+test('aggregator options: --database-url (or DATABASE_URL) and DATABASE_POOL_MAX; a non-PostgreSQL URL is refused without echoing it', () => {
+  const env = { AGGREGATOR_API_KEY: 'k', DATABASE_URL: 'postgres://agg:pw@db:5432/aggregator', DATABASE_POOL_MAX: '20' };
+  expect(aggregatorOptions({}, env)).toMatchObject({ databaseUrl: 'postgres://agg:pw@db:5432/aggregator', poolMax: 20 });
+  expect(aggregatorOptions({ 'database-url': 'postgresql://other/db' }, env)).toMatchObject({ databaseUrl: 'postgresql://other/db' });
+  expect(aggregatorOptions({}, { AGGREGATOR_API_KEY: 'k' })).not.toHaveProperty('databaseUrl');
+  expect(() => aggregatorOptions({ 'database-url': 'sqlite://secret-pw' }, env)).toThrow(/must be a postgres:\/\/ URL$/);
+  expect(() => aggregatorOptions({}, { ...env, DATABASE_POOL_MAX: '0' })).toThrow(/DATABASE_POOL_MAX/);
 });
