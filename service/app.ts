@@ -135,6 +135,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
 
   const { store, settings } = await openStorage(dataDir, env, { databaseUrl: config.database_url || undefined, poolMax: config.database_pool_max }).catch(async (err) => {
     metrics.close();
+    limiter.close();
     await new Promise((resolve) => server.close(resolve));
     throw err;
   });
@@ -147,6 +148,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   });
   const usage = await UsageService.create({ store, bus, settings, log, version: VERSION }, options.usageStats).catch(async (err) => {
     metrics.close();
+    limiter.close();
     await store.close();
     await new Promise((resolve) => server.close(resolve));
     throw err;
@@ -211,6 +213,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       clearTimeout(cut);
       await store.close();
       metrics.close();
+      limiter.close();
       log.info('printfarm service stopped');
       log.flush?.();
     })());

@@ -4,7 +4,7 @@
  * update); writes go to the database first and then to memory, so a failed
  * write changes nothing.
  */
-import { ApiError } from './api/errors';
+import { DomainError } from './errors';
 import { RUNTIME_SETTINGS, runtimeDefaults, type RuntimeSettingKey, type RuntimeSettings } from './config';
 import type { SettingsRepository } from './db/repositories/settings';
 import { isValidTimeZone, nowIso } from './util/time';
@@ -46,7 +46,7 @@ export class SettingsService {
   /** Validated values (types and ranges come from the schema); checks what a schema cannot, then persists. */
   async update(patch: Partial<RuntimeSettings>): Promise<string[]> {
     if (patch.timezone !== undefined && !isValidTimeZone(patch.timezone)) {
-      throw new ApiError(422, 'VALIDATION_ERROR', `Invalid body: timezone: unknown time zone "${patch.timezone}"`, {
+      throw new DomainError(422, 'VALIDATION_ERROR', `Invalid body: timezone: unknown time zone "${patch.timezone}"`, {
         location: 'body',
         fields: [{ field: 'timezone', message: 'unknown IANA time zone', code: 'invalid_value' }],
       });

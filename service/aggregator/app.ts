@@ -17,7 +17,7 @@ import { docsRouter } from '../api/docs';
 import { requestLog } from '../api';
 import { answerClientError, ApiError, errorHandler, sendError, unknownRoute } from '../api/errors';
 import { buildOpenApi } from '../api/openapi';
-import { defineRoute, mountRoutes, type AnyRoute } from '../api/route';
+import { defineRoute, mountRoutes, type AnyRoute } from '../http/route';
 import { ConfigError, VERSION } from '../config';
 import { redactUrl } from '../db/dialect';
 import { openAggregatorDatabase } from './db';

@@ -2,7 +2,7 @@
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { ApiError } from '../api/errors';
+import { DomainError } from '../errors';
 import type { ReportData } from './schemas';
 
 export interface SmtpOptions {
@@ -109,7 +109,7 @@ export class Mailer {
   private transporter(): Transporter {
     const s = this.smtp;
     if (!s?.host) {
-      throw new ApiError(503, 'EMAIL_NOT_CONFIGURED', 'No SMTP server configured (AGGREGATOR_SMTP_HOST or --smtp-host)', {});
+      throw new DomainError(503, 'EMAIL_NOT_CONFIGURED', 'No SMTP server configured (AGGREGATOR_SMTP_HOST or --smtp-host)', {});
     }
     this.transport ??= nodemailer.createTransport({
       host: s.host,
@@ -128,7 +128,7 @@ export class Mailer {
   private recipients(to: string[] | undefined): string[] {
     const list = to ?? this.smtp?.to ?? [];
     if (list.length === 0) {
-      throw new ApiError(422, 'VALIDATION_ERROR', 'No recipients: give "to" or configure AGGREGATOR_REPORT_TO', {
+      throw new DomainError(422, 'VALIDATION_ERROR', 'No recipients: give "to" or configure AGGREGATOR_REPORT_TO', {
         location: 'body',
         fields: [{ field: 'to', message: 'no recipients configured', code: 'missing' }],
       });
@@ -149,7 +149,7 @@ export class Mailer {
     } catch (err) {
       this.lastError = (err as Error).message;
       this.log.warn({ err: (err as Error).message, subject }, 'report mail failed');
-      throw new ApiError(502, 'EMAIL_SEND_FAILED', `The mail could not be sent: ${(err as Error).message}`, { code: (err as { code?: string }).code ?? null });
+      throw new DomainError(502, 'EMAIL_SEND_FAILED', `The mail could not be sent: ${(err as Error).message}`, { code: (err as { code?: string }).code ?? null });
     }
   }
 

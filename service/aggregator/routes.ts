@@ -1,7 +1,7 @@
 /** The routes of the aggregation service, declared with their schemas (validation + its OpenAPI document). */
 import { z } from 'zod';
-import { ApiError, notFound } from '../api/errors';
-import { defineRoute, Reply, type AnyRoute } from '../api/route';
+import { DomainError, notFound } from '../errors';
+import { defineRoute, Reply, type AnyRoute } from '../http/route';
 import { UsageSubmission } from '../schemas/usage';
 import type { Mailer } from './reports';
 import { HOUR_MS, type AggregatorRepository } from './repository';
@@ -115,7 +115,7 @@ export function aggregatorRoutes(d: RouteDeps): AnyRoute[] {
         if (outcome.kind === 'limited') {
           const retryAfter = Math.max(1, Math.ceil((resetMs - now) / 1000));
           res.setHeader('Retry-After', String(retryAfter));
-          throw new ApiError(429, 'RATE_LIMIT_EXCEEDED', `At most ${d.rateLimitPerHour} submissions per hour per installation; retry in ${retryAfter} s`, {
+          throw new DomainError(429, 'RATE_LIMIT_EXCEEDED', `At most ${d.rateLimitPerHour} submissions per hour per installation; retry in ${retryAfter} s`, {
             installation_id: body.installation_id,
             limit: d.rateLimitPerHour,
             submission_count: outcome.count,

@@ -1,48 +1,19 @@
 /**
  * The one error shape of the API: `{error:{code,message,details,timestamp,request_id}}`.
- * Domain code throws ApiError (or lets a database error escape); the error
- * middleware turns anything into that body with the right status, and never
- * leaks a stack trace.
+ * Domain code throws a DomainError (`service/errors.ts`; ApiError here is the same class) or lets
+ * a database error escape; the error middleware turns anything into that body with the right
+ * status, and never leaks a stack trace.
  */
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import type { z } from 'zod';
 import { isDatabaseError } from '../db/connection';
+import { DomainError as ApiError, notFound } from '../errors';
 
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly details: Record<string, unknown> = {},
-  ) {
-    super(message);
-  }
-}
-
-export const notFound = (code: string, message: string, details: Record<string, unknown> = {}) => new ApiError(404, code, message, details);
-export const conflict = (code: string, message: string, details: Record<string, unknown> = {}) => new ApiError(409, code, message, details);
-
-export type Location = 'path' | 'query' | 'body';
-
-/** Query and path problems are 400, body problems 422; both carry the offending fields. */
-export function validationError(location: Location, error: z.ZodError): ApiError {
-  const fields = error.issues.flatMap((issue) => {
-    const base = issue.path.map(String).join('.');
-    if (issue.code === 'unrecognized_keys') {
-      return issue.keys.map((key) => ({ field: base ? `${base}.${key}` : key, message: 'unknown field', code: 'unknown_field' }));
-    }
-    return [{ field: base || '(root)', message: issue.message, code: issue.code }];
-  });
-  const list = fields.map((f) => `${f.field}: ${f.message}`).join('; ');
-  return new ApiError(location === 'body' ? 422 : 400, 'VALIDATION_ERROR', `Invalid ${location === 'path' ? 'path parameter' : location}: ${list}`, {
-    location,
-    fields,
-  });
-}
+/** The API's error is the domain's error: one class, so `instanceof` holds on both floors. */
+export { DomainError as ApiError, notFound, conflict, validationError, type Location } from '../errors';
 
 export function errorBody(res: Response, code: string, message: string, details: Record<string, unknown>) {
   return errorPayload(code, message, details, String(res.locals.requestId ?? ''));

@@ -2,18 +2,22 @@
  * Per-client-IP rate limits: the spec's v1.0 figures, applied only while the
  * setting `rate_limit_enabled` is on (DECISIONS: off by default).
  *
- *  - general:   every request under /api/v1, 1000 per hour (fixed window);
+ *  - general:   every request under /api/v1, 1000 per hour;
  *  - status:    the endpoints a dashboard polls for live state (printer list
  *               and detail, download status), 120 per minute;
  *  - downloads: file bodies being sent (GET /files/{id}/content), 50 at once;
  *  - websockets: /ws connections, 10 at once.
  *
- * Windows are fixed, so `X-RateLimit-Reset` is a real instant (Unix seconds)
- * at which the count starts again. A refused request does not count. The
- * counters live in memory: a restart forgives everyone.
+ * The two request budgets are express-rate-limit middleware (its MemoryStore: a
+ * window per client from its first request, so `X-RateLimit-Reset` is a real
+ * instant, in Unix seconds, at which the count starts again; a store shared
+ * between instances can be plugged in). A refused request does not count. The
+ * counters live in memory: a restart forgives everyone. Things held open
+ * (downloads, sockets) are counted here, which no window does.
  */
 import type { IncomingMessage } from 'node:http';
-import type { RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
+import { MemoryStore, rateLimit, type RateLimitInfo } from 'express-rate-limit';
 import { ApiError } from './errors';
 
 export interface RateLimits {
@@ -39,37 +43,6 @@ export interface Quota {
   remaining: number;
   /** Unix time in seconds when the window starts again (for concurrency limits: now). */
   reset: number;
-}
-
-/** Counts requests per key in fixed windows. */
-class FixedWindow {
-  private readonly windows = new Map<string, { count: number; resetAt: number }>();
-  private nextSweep = 0;
-
-  constructor(
-    readonly limit: number,
-    private readonly windowMs: number,
-  ) {}
-
-  /** Counts one request for `key` if the window has room; says what is left either way. */
-  take(key: string, now: number): Quota & { allowed: boolean } {
-    this.sweep(now);
-    let window = this.windows.get(key);
-    if (!window || window.resetAt <= now) {
-      window = { count: 0, resetAt: now + this.windowMs };
-      this.windows.set(key, window);
-    }
-    const allowed = window.count < this.limit;
-    if (allowed) window.count++;
-    return { allowed, limit: this.limit, remaining: this.limit - window.count, reset: Math.ceil(window.resetAt / 1000) };
-  }
-
-  /** Forgets expired windows now and then, so clients that went away cost no memory. */
-  private sweep(now: number): void {
-    if (now < this.nextSweep) return;
-    this.nextSweep = now + Math.min(this.windowMs, 60_000);
-    for (const [key, window] of this.windows) if (window.resetAt <= now) this.windows.delete(key);
-  }
 }
 
 /** Counts things held open per key (downloads in flight, sockets). */
@@ -151,6 +124,7 @@ export class RateLimiter {
   readonly statusRequests: RequestHandler;
   private readonly downloads: Concurrency;
   private readonly sockets: Concurrency;
+  private readonly stores: MemoryStore[] = [];
   private readonly enabled: () => boolean;
   private readonly now: () => number;
   private readonly refused: (limit: LimitName) => void;
@@ -160,8 +134,8 @@ export class RateLimiter {
     this.enabled = options.enabled;
     this.now = options.now ?? Date.now;
     this.refused = options.onRefused ?? (() => {});
-    this.api = this.counted(new FixedWindow(limits.general.limit, limits.general.windowMs), 'general');
-    this.statusRequests = this.counted(new FixedWindow(limits.status.limit, limits.status.windowMs), 'status');
+    this.api = this.counted(limits.general, 'general');
+    this.statusRequests = this.counted(limits.status, 'status');
     this.downloads = new Concurrency(limits.downloads);
     this.sockets = new Concurrency(limits.websockets);
   }
@@ -192,16 +166,46 @@ export class RateLimiter {
     return { error: rateLimitError('websockets', { limit: this.sockets.limit, remaining: 0, reset: Math.ceil(now / 1000) }, now) };
   }
 
-  /** A request counted in a fixed window; the answer says what is left of it. */
-  private counted(window: FixedWindow, limit: LimitName): RequestHandler {
-    return (req, res, next) => {
-      if (!this.enabled()) return next();
-      const now = this.now();
-      const quota = window.take(clientKey(req.ip), now);
-      setQuotaHeaders(res, quota);
-      if (!quota.allowed) return next(this.refuse(res, limit, quota, now));
-      next();
-    };
+  /** Stops the stores' sweep timers. */
+  close(): void {
+    for (const store of this.stores) store.shutdown();
+  }
+
+  /**
+   * A request counted in its client's window; the X-RateLimit-* headers say what is left of it
+   * (the status budget's replace the hourly ones: it runs out first).
+   */
+  private counted(window: { limit: number; windowMs: number }, limit: LimitName): RequestHandler {
+    const store = new MemoryStore();
+    this.stores.push(store);
+    const infoOf = (req: Request) => (req as Request & Record<string, RateLimitInfo>)[`rateLimit_${limit}`];
+    return rateLimit({
+      windowMs: window.windowMs,
+      limit: window.limit,
+      store,
+      requestPropertyName: `rateLimit_${limit}`,
+      legacyHeaders: true,
+      standardHeaders: false,
+      // Read on every request, so the setting takes effect at once; skipped requests neither count nor get headers.
+      skip: () => !this.enabled(),
+      keyGenerator: (req) => clientKey(req.ip),
+      handler: async (req, res, next) => {
+        const info = infoOf(req);
+        // A refused request does not count.
+        await store.decrement(info.key);
+        const now = this.now();
+        next(this.refuse(res, limit, { limit: info.limit, remaining: 0, reset: Math.ceil((info.resetTime?.getTime() ?? now) / 1000) }, now));
+      },
+      validate: {
+        // TRUST_PROXY=true is the documented setting behind a reverse proxy; without it an
+        // X-Forwarded-For is ignored on purpose. Clients are their addresses (clientKey), IPv6 too.
+        trustProxy: false,
+        xForwardedForHeader: false,
+        forwardedHeader: false,
+        keyGeneratorIpFallback: false,
+        ip: false,
+      },
+    });
   }
 
   private refuse(res: Response, limit: LimitName, quota: Quota, now: number): ApiError {

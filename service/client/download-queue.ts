@@ -21,116 +21,25 @@
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { PrintfarmError } from './errors';
-import type { FarmMonitor, PrinterSnapshot } from './monitor';
-import type { PrintfarmClient } from './rest';
-import type { CurrentJobDownloadView, ThumbnailMethod } from './types';
+import {
+  DOWNLOAD_QUEUE_DEFAULTS,
+  PRIORITIES,
+  SOURCE_PRIORITY,
+  thumbnailPlan,
+  type DownloadOutcome,
+  type DownloadQueueOptions,
+  type DownloadRequest,
+  type Priority,
+  type QueueTask,
+  type QueueWorkers,
+  type TaskChange,
+  type TaskKind,
+  type TaskStatus,
+  type ThumbnailOutcome,
+} from './download-tasks';
 
-export type Priority = 'urgent' | 'high' | 'normal' | 'low';
-export const PRIORITIES: readonly Priority[] = ['urgent', 'high', 'normal', 'low'];
-/** Where a download came from, and the priority it gets by default (spec). */
-export type TaskSource = 'critical' | 'auto' | 'manual' | 'background';
-export const SOURCE_PRIORITY: Readonly<Record<TaskSource, Priority>> = { critical: 'urgent', auto: 'high', manual: 'normal', background: 'low' };
-
-export type TaskStatus = 'queued' | 'processing' | 'completed' | 'failed';
-export type TaskKind = 'download' | 'thumbnail';
-export type TaskChange = 'queued' | 'processing' | 'retry' | 'completed' | 'failed';
-
-export interface DownloadQueueOptions {
-  maxConcurrentDownloads: number;
-  maxConcurrentThumbnails: number;
-  /** Retries after the first attempt. */
-  retryAttempts: number;
-  /** First retry delay in ms; doubles with every retry. */
-  retryDelay: number;
-  /** Queue the current print's file when a printer starts printing. */
-  autoDetectionEnabled: boolean;
-  logRetentionDays: number;
-  /** Queue a thumbnail task after each download. */
-  thumbnails: boolean;
-  /** The task log keeps at most this many finished tasks. */
-  maxLogEntries: number;
-}
-
-export const DOWNLOAD_QUEUE_DEFAULTS: Readonly<DownloadQueueOptions> = {
-  maxConcurrentDownloads: 2,
-  maxConcurrentThumbnails: 1,
-  retryAttempts: 3,
-  retryDelay: 5000,
-  autoDetectionEnabled: true,
-  logRetentionDays: 30,
-  thumbnails: true,
-  maxLogEntries: 5000,
-};
-
-export interface DownloadRequest {
-  printer_id?: string;
-  /** The file on the printer; default: the file of its current print. */
-  file_path?: string;
-  /** A catalog file (instead of printer_id + file_path). */
-  file_id?: string;
-  priority?: Priority;
-  source?: TaskSource;
-  job_name?: string;
-}
-
-export interface ThumbnailOutcome {
-  method: 'extracted' | 'generated' | 'analyzed' | 'placeholder' | string;
-  thumbnail_url: string | null;
-  message: string;
-}
-
-export type DownloadOutcome = CurrentJobDownloadView;
-
-export interface QueueTask {
-  id: string;
-  kind: TaskKind;
-  status: TaskStatus;
-  priority: Priority;
-  /** Thumbnail tasks: 1 (3MF, BGCode), 2 (STL, OBJ), 3 (G-code). */
-  thumbnail_priority: 1 | 2 | 3 | null;
-  thumbnail_method: ThumbnailMethod | null;
-  source: TaskSource;
-  printer_id: string | null;
-  file_id: string | null;
-  file_path: string | null;
-  filename: string | null;
-  job_name: string | null;
-  /** The download task a thumbnail task follows. */
-  parent_id: string | null;
-  attempts: number;
-  max_attempts: number;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-  next_attempt_at: string | null;
-  error: { code: string; message: string; status?: number } | null;
-  result: DownloadOutcome | ThumbnailOutcome | null;
-}
-
-export interface QueueWorkers {
-  download(task: Readonly<QueueTask>, signal: AbortSignal): Promise<DownloadOutcome>;
-  thumbnail(task: Readonly<QueueTask>, signal: AbortSignal): Promise<ThumbnailOutcome>;
-}
-
-/** A failure that no retry will fix (e.g. the printer is not printing any more). */
-export class PermanentError extends Error {
-  readonly retryable = false;
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** Thumbnail processing by file type (spec): priority and method. */
-export function thumbnailPlan(filename: string): { priority: 1 | 2 | 3; method: ThumbnailMethod } | null {
-  const name = filename.toLowerCase();
-  if (name.endsWith('.3mf') || name.endsWith('.bgcode') || name.endsWith('.bgc')) return { priority: 1, method: 'extract' };
-  if (name.endsWith('.stl') || name.endsWith('.obj')) return { priority: 2, method: 'generate' };
-  if (name.endsWith('.gcode') || name.endsWith('.gco') || name.endsWith('.g')) return { priority: 3, method: 'analyze' };
-  return null;
-}
+export * from './download-tasks';
+export { autoDownload, restWorkers } from './download-workers';
 
 const rank = (p: Priority) => PRIORITIES.indexOf(p);
 const isRetryable = (err: unknown) => (err as { retryable?: unknown })?.retryable !== false;
@@ -382,42 +291,4 @@ export class DownloadQueue extends EventEmitter {
     for (const { abort } of this.running.values()) abort.abort();
     await Promise.all([...this.running.values()].map((r) => r.done));
   }
-}
-
-/** Workers that call the service: POST /files/download, then the thumbnail endpoint of the file's type. */
-export function restWorkers(client: PrintfarmClient): QueueWorkers {
-  return {
-    async download(task, signal) {
-      let printerId = task.printer_id;
-      let path = task.file_path ?? undefined;
-      if (task.file_id) {
-        const file = await client.files.get(task.file_id);
-        if (!file.printer_id || !file.printer_path) throw new PermanentError('NOT_ON_PRINTER', `File "${file.filename}" is a local file; there is nothing to download`);
-        printerId = file.printer_id;
-        path = file.printer_path;
-      }
-      const result = await client.files.downloadForPrinter(printerId!, path, { signal });
-      if (result.status === 'not_printing') throw new PermanentError('NOT_PRINTING', result.message);
-      if (result.status === 'no_file') throw new PermanentError('NO_FILE', result.message);
-      return result;
-    },
-    async thumbnail(task, signal) {
-      const r = await client.files.thumbnail(task.file_id!, task.thumbnail_method!, { signal });
-      if (r.success === false) throw new PermanentError('THUMBNAIL_FAILED', r.message ?? 'the service could not make a thumbnail');
-      return { method: r.method, thumbnail_url: r.thumbnail_url ?? null, message: r.message ?? '' };
-    },
-  };
-}
-
-/**
- * Automatic detection: when a printer starts printing, its current file is
- * queued as High (source auto). Returns the function that stops it.
- */
-export function autoDownload(monitor: FarmMonitor, queue: DownloadQueue, accept: (printer: PrinterSnapshot) => boolean = () => true): () => void {
-  const onStart = (printer: PrinterSnapshot) => {
-    if (!queue.options.autoDetectionEnabled || !accept(printer)) return;
-    queue.add({ printer_id: printer.id, source: 'auto', job_name: printer.current_job?.name });
-  };
-  monitor.on('job-start', onStart);
-  return () => monitor.off('job-start', onStart);
 }

@@ -4,29 +4,31 @@
  */
 import type { z } from 'zod';
 import type { CleanupCandidates, CleanupResult, CurrentJobDownloadResult, DownloadStarted, DownloadStatus, FileDeleted, FileDetail, FileItem, FileList, FileListQuery, RefreshResult } from '../schemas/files';
-import type { JobCancelled, JobDeleted, JobDetail, Job, JobList, JobListQuery, JobUpdated, CreateJobBody, UpdateJobBody } from '../schemas/jobs';
+import type { JobCancelled, JobDeleted, JobList, JobListQuery, JobUpdated, CreateJobBody, UpdateJobBody } from '../schemas/jobs';
 import type {
   ConnectionTestResult,
   CreatePrinterBody,
-  Printer,
   PrinterCommandResult,
   PrinterCreated,
   PrinterDeleted,
-  PrinterDetail,
   PrinterList,
   PrinterUpdated,
+  PrinterView,
   UpdatePrinterBody,
 } from '../schemas/printers';
 import type { GcodeOptimizationSettings, GcodeOptimizationUpdated, SettingsUpdated } from '../schemas/settings';
-import type { PrinterStatistics, StatisticsOverview } from '../schemas/statistics';
 import type { Health, SystemInfo, UpdateCheck } from '../schemas/system';
+import type { JobUpdateEvent, PrinterStatusEvent } from '../events';
+
+// The views the schemas already name are theirs; the rest are named here, one per schema.
+export type { JobDetailView, JobView } from '../schemas/jobs';
+export type { PrinterDetailView, PrinterView } from '../schemas/printers';
+export type { PrinterStatisticsView, StatisticsOverviewView } from '../schemas/statistics';
 
 export type HealthView = z.output<typeof Health>;
 export type SystemInfoView = z.output<typeof SystemInfo>;
 export type UpdateCheckView = z.output<typeof UpdateCheck>;
 
-export type PrinterView = z.output<typeof Printer>;
-export type PrinterDetailView = z.output<typeof PrinterDetail>;
 export type PrinterListView = z.output<typeof PrinterList>;
 export type PrinterCreatedView = z.output<typeof PrinterCreated>;
 export type PrinterUpdatedView = z.output<typeof PrinterUpdated>;
@@ -41,8 +43,6 @@ export interface PrinterListFilter {
   type?: PrinterView['type'];
 }
 
-export type JobView = z.output<typeof Job>;
-export type JobDetailView = z.output<typeof JobDetail>;
 export type JobListView = z.output<typeof JobList>;
 export type JobCancelledView = z.output<typeof JobCancelled>;
 export type JobUpdatedView = z.output<typeof JobUpdated>;
@@ -73,8 +73,6 @@ export interface ThumbnailResultView {
   message?: string;
 }
 
-export type StatisticsOverviewView = z.output<typeof StatisticsOverview>;
-export type PrinterStatisticsView = z.output<typeof PrinterStatistics>;
 export type StatisticsPeriod = 'day' | 'week' | 'month' | 'year';
 export interface StatisticsFilter {
   period?: StatisticsPeriod;
@@ -94,14 +92,10 @@ export interface Frame<T = Record<string, unknown>> {
   data: T;
 }
 
-/** data of a printer_status frame. */
-export interface PrinterStatusData {
+/** data of a printer_status frame: the service's event, as a client may see it (older services sent fewer fields). */
+export interface PrinterStatusData extends Partial<PrinterStatusEvent> {
   printer_id: string;
-  change?: 'created' | 'updated' | 'deleted' | 'state';
   status: string;
-  connection_status?: string;
-  progress?: number;
-  temperatures?: { nozzle: number; bed: number; chamber?: number };
   name?: string;
   type?: string;
   job_name?: string;
@@ -109,19 +103,11 @@ export interface PrinterStatusData {
   layer_total?: number | null;
   estimated_remaining?: number | null;
   error?: { code?: string; message?: string } | null;
-  [extra: string]: unknown;
 }
 
-/** data of a job_update frame. */
-export interface JobUpdateData {
-  id: number;
-  job_id: number;
-  printer_id: string;
-  change: 'created' | 'updated' | 'deleted' | 'cancelled' | 'progress' | 'status';
-  status: string;
-  progress: number;
+/** data of a job_update frame: the service's event. */
+export interface JobUpdateData extends JobUpdateEvent {
   job_name?: string;
-  [extra: string]: unknown;
 }
 
 /** data of a job_auto_created frame. */

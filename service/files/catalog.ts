@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
-import { ApiError, notFound } from '../api/errors';
+import { DomainError, notFound } from '../errors';
 import type { Store } from '../db';
 import type { FileRecord, FileStatus, PrinterFileEntry } from '../db/repositories/files';
 import { normaliseFileName, printFileName } from '../monitoring/print-identity';
@@ -145,9 +145,9 @@ export class FileCatalog {
   /** Removes the local copy only: a printer file goes back to `available`, a local-only file is gone. */
   async deleteLocal(id: string) {
     const f = await this.require(id);
-    if (f.status === 'downloading') throw new ApiError(409, 'FILE_BUSY', `File "${id}" is being downloaded`, { file_id: id });
+    if (f.status === 'downloading') throw new DomainError(409, 'FILE_BUSY', `File "${id}" is being downloaded`, { file_id: id });
     if (!f.local_path && f.status !== 'local') {
-      throw new ApiError(409, 'NO_LOCAL_COPY', `File "${id}" has no local copy to delete`, { file_id: id, status: f.status });
+      throw new DomainError(409, 'NO_LOCAL_COPY', `File "${id}" has no local copy to delete`, { file_id: id, status: f.status });
     }
     if (f.local_path && this.storage.owns(f.local_path)) fs.rmSync(f.local_path, { force: true });
     const now = nowIso();
@@ -199,7 +199,7 @@ export class FileCatalog {
   async storeUpload(name: string, body: Readable, limit = MAX_UPLOAD_BYTES) {
     const type = fileTypeOf(name);
     if (!ALLOWED_UPLOADS.includes(type)) {
-      throw new ApiError(422, 'VALIDATION_ERROR', `Invalid body: file: ${type} files are not print or model files`, {
+      throw new DomainError(422, 'VALIDATION_ERROR', `Invalid body: file: ${type} files are not print or model files`, {
         location: 'body',
         fields: [{ field: 'file', message: `allowed: ${ALLOWED_UPLOADS.join(', ')}`, code: 'invalid_type' }],
       });
@@ -211,7 +211,7 @@ export class FileCatalog {
     try {
       await pipeline(body, out);
       if ((body as Readable & { truncated?: boolean }).truncated) {
-        throw new ApiError(413, 'PAYLOAD_TOO_LARGE', `Upload exceeds ${limit} bytes`, { limit_bytes: limit });
+        throw new DomainError(413, 'PAYLOAD_TOO_LARGE', `Upload exceeds ${limit} bytes`, { limit_bytes: limit });
       }
       const checksum = await sha256File(temp);
       const size = fs.statSync(temp).size;
@@ -280,7 +280,7 @@ export class FileCatalog {
     await this.downloads.start(file);
     const task = await this.downloads.wait(file.id);
     if (task?.status !== 'completed') {
-      throw new ApiError(502, 'DOWNLOAD_FAILED', `Download of ${file.filename} failed: ${task?.error ?? 'unknown error'}`, { file_id: file.id, printer_id: printerId });
+      throw new DomainError(502, 'DOWNLOAD_FAILED', `Download of ${file.filename} failed: ${task?.error ?? 'unknown error'}`, { file_id: file.id, printer_id: printerId });
     }
     return answer('success', (await this.store.files.get(file.id)) ?? file, 'Downloaded');
   }
@@ -289,7 +289,7 @@ export class FileCatalog {
   async localCopy(id: string): Promise<FileRecord & { local_path: string }> {
     const f = await this.require(id);
     if (!f.local_path || !this.storage.owns(f.local_path) || !fs.existsSync(f.local_path)) {
-      throw new ApiError(409, 'NO_LOCAL_COPY', `File "${id}" has no local copy; download it first`, { file_id: id, status: f.status });
+      throw new DomainError(409, 'NO_LOCAL_COPY', `File "${id}" has no local copy; download it first`, { file_id: id, status: f.status });
     }
     await this.store.files.update(id, { last_accessed: nowIso() });
     return f as FileRecord & { local_path: string };

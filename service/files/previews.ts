@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ApiError } from '../api/errors';
+import { DomainError } from '../errors';
 import type { Store } from '../db';
 import { extractThumbnail, previewFileType, readMetadata, renderGcodeToolpath, type ThumbnailResult } from '../preview';
 import type { SettingsService } from '../settings';
@@ -41,7 +41,7 @@ export class PreviewService {
     const file = await this.catalog.localCopy(fileId);
     const type = previewFileType(file.filename);
     if (!type || !FITS[action].includes(type)) {
-      throw new ApiError(400, 'UNSUPPORTED_FILE_TYPE', `Cannot ${action} a ${file.file_type} file`, { file_id: fileId, file_type: file.file_type, fits: FITS[action] });
+      throw new DomainError(400, 'UNSUPPORTED_FILE_TYPE', `Cannot ${action} a ${file.file_type} file`, { file_id: fileId, file_type: file.file_type, fits: FITS[action] });
     }
     const optimisation = {
       optimize_print_only: this.settings.get('gcode_optimize_print_only'),

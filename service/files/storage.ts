@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ApiError } from '../api/errors';
+import { DomainError } from '../errors';
 
 /** The extension the API shows: ".3mf" for "x.gcode.3mf", ".gcode", ".stl"... (lower case, with the dot). */
 export function fileTypeOf(name: string): string {
@@ -39,7 +39,7 @@ export class FileStorage {
   private inside(...parts: string[]): string {
     const resolved = path.resolve(this.root, ...parts);
     if (resolved !== this.root && !resolved.startsWith(this.root + path.sep)) {
-      throw new ApiError(400, 'VALIDATION_ERROR', 'File name leaves the storage folder', { location: 'body' });
+      throw new DomainError(400, 'VALIDATION_ERROR', 'File name leaves the storage folder', { location: 'body' });
     }
     return resolved;
   }

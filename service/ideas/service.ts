@@ -7,10 +7,10 @@
  * idea is stored with what the URL gives and marked for a metadata refresh.
  */
 import type { Logger } from 'pino';
-import { ApiError, conflict, notFound } from '../api/errors';
+import { DomainError, conflict, notFound } from '../errors';
 import type { Store } from '../db';
 import { isUniqueViolation } from '../db/connection';
-import type { IdeaFileInfo, IdeaPatch, IdeaRecord, NewIdea } from '../db/repositories/ideas';
+import type { IdeaPatch, IdeaRecord, NewIdea } from '../db/repositories/ideas';
 import type { EventBus } from '../events';
 import type {
   CreateIdeaInput,
@@ -23,9 +23,12 @@ import type {
 import { nowIso } from '../util/time';
 import { PageFetcher, type PageFetcherOptions } from './fetcher';
 import { canMove, IDEA_STATUSES, IDEA_TRANSITIONS, type IdeaStatus } from './lifecycle';
-import { extractMetadata, type PageMetadata } from './metadata';
-import { recogniseModelUrl, type IdeaPlatform, type RecognisedModel } from './platforms';
+import { IdeaPages } from './pages';
+import { recogniseModelUrl } from './platforms';
 import { TrendingService, type TrendingOptions } from './trending';
+import { ideaView, normaliseFileInfo } from './view';
+
+export { ideaView } from './view';
 
 export interface IdeaServiceOptions extends PageFetcherOptions {
   /** How often ideas still missing their metadata are retried in the background (default 30 min; 0 turns it off). */
@@ -41,15 +44,14 @@ export interface Saved {
   idea: IdeaView;
 }
 
-const EMPTY_FILE_INFO: IdeaFileInfo = { file_count: null, formats: [], files: [] };
-
-function bodyError(field: string, message: string, code = 'invalid_value'): ApiError {
-  return new ApiError(422, 'VALIDATION_ERROR', `Invalid body: ${field}: ${message}`, { location: 'body', fields: [{ field, message, code }] });
+function bodyError(field: string, message: string, code = 'invalid_value'): DomainError {
+  return new DomainError(422, 'VALIDATION_ERROR', `Invalid body: ${field}: ${message}`, { location: 'body', fields: [{ field, message, code }] });
 }
 
 export class IdeaService {
   readonly fetcher: PageFetcher;
   readonly trending: TrendingService;
+  private readonly pages: IdeaPages;
   private readonly retryMs: number;
   private readonly retryBatch: number;
   private readonly controller = new AbortController();
@@ -66,6 +68,7 @@ export class IdeaService {
   ) {
     this.fetcher = new PageFetcher(options);
     this.trending = new TrendingService(store, log, options.trending);
+    this.pages = new IdeaPages(store, log, this.fetcher, this.controller.signal);
     this.retryMs = options.metadataRetryMs ?? 30 * 60 * 1000;
     this.retryBatch = options.metadataRetryBatch ?? 5;
   }
@@ -185,7 +188,7 @@ export class IdeaService {
     const existing = await this.store.ideas.findByModel(model.platform, model.model_id);
     if (existing) return { created: false, idea: ideaView(existing) };
 
-    const meta = await this.readPage(model);
+    const meta = await this.pages.read(model);
     const now = nowIso();
     const idea: NewIdea = {
       title: meta?.title ?? model.title_hint,
@@ -321,64 +324,15 @@ export class IdeaService {
     if (!model?.ok || idea.model_id === null) {
       throw conflict('NO_SOURCE_PAGE', `Idea ${id} has no model page of a platform to read`, { idea_id: id, source_platform: idea.source_platform });
     }
-    await this.applyPage(idea, model.model);
+    await this.pages.apply(idea, model.model);
     return ideaView(await this.require(id));
   }
 
   // ---- pages ----------------------------------------------------------------
 
-  /** The page's metadata, or null when it can't be read (logged, never thrown). */
-  private async readPage(model: RecognisedModel): Promise<PageMetadata | null> {
-    try {
-      const page = await this.fetcher.fetchPage(model.canonical_url, this.controller.signal);
-      const meta = extractMetadata(page.html, page.url);
-      if (!meta.title && !meta.description && !meta.thumbnail_url && !meta.creator_name) {
-        this.log.warn({ platform: model.platform, model_id: model.model_id }, 'ideas: model page has no usable metadata');
-        return null;
-      }
-      if (page.truncated) this.log.info({ platform: model.platform, model_id: model.model_id, max_bytes: this.fetcher.maxBytes }, 'ideas: model page cut at the size cap');
-      return meta;
-    } catch (err) {
-      this.log.warn({ platform: model.platform, model_id: model.model_id, url: model.canonical_url, reason: (err as Error)?.message ?? String(err) }, 'ideas: model page not read; stored from the URL, metadata refresh needed');
-      return null;
-    }
-  }
-
-  /** Fetches the page and fills in what it gives; user edits (notes, tags, status...) are untouched. */
-  private async applyPage(idea: IdeaRecord, model: RecognisedModel): Promise<boolean> {
-    const meta = await this.readPage(model);
-    const now = nowIso();
-    if (!meta) {
-      await this.store.ideas.update(idea.id, { metadata_attempted_at: now });
-      return false;
-    }
-    await this.store.ideas.update(idea.id, {
-      title: meta.title ?? idea.title,
-      creator_name: meta.creator_name ?? idea.creator_name,
-      description: meta.description ?? idea.description,
-      thumbnail_url: meta.thumbnail_url ?? idea.thumbnail_url,
-      file_info: meta.file_info ?? idea.file_info,
-      metadata_refresh_needed: false,
-      metadata_fetched_at: now,
-      metadata_attempted_at: now,
-      updated_at: now,
-    });
-    return true;
-  }
-
   /** One background round: a few ideas still missing their metadata, least recently tried first. */
   async retryMetadata(): Promise<number> {
-    let filled = 0;
-    for (const idea of await this.store.ideas.needingMetadata(this.retryBatch)) {
-      if (this.closed) break;
-      const r = idea.source_url ? recogniseModelUrl(idea.source_url) : null;
-      if (!r?.ok) {
-        await this.store.ideas.update(idea.id, { metadata_refresh_needed: false });
-        continue;
-      }
-      if (await this.applyPage(idea, r.model)) filled += 1;
-    }
-    return filled;
+    return this.pages.retry(this.retryBatch, () => this.closed);
   }
 
   // ---- jobs -----------------------------------------------------------------
@@ -398,34 +352,4 @@ export class IdeaService {
     if (!idea) throw notFound('IDEA_NOT_FOUND', `Idea ${id} not found`, { idea_id: id });
     return idea;
   }
-}
-
-function normaliseFileInfo(input: NonNullable<CreateIdeaInput['file_info']>): IdeaFileInfo {
-  const files = (input.files ?? []).map((f) => ({ name: f.name, format: f.format ?? null, size: f.size ?? null }));
-  const formats = input.formats ?? [...new Set(files.map((f) => f.format).filter((f): f is string => !!f))];
-  return { file_count: input.file_count ?? (files.length > 0 ? files.length : null), formats, files };
-}
-
-export function ideaView(idea: IdeaRecord): IdeaView {
-  return {
-    id: idea.id,
-    title: idea.title,
-    creator_name: idea.creator_name,
-    source_platform: idea.source_platform as IdeaPlatform,
-    source_url: idea.source_url,
-    model_id: idea.model_id,
-    thumbnail_url: idea.thumbnail_url,
-    description: idea.description,
-    file_info: idea.file_info ?? EMPTY_FILE_INFO,
-    notes: idea.notes,
-    tags: idea.tags,
-    is_business: idea.is_business,
-    status: idea.status as IdeaStatus,
-    job_id: idea.job_id,
-    metadata_refresh_needed: idea.metadata_refresh_needed,
-    metadata_fetched_at: idea.metadata_fetched_at,
-    status_changed_at: idea.status_changed_at,
-    created_at: idea.created_at,
-    updated_at: idea.updated_at,
-  };
 }

@@ -10,7 +10,7 @@
  * answers with the cache as it is; POST /ideas/trending/refresh forces one.
  */
 import type { Logger } from 'pino';
-import { notFound } from '../api/errors';
+import { notFound } from '../errors';
 import type { Store } from '../db';
 import type { NewTrendingItem, TrendingCacheRecord } from '../db/repositories/ideas';
 import type { TrendingItemView, TrendingListView } from '../schemas/ideas';

@@ -2,7 +2,7 @@
  * Jobs as the API shows them: list with filters, pagination and summary;
  * manual creation; updates of the business fields; delete; cancel.
  */
-import { ApiError, conflict, notFound } from '../api/errors';
+import { DomainError, conflict, notFound } from '../errors';
 import type { Store } from '../db';
 import type { JobPatch, JobRecord } from '../db/repositories/jobs';
 import type { EventBus, JobUpdateEvent } from '../events';
@@ -59,7 +59,7 @@ export class JobService {
   async create(input: CreateJobInput) {
     const printer = await this.store.printers.get(input.printer_id);
     if (!printer) {
-      throw new ApiError(422, 'VALIDATION_ERROR', `Invalid body: printer_id: no printer "${input.printer_id}"`, {
+      throw new DomainError(422, 'VALIDATION_ERROR', `Invalid body: printer_id: no printer "${input.printer_id}"`, {
         location: 'body',
         fields: [{ field: 'printer_id', message: 'unknown printer', code: 'not_found' }],
       });

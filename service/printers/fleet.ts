@@ -6,7 +6,7 @@
  * API or another printer: every driver call has its own timeout.
  */
 import type { Logger } from 'pino';
-import { ApiError } from '../api/errors';
+import { DomainError } from '../errors';
 import type { Store } from '../db';
 import type { PrinterRecord } from '../db/repositories/printers';
 import type { EventBus } from '../events';
@@ -159,7 +159,7 @@ export class Fleet {
   /** Reconnects a printer now and reports whether it answers. */
   async testConnection(printerId: string): Promise<{ ok: boolean; status: string; connection_status: string; message: string | null }> {
     const record = await this.store.printers.get(printerId);
-    if (!record) throw new ApiError(404, 'PRINTER_NOT_FOUND', `Printer "${printerId}" not found`, { printer_id: printerId });
+    if (!record) throw new DomainError(404, 'PRINTER_NOT_FOUND', `Printer "${printerId}" not found`, { printer_id: printerId });
     if (!record.is_active) return { ok: false, status: 'offline', connection_status: 'disconnected', message: 'printer is inactive' };
     await this.retire(printerId);
     const member = this.launch(record);
@@ -350,8 +350,8 @@ export class Fleet {
     this.bus.emit('system_alert', { level, message, printer_id: printerId, ...extra });
   }
 
-  private offline(printerId: string, member: Member | undefined): ApiError {
-    return new ApiError(502, 'PRINTER_OFFLINE', `Printer "${printerId}" is not reachable${member?.message ? `: ${member.message}` : ''}`, {
+  private offline(printerId: string, member: Member | undefined): DomainError {
+    return new DomainError(502, 'PRINTER_OFFLINE', `Printer "${printerId}" is not reachable${member?.message ? `: ${member.message}` : ''}`, {
       printer_id: printerId,
       connection_status: member?.connection ?? 'disconnected',
       last_seen: member?.record.last_seen ?? null,
@@ -365,9 +365,9 @@ export class Fleet {
     } catch (err) {
       if (!(err instanceof DriverError)) throw err;
       if (err.code === 'REJECTED') {
-        throw new ApiError(409, 'PRINTER_BUSY', `Printer "${printerId}" refused ${name}: ${err.message}`, { printer_id: printerId, command: name });
+        throw new DomainError(409, 'PRINTER_BUSY', `Printer "${printerId}" refused ${name}: ${err.message}`, { printer_id: printerId, command: name });
       }
-      throw new ApiError(502, 'PRINTER_OFFLINE', `Printer "${printerId}" did not carry out ${name}: ${err.message}`, {
+      throw new DomainError(502, 'PRINTER_OFFLINE', `Printer "${printerId}" did not carry out ${name}: ${err.message}`, {
         printer_id: printerId,
         command: name,
         reason: err.code,

@@ -3,7 +3,7 @@
  * the list/detail shapes of the API (stored configuration + the live state
  * the drivers report + the job on the printer).
  */
-import { ApiError, conflict, notFound } from '../api/errors';
+import { DomainError, conflict, notFound } from '../errors';
 import { isUniqueViolation } from '../db/connection';
 import type { Store } from '../db';
 import type { PrinterRecord } from '../db/repositories/printers';
@@ -169,7 +169,7 @@ export class PrinterRegistry {
     if (type === 'bambu_lab' && !c.serial_number) problems.push({ field: 'serial_number', message: 'is required for bambu_lab printers' });
     if (type === 'bambu_lab' && !c.access_code) problems.push({ field: 'access_code', message: 'is required for bambu_lab printers (LAN access code)' });
     if (problems.length) {
-      throw new ApiError(400, 'INVALID_PRINTER_CONFIG', `Invalid printer configuration: ${problems.map((p) => `${p.field} ${p.message}`).join('; ')}`, {
+      throw new DomainError(400, 'INVALID_PRINTER_CONFIG', `Invalid printer configuration: ${problems.map((p) => `${p.field} ${p.message}`).join('; ')}`, {
         fields: problems,
       });
     }

@@ -1,5 +1,5 @@
 /** Maintenance events of a printer: recorded by users, counted by the printer statistics. */
-import { notFound } from '../api/errors';
+import { notFound } from '../errors';
 import type { Store } from '../db';
 import type { CreateMaintenanceInput, MaintenanceEventView, MaintenanceListFilter } from '../schemas/statistics';
 import { nowIso } from '../util/time';

@@ -4,7 +4,7 @@
  * into the API's figures: rates in percent (0 to 100, 1 decimal, 0 when there
  * is nothing to divide by), kg, hours, MiB and money rounded for display.
  */
-import { notFound } from '../api/errors';
+import { notFound } from '../errors';
 import type { Store } from '../db';
 import type { MaterialUse } from '../db/repositories/statistics';
 import type { PrinterStatisticsView, StatisticsFilter, StatisticsOverviewView } from '../schemas/statistics';

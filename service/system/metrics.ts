@@ -10,7 +10,7 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import type { RequestHandler } from 'express';
 import type { EventBus } from '../events';
 import { CONNECTION_STATUSES, PRINTER_STATUSES } from '../schemas/printers';
-import { Counter, Gauge, Histogram, Registry } from '../util/prometheus';
+import { Counter, Histogram, Registry, scrapedGauge } from '../util/prometheus';
 
 export interface MetricSources {
   version: string;
@@ -89,7 +89,10 @@ export class ServiceMetrics {
     this.eventLoop = monitorEventLoopDelay({ resolution: 10 });
     this.eventLoop.enable();
 
-    r.add(new Gauge('printfarm_info', 'Version of the running service (always 1)', () => [{ labels: { version: sources.version }, value: 1 }]));
+    const gauge = (name: string, help: string, read: Parameters<typeof scrapedGauge>[3], labelNames: string[] = []) => scrapedGauge(r, name, help, read, labelNames);
+    const counter = (name: string, help: string, labelNames: string[] = []) => new Counter({ name, help, labelNames, registers: [r.prom] });
+
+    gauge('printfarm_info', 'Version of the running service (always 1)', () => [{ labels: { version: sources.version }, value: 1 }], ['version']);
     // Both printer gauges read the same list: one query per scrape (the gauges are read together), not two.
     let scrapeOfPrinters: Promise<{ status: string; connection_status: string }[]> | null = null;
     const activePrinters = () =>
@@ -97,48 +100,59 @@ export class ServiceMetrics {
         .printers()
         .then((all) => all.filter((p) => p.is_active))
         .finally(() => (scrapeOfPrinters = null)));
-    r.add(
-      new Gauge('printfarm_printers', 'Active printers by status', async () => {
+    gauge(
+      'printfarm_printers',
+      'Active printers by status',
+      async () => {
         const active = await activePrinters();
         return PRINTER_STATUSES.map((status) => ({ labels: { status }, value: active.filter((p) => p.status === status).length }));
-      }),
+      },
+      ['status'],
     );
-    r.add(
-      new Gauge('printfarm_printer_connections', 'Active printers by connection status', async () => {
+    gauge(
+      'printfarm_printer_connections',
+      'Active printers by connection status',
+      async () => {
         const active = await activePrinters();
         return CONNECTION_STATUSES.map((connection) => ({ labels: { connection }, value: active.filter((p) => p.connection_status === connection).length }));
-      }),
+      },
+      ['connection'],
     );
-    r.add(
-      new Gauge('printfarm_jobs', 'Jobs queued, printing or paused now', async () =>
-        Object.entries(await sources.jobsByStatus(OPEN_JOB_STATUSES)).map(([status, value]) => ({ labels: { status }, value })),
-      ),
+    gauge(
+      'printfarm_jobs',
+      'Jobs queued, printing or paused now',
+      async () => Object.entries(await sources.jobsByStatus(OPEN_JOB_STATUSES)).map(([status, value]) => ({ labels: { status }, value })),
+      ['status'],
     );
-    this.reports = r.add(new Counter('printfarm_printer_reports_total', 'State reports received from printers'));
-    r.add(new Gauge('printfarm_printer_reports_per_second', `State reports per second, averaged over the last ${RATE_SECONDS} s`, () => this.reportRate.perSecond()));
-    r.add(new Gauge('printfarm_ws_clients', 'Connected /ws clients', () => sources.wsClients()));
-    const frames = r.add(new Counter('printfarm_ws_events_total', 'Events published to /ws, by type'));
-    this.requestSeconds = r.add(new Histogram('printfarm_http_request_duration_seconds', 'API request latency by route and status', LATENCY_BUCKETS));
-    this.rateLimited = r.add(new Counter('printfarm_rate_limited_total', 'Requests and connections refused by a rate limit, by limit'));
-    r.add(new Gauge('printfarm_downloads_active', 'Printer file downloads running now', () => this.activeDownloads.size));
-    this.downloadsFinished = r.add(new Counter('printfarm_downloads_total', 'Finished printer file downloads, by result'));
-    r.add(new Gauge('printfarm_database_size_bytes', 'Size of the SQLite database with its WAL', () => databaseBytes(sources.databaseFile)));
-    r.add(new Gauge('process_resident_memory_bytes', 'Resident memory size in bytes', () => process.memoryUsage.rss()));
-    r.add(new Gauge('nodejs_heap_used_bytes', 'V8 heap in use in bytes', () => process.memoryUsage().heapUsed));
-    r.add(
-      new Gauge('process_cpu_seconds_total', 'User and system CPU time spent in seconds', () => {
-        const { user, system } = process.cpuUsage();
-        return (user + system) / 1e6;
-      }),
-    );
-    r.add(new Gauge('process_start_time_seconds', 'Start time of the process since the Unix epoch in seconds', () => Math.round(Date.now() / 1000 - process.uptime())));
-    r.add(
-      new Gauge('nodejs_eventloop_delay_seconds', 'Event loop delay since the previous scrape, by quantile', () => {
+    this.reports = counter('printfarm_printer_reports_total', 'State reports received from printers');
+    gauge('printfarm_printer_reports_per_second', `State reports per second, averaged over the last ${RATE_SECONDS} s`, () => this.reportRate.perSecond());
+    gauge('printfarm_ws_clients', 'Connected /ws clients', () => sources.wsClients());
+    const frames = counter('printfarm_ws_events_total', 'Events published to /ws, by type', ['type']);
+    this.requestSeconds = new Histogram({
+      name: 'printfarm_http_request_duration_seconds',
+      help: 'API request latency by route and status',
+      labelNames: ['method', 'route', 'status'],
+      buckets: LATENCY_BUCKETS,
+      registers: [r.prom],
+    });
+    this.rateLimited = counter('printfarm_rate_limited_total', 'Requests and connections refused by a rate limit, by limit', ['limit']);
+    gauge('printfarm_downloads_active', 'Printer file downloads running now', () => this.activeDownloads.size);
+    this.downloadsFinished = counter('printfarm_downloads_total', 'Finished printer file downloads, by result', ['result']);
+    gauge('printfarm_database_size_bytes', 'Size of the SQLite database with its WAL', () => databaseBytes(sources.databaseFile));
+    // process_resident_memory_bytes, process_cpu_seconds_total, process_start_time_seconds and the other
+    // standard process and Node.js metrics come from prom-client (util/prometheus.ts); these two stay by
+    // their names of before, which dashboards and the README use.
+    gauge('nodejs_heap_used_bytes', 'V8 heap in use in bytes', () => process.memoryUsage().heapUsed);
+    gauge(
+      'nodejs_eventloop_delay_seconds',
+      'Event loop delay since the previous scrape, by quantile',
+      () => {
         const h = this.eventLoop;
         const samples = [0.5, 0.99, 1].map((q) => ({ labels: { quantile: String(q) }, value: (q === 1 ? h.max : h.percentile(q * 100)) / 1e9 }));
         h.reset();
         return samples;
-      }),
+      },
+      ['quantile'],
     );
 
     this.unsubscribe = bus.onAny((type, data) => {

@@ -18,7 +18,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import type { Logger } from 'pino';
-import { ApiError } from '../api/errors';
+import { DomainError } from '../errors';
 import type { Store } from '../db';
 import type { UsageEventRecord, UsageState, UsageStatePatch } from '../db/repositories/usage';
 import type { EventBus } from '../events';
@@ -261,10 +261,10 @@ export class UsageService {
   submit(trigger: 'manual' | 'scheduled' = 'manual'): Promise<SubmitOutcome> {
     if (!this.state.opted_in || !this.state.installation_id) {
       return Promise.reject(
-        new ApiError(409, 'USAGE_STATS_OPTED_OUT', 'Usage statistics are opted out: opt in first (POST /usage-stats/opt-in)', { opted_in: false }),
+        new DomainError(409, 'USAGE_STATS_OPTED_OUT', 'Usage statistics are opted out: opt in first (POST /usage-stats/opt-in)', { opted_in: false }),
       );
     }
-    if (this.closed) return Promise.reject(new ApiError(503, 'SERVICE_UNAVAILABLE', 'The service is shutting down', {}));
+    if (this.closed) return Promise.reject(new DomainError(503, 'SERVICE_UNAVAILABLE', 'The service is shutting down', {}));
     this.submitting ??= this.runSubmission(trigger).finally(() => {
       this.submitting = undefined;
     });
@@ -285,7 +285,7 @@ export class UsageService {
     } catch (err) {
       const e = err instanceof SubmissionError ? err : new SubmissionError((err as Error).message, 0, null, false);
       await this.setState({ last_error: e.message }).catch((dbErr) => this.log.error({ err: dbErr }, 'could not store the submission error'));
-      throw new ApiError(502, 'USAGE_SUBMISSION_FAILED', `Usage statistics could not be submitted: ${e.message}`, {
+      throw new DomainError(502, 'USAGE_SUBMISSION_FAILED', `Usage statistics could not be submitted: ${e.message}`, {
         attempts: e.attempts,
         status: e.status,
         retryable: e.retryable,
@@ -317,7 +317,7 @@ export class UsageService {
       if (this.isDue()) await this.submit('scheduled');
     } catch (err) {
       // Already logged with its reason by the submitter when it was a submission failure.
-      this.log.warn({ err: err instanceof ApiError ? { code: err.code, message: err.message } : err }, 'usage statistics: scheduled check failed');
+      this.log.warn({ err: err instanceof DomainError ? { code: err.code, message: err.message } : err }, 'usage statistics: scheduled check failed');
     } finally {
       this.ticking = false;
     }

@@ -157,4 +157,33 @@ describe('GET /metrics', () => {
     expect(value(done, 'process_resident_memory_bytes')).toBeGreaterThan(10 * 1024 * 1024);
     expect(value(done, 'printfarm_info', { version: VERSION })).toBe(1);
   });
+
+  test('every metric of the README table is there, with its type, and the standard process metrics beside them', async () => {
+    const { types } = await scrape();
+    const expected: Record<string, string> = {
+      printfarm_info: 'gauge',
+      printfarm_printers: 'gauge',
+      printfarm_printer_connections: 'gauge',
+      printfarm_jobs: 'gauge',
+      printfarm_printer_reports_total: 'counter',
+      printfarm_printer_reports_per_second: 'gauge',
+      printfarm_ws_clients: 'gauge',
+      printfarm_ws_events_total: 'counter',
+      printfarm_http_request_duration_seconds: 'histogram',
+      printfarm_downloads_active: 'gauge',
+      printfarm_downloads_total: 'counter',
+      printfarm_rate_limited_total: 'counter',
+      printfarm_database_size_bytes: 'gauge',
+      process_resident_memory_bytes: 'gauge',
+      nodejs_heap_used_bytes: 'gauge',
+      process_cpu_seconds_total: 'counter',
+      process_start_time_seconds: 'gauge',
+      nodejs_eventloop_delay_seconds: 'gauge',
+      // From prom-client's standard set, which Grafana's Node.js dashboards read.
+      nodejs_eventloop_lag_seconds: 'gauge',
+      nodejs_heap_size_used_bytes: 'gauge',
+      nodejs_gc_duration_seconds: 'histogram',
+    };
+    expect(Object.fromEntries(Object.keys(expected).map((name) => [name, types.get(name)]))).toEqual(expected);
+  });
 });
