@@ -128,7 +128,7 @@ const missing = postgresUnavailable();
     }
 
     // New rows continue after the copied ids.
-    const onPostgres = await openStore(tempDir('printfarm-copy-pg-'), { databaseUrl: url });
+    const onPostgres = await openStore(dir, { databaseUrl: url });
     try {
       const now = new Date().toISOString();
       const id = await onPostgres.jobs.insert({ printer_id: 'p-1', job_name: 'After the move', status: 'queued', created_at: now, updated_at: now });
@@ -136,6 +136,34 @@ const missing = postgresUnavailable();
       expect((await onPostgres.jobs.get(JOBS))?.job_name).toBe(`Part ${JOBS - 1} «${(JOBS - 1) % 7}»`);
     } finally {
       await onPostgres.close();
+    }
+
+    // The farm runs on it as the README says: printfarm serve --database-url.
+    const serveDir = tempDir('printfarm-copy-serve-');
+    const serve = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', serveDir, '--database-url', url], {
+      env: { PATH: process.env.PATH, LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      let out = '';
+      const api = await new Promise<string>((resolve, reject) => {
+        serve.stdout.on('data', (c: Buffer) => {
+          out += c.toString();
+          const m = out.match(/REST API\s+(http:\/\/\S+\/api\/v1)/);
+          if (m) resolve(m[1]);
+        });
+        serve.stderr.on('data', (c: Buffer) => (out += c.toString()));
+        serve.once('exit', (code) => reject(new Error(`serve exited (${code}):\n${out}`)));
+      });
+      const info = (await (await fetch(`${api}/system/info`)).json()) as { database: Record<string, unknown> };
+      expect(info.database).toEqual({ type: 'postgresql', jobs_count: JOBS - JOBS / 1000 + 1, files_count: 500, printers_count: 20 });
+      const page = (await (await fetch(`${api}/jobs?limit=1&order_by=created_at&order_dir=desc`)).json()) as { jobs: { id: number; job_name: string }[] };
+      expect(page.jobs[0]).toMatchObject({ id: JOBS + 1, job_name: 'After the move' });
+    } finally {
+      const exited = new Promise((resolve) => serve.once('exit', resolve));
+      serve.kill('SIGTERM');
+      await exited;
+      fs.rmSync(serveDir, { recursive: true, force: true });
     }
 
     const again = await run(['db', 'copy', '--from', file, '--to', url]);
