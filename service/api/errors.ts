@@ -9,7 +9,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { isDatabaseError } from '../db/connection';
+import { isDatabaseError, isUnstorableText } from '../db/connection';
 import { DomainError as ApiError, notFound } from '../errors';
 
 /** The API's error is the domain's error: one class, so `instanceof` holds on both floors. */
@@ -51,6 +51,12 @@ function toApiError(err: unknown, req: Request, log: Logger): ApiError {
   }
   if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {
     return new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', e.message ?? 'Unsupported body encoding', { location: 'body' });
+  }
+  if (isUnstorableText(err)) {
+    return new ApiError(422, 'VALIDATION_ERROR', 'Text must not contain the NUL character (U+0000): the PostgreSQL database cannot store it', {
+      location: 'body',
+      reason: 'nul_character',
+    });
   }
   if (isDatabaseError(err)) {
     log.error({ err, req_id: req.res?.locals.requestId }, 'database error');

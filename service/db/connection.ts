@@ -164,6 +164,15 @@ function isPostgresError(err: object): boolean {
   return typeof e.message === 'string' && /Connection terminated|connection timeout|timeout exceeded when trying to connect|Cannot use a pool after calling end|ECONNREFUSED/.test(e.message);
 }
 
+/**
+ * PostgreSQL's text cannot hold U+0000 (SQLite's can): such a value is refused by the server before anything
+ * is written (SQLSTATE 22021 / 22P05). The API answers it as the client's mistake, not a database failure.
+ */
+export function isUnstorableText(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return isPostgresError(Object(err)) && (e?.code === '22P05' || (e?.code === '22021' && typeof e.message === 'string' && /0x00/.test(e.message)));
+}
+
 export function isUniqueViolation(err: unknown): boolean {
   if (err instanceof pg.DatabaseError || (typeof err === 'object' && err !== null && (err as { name?: unknown }).name === 'error')) {
     return (err as { code?: unknown }).code === '23505';
