@@ -101,6 +101,10 @@ export function postgresPool(url: string, max: number, options: { readOnly?: boo
   });
   // A connection that drops while idle (server restart) is replaced on the next query; it must not crash the process.
   pool.on('error', () => {});
+  // Nor while a query runs on it: pg-pool takes its own error listener off a client it lends out, and an
+  // 'error' event without a listener would end the process. The query itself fails (DATABASE_ERROR) and the
+  // pool drops the broken client when it comes back.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 
