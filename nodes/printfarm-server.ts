@@ -44,6 +44,7 @@ export = function (RED: NodeAPI) {
         options = { baseUrl: String(def.url ?? '').trim(), pollIntervalMs: pollSeconds * 1000 };
       } else {
         const userDir = (RED.settings as { userDir?: string }).userDir ?? process.cwd();
+        const uiPort = (RED.settings as { uiPort?: number | string }).uiPort;
         const extra = ((RED.settings as { printfarmServerOptions?: EmbeddedOptions }).printfarmServerOptions ?? {}) as EmbeddedOptions;
         const embedded: EmbeddedOptions = {
           port: def.port === '' || def.port === undefined ? 8000 : def.port,
@@ -51,6 +52,8 @@ export = function (RED: NodeAPI) {
           dataDir: def.dataDir ? path.resolve(userDir, def.dataDir) : path.join(userDir, 'printfarm'),
           demo: def.demo === true,
           logLevel: (def.logLevel || 'warn') as EmbeddedOptions['logLevel'],
+          // Pages Node-RED serves on this host (a dashboard) may use the API from the browser; other sites may not.
+          allowedOrigins: uiPort ? [`:${uiPort}`] : [],
           ...extra,
         };
         options = { start: () => startEmbedded(embedded), pollIntervalMs: pollSeconds * 1000 };

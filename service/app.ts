@@ -8,9 +8,12 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { createApi, type Phase } from './api';
-import { answerClientError, errorPayload } from './api/errors';
+import { BrowserGuard, parseList } from './api/browser-guard';
+import { answerClientError, errorPayload, type ApiError } from './api/errors';
 import { clientAddress, RateLimiter, type RateLimits } from './api/rate-limit';
-import { runtimeDefaults, startupOptions, VERSION, type StartupOptions } from './config';
+import { authorize } from './api/auth';
+import { TOKENS_FILE, TokenRegistry } from './auth/tokens';
+import { ConfigError, runtimeDefaults, startupOptions, VERSION, type StartupOptions } from './config';
 import type { ServiceContext } from './context';
 import { DB_FILENAME, openStore, type Store, type StoreOptions } from './db';
 import { EventBus } from './events';
@@ -61,6 +64,10 @@ export interface ServiceOptions {
   ideas?: IdeaServiceOptions;
   /** The figures applied while `rate_limit_enabled` is on (default: the spec's v1.0 limits; tests shorten the windows). */
   rateLimits?: RateLimits;
+  /** Added to ALLOWED_ORIGINS (the Node-RED config node lists Node-RED's own port, for dashboard pages). */
+  allowedOrigins?: string[];
+  /** Added to ALLOWED_HOSTS. */
+  allowedHosts?: string[];
 }
 
 export interface Service {
@@ -121,7 +128,20 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     limits: options.rateLimits,
     onRefused: (limit) => metrics.refused(limit),
   });
-  const api = createApi(log, () => phase, { metrics, limiter, trustProxy: config.trust_proxy });
+  const guard = new BrowserGuard({
+    allowedOrigins: [...parseList(config.allowed_origins), ...(options.allowedOrigins ?? [])],
+    allowedHosts: [...parseList(config.allowed_hosts), ...(options.allowedHosts ?? [])],
+    trustProxy: config.trust_proxy,
+  });
+  let tokens: TokenRegistry;
+  try {
+    tokens = new TokenRegistry(dataDir, config.auth_tokens);
+  } catch (err) {
+    metrics.close();
+    limiter.close();
+    throw new ConfigError(`access control: ${(err as Error).message} (AUTH_TOKENS or ${path.join(dataDir, TOKENS_FILE)})`);
+  }
+  const api = createApi(log, () => phase, { metrics, limiter, trustProxy: config.trust_proxy, guard, tokens });
   const server = http.createServer(api.app);
   server.on('clientError', answerClientError);
   // Listen first: a request that arrives while the database opens gets a 503, not a refused connection.
@@ -154,7 +174,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     throw err;
   });
   const storage = new FileStorage(dataDir);
-  const files = new FileCatalog(store, fleet, storage, new DownloadManager(store, fleet, storage, bus, log, options.downloads), log);
+  const files = new FileCatalog(store, fleet, storage, new DownloadManager(store, fleet, storage, bus, log, { maxBytes: config.max_download_size_mb * 1024 * 1024, ...options.downloads }), log);
   const ideas = new IdeaService(store, bus, log, options.ideas);
   const retention = new HistoryRetention(store, settings, log);
   context = {
@@ -177,7 +197,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     ideas,
   };
   api.mount(context);
-  realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs, admit: (req) => admitWebSocket(limiter, req, config.trust_proxy) });
+  realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs, admit: (req) => admitWebSocket(guard, tokens, limiter, req, config.trust_proxy) });
   realtime.attach(server);
   phase = 'ready';
   usage.start();
@@ -189,7 +209,9 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const { port } = server.address() as AddressInfo;
   const shownHost = ['0.0.0.0', '::'].includes(config.host) ? 'localhost' : config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${shownHost}:${port}`;
-  log.info({ url, data_dir: dataDir, version: VERSION }, 'printfarm service ready');
+  log.info({ url, data_dir: dataDir, version: VERSION, access_control: tokens.enabled }, 'printfarm service ready');
+  const exposed = exposureWarning(config.host, port, tokens.enabled);
+  if (exposed) log.warn({ host: config.host, port }, exposed);
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -221,16 +243,34 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   return { url, port, server, context, close };
 }
 
-/** The per-client /ws connection limit, answered like any other refusal: the error body with 429. */
-function admitWebSocket(limiter: RateLimiter, req: http.IncomingMessage, trustProxy: boolean) {
+/** The start-up warning when the API is open beyond this machine (null: nothing to say). */
+export function exposureWarning(host: string, port: number, accessControl: boolean): string | null {
+  const loopback = host === 'localhost' || host === '::1' || /^127\./.test(host);
+  if (accessControl || loopback) return null;
+  const where = host === '0.0.0.0' || host === '::' ? 'any address of this machine' : host;
+  return `the API is open: anyone who can reach port ${port} on ${where} can control the printers and read their access codes; set HOST=127.0.0.1, or AUTH_TOKENS / printfarm token create (see README, Security)`;
+}
+
+/**
+ * A /ws upgrade is refused like any other request, with the error body: a foreign Host (421) or another
+ * site's page (403: browsers always send Origin on WebSocket upgrades), then the per-client limit (429).
+ */
+function admitWebSocket(guard: BrowserGuard, tokens: TokenRegistry, limiter: RateLimiter, req: http.IncomingMessage, trustProxy: boolean) {
+  const refusal = guard.check(req, true);
+  if (refusal) return refuseUpgrade(refusal, {});
+  const auth = authorize(tokens, req, 'viewer', true);
+  if ('error' in auth) return refuseUpgrade(auth.error, auth.error.status === 401 ? { 'WWW-Authenticate': 'Bearer realm="printfarm"' } : {});
   const admission = limiter.admitWebSocket(clientAddress(req, trustProxy));
   if ('release' in admission) return admission;
-  const { error } = admission;
+  return refuseUpgrade(admission.error, { 'Retry-After': String(admission.error.details.retry_after_seconds) });
+}
+
+function refuseUpgrade(error: Pick<ApiError, 'status' | 'code' | 'message' | 'details'>, headers: Record<string, string>) {
   const requestId = randomUUID();
   return {
     refuse: {
       status: error.status,
-      headers: { 'X-Request-Id': requestId, 'Retry-After': String(error.details.retry_after_seconds) },
+      headers: { 'X-Request-Id': requestId, 'X-Content-Type-Options': 'nosniff', ...headers },
       body: JSON.stringify(errorPayload(error.code, error.message, error.details, requestId)),
     },
   };

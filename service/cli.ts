@@ -2,11 +2,13 @@
  * `printfarm serve [--port 8000] [--host 0.0.0.0] [--data-dir ./data]`
  * Flags win over the environment variables PORT, HOST and DATA_DIR.
  */
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createAggregator } from './aggregator/app';
 import { aggregatorOptions } from './aggregator/config';
 import { createService, type Service } from './app';
-import { ConfigError, VERSION } from './config';
+import { createToken, ROLES, type Role } from './auth/tokens';
+import { ConfigError, startupOptions, VERSION } from './config';
 import { copyDatabase, CopyError } from './db/copy';
 import { isPostgresUrl, redactUrl } from './db/dialect';
 import { startDemoFarm } from './embedded';
@@ -20,6 +22,7 @@ Usage:
   printfarm aggregator [--port 8100] [--host 0.0.0.0] [--data-dir ./aggregator-data] [--api-key KEY]...
                        [--rate-limit 10] [--tls-key FILE --tls-cert FILE] [--database-url postgres://...]
   printfarm db copy --from ./data/printfarm.db --to postgres://...
+  printfarm token create --role viewer|operator|admin [--name TEXT] [--data-dir ./data]
   printfarm --version
   printfarm <command> --help   (or -h) prints this usage
 
@@ -31,6 +34,8 @@ aggregator    runs the aggregation service for opt-in usage statistics (own data
               reports from AGGREGATOR_SMTP_* (see the README).
 
 db copy       moves a farm's SQLite database into an empty PostgreSQL database (ids kept, counts checked).
+token create  makes an API token, prints it once and stores only its hash in DATA_DIR/tokens.json;
+              the first token turns on access control (Authorization: Bearer) for /api/v1 and /ws.
 
 Environment: PORT, HOST, DATA_DIR, DATABASE_URL, DATABASE_POOL_MAX, LOG_LEVEL and the settings listed in the README.
 `;
@@ -84,6 +89,23 @@ async function serve(args: string[]): Promise<void> {
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+}
+
+function token(args: string[]): void {
+  const [action, ...rest] = args;
+  if (action !== 'create') throw new ConfigError(`token: unknown action "${action ?? ''}" (try: printfarm token create --role viewer)`);
+  const { values } = parseArgs({
+    args: rest,
+    options: { role: { type: 'string' }, name: { type: 'string' }, 'data-dir': { type: 'string', short: 'd' } },
+    strict: true,
+  });
+  if (!values.role || !(ROLES as readonly string[]).includes(values.role)) throw new ConfigError('token create: --role must be viewer, operator or admin');
+  const dataDir = path.resolve(startupOptions(process.env, { data_dir: values['data-dir'] }).data_dir);
+  const made = createToken(dataDir, values.role as Role, values.name ?? '');
+  process.stdout.write(
+    `${made.token}\n\nA ${made.role} token (id ${made.id}) for the service with data dir ${dataDir}.\n` +
+      'It is shown only now (the service keeps its hash). Send it as "Authorization: Bearer <token>".\n',
+  );
 }
 
 async function aggregator(args: string[]): Promise<void> {
@@ -191,7 +213,7 @@ async function simulate(args: string[]): Promise<void> {
 }
 
 /** The subcommands; each also answers `--help`/`-h` (anywhere before a `--`) with the usage. */
-const SUBCOMMANDS: Record<string, (args: string[]) => Promise<void>> = { serve, simulate, aggregator, db };
+const SUBCOMMANDS: Record<string, (args: string[]) => Promise<void>> = { serve, simulate, aggregator, db, token: async (args) => token(args) };
 
 /** `--help` or `-h` among a subcommand's options (what follows `--` is an argument, not an option). */
 function asksForHelp(args: string[]): boolean {

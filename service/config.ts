@@ -60,6 +60,35 @@ export const STARTUP_OPTIONS = {
     description: 'postgres://user:password@host:5432/printfarm: keep the data in PostgreSQL instead of DATA_DIR/printfarm.db (see Scaling out)',
   },
   database_pool_max: { type: 'integer', default: 10, env: 'DATABASE_POOL_MAX', min: 1, max: 1000, description: 'Connections in the PostgreSQL pool (with DATABASE_URL)' },
+  max_download_size_mb: {
+    type: 'integer',
+    default: 2048,
+    env: 'MAX_DOWNLOAD_SIZE_MB',
+    min: 1,
+    max: 1_048_576,
+    description: 'Largest printer file downloaded to local storage (MiB); larger files get 413 FILE_TOO_LARGE, or fail with reason too_large when the printer under-reported the size',
+  },
+  auth_tokens: {
+    type: 'string',
+    default: '',
+    env: 'AUTH_TOKENS',
+    secret: true,
+    description:
+      'Turns on access control: `role:token` pairs (comma-separated; roles viewer, operator, admin; tokens of 16+ characters). Tokens made with `printfarm token create` count too. Empty and no tokens: the API is open',
+  },
+  allowed_origins: {
+    type: 'string',
+    default: '',
+    env: 'ALLOWED_ORIGINS',
+    description:
+      'Web pages of other origins that may change things and read answers (comma-separated): `http://host:port`, `:1880` for this host on port 1880, `*` for any. Others get 403 ORIGIN_NOT_ALLOWED',
+  },
+  allowed_hosts: {
+    type: 'string',
+    default: '',
+    env: 'ALLOWED_HOSTS',
+    description: 'Host names the service answers to besides IP addresses, localhost, this machine\'s names and single-label or .local names (comma-separated; `.example.com` for a domain, `*` for any). Others get 421 HOST_NOT_ALLOWED',
+  },
 } as const satisfies Record<string, SettingDef>;
 
 /** Stored in the database; the environment variable is the default until a value is set through the API. */
@@ -90,7 +119,7 @@ export const RUNTIME_SETTINGS = {
     description: 'Per-client-IP limits: 1000 requests/hour, 120 status requests/minute, 50 file downloads and 10 /ws connections at once (429 RATE_LIMIT_EXCEEDED)',
   },
   usage_stats_endpoint: { type: 'url', default: 'https://stats.printfarm.invalid/submit', env: 'USAGE_STATS_ENDPOINT', description: 'Aggregation service submit address' },
-  usage_stats_api_key: { type: 'string', default: '', env: 'USAGE_STATS_API_KEY', secret: true, description: 'X-API-Key sent with usage statistics' },
+  usage_stats_api_key: { type: 'string', default: '', env: 'USAGE_STATS_API_KEY', secret: true, description: 'X-API-Key sent with usage statistics; bound to its endpoint: a new usage_stats_endpoint set through the API clears it unless the same request sets a new key' },
   usage_stats_timeout: { type: 'integer', default: 10, env: 'USAGE_STATS_TIMEOUT', min: 5, max: 60, description: 'Seconds per submission attempt' },
   usage_stats_retry_count: { type: 'integer', default: 3, env: 'USAGE_STATS_RETRY_COUNT', min: 0, max: 10, description: 'Retries of a failed submission' },
   usage_stats_submission_interval_days: { type: 'integer', default: 7, env: 'USAGE_STATS_SUBMISSION_INTERVAL_DAYS', min: 1, max: 30, description: 'Days between automatic submissions' },
@@ -167,6 +196,10 @@ export interface StartupOptions {
   trust_proxy: boolean;
   database_url: string;
   database_pool_max: number;
+  max_download_size_mb: number;
+  auth_tokens: string;
+  allowed_origins: string;
+  allowed_hosts: string;
 }
 
 export function startupOptions(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Record<keyof StartupOptions, string>> = {}): StartupOptions {

@@ -24,6 +24,8 @@ export class SettingsService {
       // Keys of settings that no longer exist are ignored rather than fatal.
       if (key in RUNTIME_SETTINGS) (this.values as Record<string, unknown>)[key] = value;
     }
+    // The key from the environment belongs to the endpoint from the environment: never send it elsewhere.
+    if (!('usage_stats_api_key' in stored) && this.values.usage_stats_endpoint !== defaults.usage_stats_endpoint) this.values.usage_stats_api_key = '';
   }
 
   static async load(repo: SettingsRepository, env: NodeJS.ProcessEnv): Promise<SettingsService> {
@@ -52,7 +54,11 @@ export class SettingsService {
       });
     }
     // Writing back the mask shown by GET must not replace the real secret.
-    const changes = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined && v !== MASK));
+    const changes: Record<string, unknown> = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined && v !== MASK));
+    // A new endpoint does not get the old key (else anyone who can write settings could have it sent to them).
+    if (changes.usage_stats_endpoint !== undefined && changes.usage_stats_endpoint !== this.values.usage_stats_endpoint && changes.usage_stats_api_key === undefined) {
+      changes.usage_stats_api_key = '';
+    }
     await this.repo.setMany(changes, nowIso());
     this.values = { ...this.values, ...changes };
     return Object.keys(changes);

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import express, { type Router } from 'express';
+import express, { type RequestHandler, type Router } from 'express';
 import swaggerUi from 'swagger-ui-express';
 import { PACKAGE_ROOT } from '../config';
 import { ApiError } from './errors';
@@ -28,8 +28,16 @@ const redocPage = (title: string) => `<!DOCTYPE html>
 </html>
 `;
 
+/** The docs pages may be framed by our own pages only (no clickjacking of the "Try it out" buttons). */
+const noForeignFrames: RequestHandler = (_req, res, next) => {
+  res.setHeader('X-Frame-Options', 'SAMEORIGIN');
+  res.setHeader('Content-Security-Policy', "frame-ancestors 'self'");
+  next();
+};
+
 export function docsRouter(document: object): Router {
   const router = express.Router();
+  router.use(['/docs', '/redoc'], noForeignFrames);
   const uiOptions = { customSiteTitle: 'Printfarm API', swaggerOptions: { validatorUrl: null } };
   router.use('/docs', swaggerUi.serveFiles(document, uiOptions), swaggerUi.setup(document, uiOptions));
   router.get('/redoc', (req, res) => {

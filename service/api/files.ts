@@ -1,4 +1,4 @@
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import Busboy from 'busboy';
 import fs from 'node:fs';
 import type { ServiceContext } from '../context';
@@ -23,6 +23,7 @@ import {
   ThumbnailResult,
   UploadResult,
 } from '../schemas/files';
+import { EmptyBody } from '../schemas/usage';
 import { ApiError, notFound } from './errors';
 import { defineRoute, Reply, type AnyRoute } from './route';
 
@@ -32,6 +33,7 @@ import { defineRoute, Reply, type AnyRoute } from './route';
  */
 function readUpload(
   req: Request,
+  res: Response,
   store: (name: string, stream: NodeJS.ReadableStream) => Promise<string>,
   discard: (id: string) => Promise<unknown>,
 ): Promise<string> {
@@ -60,7 +62,15 @@ function readUpload(
       }
       seen = true;
       result = store(info.filename || 'upload', stream);
-      result.catch(() => stream.resume());
+      result.catch((err) => {
+        // A broken form is answered once busboy says why (its 'error' below), as before.
+        if (!(err instanceof ApiError && err.status === 507)) return void stream.resume();
+        // The disk is full: answer now. The rest of the body is never read (busboy would wait forever on
+        // the file stream the failed write destroyed), so the connection closes after the answer.
+        req.unpipe(busboy);
+        res.setHeader('Connection', 'close');
+        reject(err);
+      });
     });
     let broken = false;
     busboy.on('error', (err: Error) => {
@@ -96,7 +106,17 @@ export function fileRoutes({ files, fleet, store, previews }: ServiceContext): A
       params: FileIdParams,
       response: ThumbnailResult,
       errors: [409],
-      handler: ({ params }) => previews.run(params.file_id, action),
+      handler({ params, res }) {
+        // A client that leaves stops the work (unless another request waits for the same preview).
+        const gone = new AbortController();
+        res.once('close', () => {
+          if (!res.writableFinished) gone.abort();
+        });
+        return previews.run(params.file_id, action, gone.signal).catch((err) => {
+          if (gone.signal.aborted) return undefined;
+          throw err;
+        });
+      },
     });
   return [
     preview('extract', 'thumbnail/extract', 'Extract the embedded thumbnail (3MF, BGCode, G-code)'),
@@ -166,14 +186,15 @@ export function fileRoutes({ files, fleet, store, previews }: ServiceContext): A
       path: '/files/upload',
       tag: 'Files',
       summary: 'Upload a local file (multipart/form-data, field "file")',
-      description: `Print and model files (.3mf, .gcode, .bgcode, .stl, .obj) up to ${MAX_UPLOAD_BYTES / 1024 / 1024} MB; stored under DATA_DIR/files/local.`,
+      description: `Print and model files (.3mf, .gcode, .bgcode, .stl, .obj) up to ${MAX_UPLOAD_BYTES / 1024 / 1024} MB; stored under DATA_DIR/files/local. 507 STORAGE_FULL when the disk is full (nothing is kept).`,
       rawBody: { contentType: 'multipart/form-data', schema: { type: 'object', properties: { file: { type: 'string', format: 'binary' } }, required: ['file'] } },
       status: 201,
       response: UploadResult,
-      errors: [413],
-      async handler({ req }) {
+      errors: [413, 507],
+      async handler({ req, res }) {
         const id = await readUpload(
           req,
+          res,
           (name, stream) => files.storeUpload(name, stream as never),
           (stored) => files.deleteLocal(stored),
         );
@@ -234,6 +255,7 @@ export function fileRoutes({ files, fleet, store, previews }: ServiceContext): A
       path: '/files/{file_id}',
       tag: 'Files',
       summary: 'Delete the local copy (the printer copy is untouched)',
+      description: 'A running download of the file is cancelled first (its partial bytes are removed).',
       params: FileIdParams,
       response: FileDeleted,
       errors: [409],
@@ -261,11 +283,11 @@ export function fileRoutes({ files, fleet, store, previews }: ServiceContext): A
       tag: 'Files',
       summary: 'Download a printer file to local storage (in the background)',
       description:
-        'Answers 202 at once; follow GET /files/{file_id}/download/status or file_update frames on /ws. A second request while the file is downloading joins the running task. 502 PRINTER_OFFLINE when the printer is not connected.',
+        'Answers 202 at once; follow GET /files/{file_id}/download/status or file_update frames on /ws. A second request while the file is downloading joins the running task. 502 PRINTER_OFFLINE when the printer is not connected; 413 FILE_TOO_LARGE when the file is larger than MAX_DOWNLOAD_SIZE_MB. Stop it with POST /files/{file_id}/download/cancel.',
       params: FileIdParams,
       status: 202,
       response: DownloadStarted,
-      errors: [409, 502],
+      errors: [409, 413, 502],
       async handler({ params }) {
         const f = await files.require(params.file_id);
         if (!f.printer_id || !f.printer_path) {
@@ -280,6 +302,24 @@ export function fileRoutes({ files, fleet, store, previews }: ServiceContext): A
           estimated_duration: f.file_size ? Math.max(1, Math.round(f.file_size / (2 * 1024 * 1024))) : null,
           started_at: task.started_at,
         });
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/files/{file_id}/download/cancel',
+      tag: 'Files',
+      summary: 'Stop the running download of a file',
+      description:
+        'The partial bytes are removed; an earlier complete copy stays (the file is `downloaded` again, else `available`). Answers the ended task (status `cancelled`); 409 NO_DOWNLOAD_RUNNING when nothing runs. No body (or `{}`).',
+      params: FileIdParams,
+      body: EmptyBody,
+      response: DownloadStatus,
+      errors: [409],
+      async handler({ params }) {
+        await files.require(params.file_id);
+        const task = await files.downloads.cancel(params.file_id);
+        if (!task) throw new ApiError(409, 'NO_DOWNLOAD_RUNNING', `No download of file "${params.file_id}" is running`, { file_id: params.file_id });
+        return task;
       },
     }),
     defineRoute({

@@ -7,6 +7,9 @@ import { randomUUID } from 'node:crypto';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { ServiceContext } from '../context';
+import type { TokenRegistry } from '../auth/tokens';
+import { routeAuth } from './auth';
+import type { BrowserGuard } from './browser-guard';
 import { docsRouter } from './docs';
 import type { ServiceMetrics } from '../system/metrics';
 import { PROMETHEUS_CONTENT_TYPE } from '../util/prometheus';
@@ -85,15 +88,21 @@ export interface ApiOptions {
   limiter: RateLimiter;
   /** Behind a reverse proxy: the client address is the left-most X-Forwarded-For (rate limits count per client). */
   trustProxy?: boolean;
+  /** Host and Origin checks, nosniff (see browser-guard.ts). */
+  guard: BrowserGuard;
+  /** Bearer tokens of the optional access control (off while there are none). */
+  tokens: TokenRegistry;
 }
 
-export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, trustProxy = false }: ApiOptions): Api {
+export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, trustProxy = false, guard, tokens }: ApiOptions): Api {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', trustProxy);
   app.use(metrics.http);
   app.use(requestLog(log));
+  // Before anything else answers: a foreign Host or Origin learns nothing, not even the phase.
+  app.use(guard.middleware());
   app.use(phaseGate(phase));
   // Counted before the body is read: a refused request costs no parsing.
   app.use(API_BASE, limiter.api);
@@ -121,6 +130,8 @@ export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, t
       document = buildOpenApi(routes, API_BASE, {
         version: ctx.version,
         rateLimited: true,
+        browserGuarded: true,
+        bearerAuth: { openRoutes: ['get /health', 'get /openapi.json'] },
         extraPaths: {
           '/ws': {
             get: {
@@ -131,7 +142,10 @@ export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, t
               operationId: 'getWs',
               responses: {
                 '101': { description: 'Switching protocols' },
+                '403': { description: 'ORIGIN_NOT_ALLOWED: a web page of another origin (see ALLOWED_ORIGINS)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+                '401': { description: 'UNAUTHORIZED: access control is on and no known token came (Authorization: Bearer, or ?access_token= for browsers)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
                 '404': { description: 'Not a WebSocket upgrade' },
+                '421': { description: 'HOST_NOT_ALLOWED: a host name not served here (see ALLOWED_HOSTS)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
                 '429': { description: 'RATE_LIMIT_EXCEEDED: this client has 10 connections open (only with rate_limit_enabled)' },
               },
             },
@@ -146,6 +160,7 @@ export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, t
               security: [],
               responses: {
                 '200': { description: 'The metrics', content: { [PROMETHEUS_CONTENT_TYPE]: { schema: { type: 'string' } } } },
+                '421': { description: 'HOST_NOT_ALLOWED: a host name not served here (see ALLOWED_HOSTS)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
                 '503': { description: 'The service is starting or stopping', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
               },
             },
@@ -153,7 +168,15 @@ export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, t
         },
       });
       const api = express.Router();
-      mountRoutes(api, routes, { prefix: API_BASE, before: (route) => routeLimiter(limiter, route.method, route.path) });
+      mountRoutes(api, routes, {
+        prefix: API_BASE,
+        before: (route) => {
+          // The token first: a refused client costs no rate-limit count.
+          const auth = routeAuth(tokens, route);
+          const limit = routeLimiter(limiter, route.method, route.path);
+          return limit ? (req, res, next) => auth(req, res, (err?: unknown) => (err ? next(err) : limit(req, res, next))) : auth;
+        },
+      });
       inner.use(API_BASE, api);
       // Off the /api/v1 prefix and outside the rate limits: scrapers come often and from one address.
       inner.get(METRICS_PATH, async (_req, res) => {

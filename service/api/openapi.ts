@@ -23,16 +23,20 @@ const TAG_TEXT: Record<string, string> = {
 };
 
 const ERROR_TEXT: Record<number, string> = {
+  401: 'No or an unknown bearer token (UNAUTHORIZED; only with access control on)',
   400: 'Invalid path or query parameters (VALIDATION_ERROR), a body that cannot be decoded, or an unusable configuration',
   404: 'Not found',
   409: 'Conflict',
   413: 'Body too large (PAYLOAD_TOO_LARGE)',
+  403: 'A web page of another origin (ORIGIN_NOT_ALLOWED; see ALLOWED_ORIGINS), or a role too low for this (FORBIDDEN; only with access control on)',
   415: 'Unsupported body charset or encoding (UNSUPPORTED_MEDIA_TYPE)',
+  421: 'Host name not served here (HOST_NOT_ALLOWED; see ALLOWED_HOSTS)',
   422: 'Invalid body (VALIDATION_ERROR)',
   429: 'Too many requests (RATE_LIMIT_EXCEEDED; only while rate_limit_enabled is on)',
   500: 'Server or database error',
   502: 'Printer communication error',
   503: 'Starting up or shutting down',
+  507: 'Local storage is full (STORAGE_FULL)',
 };
 
 function parameters(schema: z.ZodType | undefined, where: 'path' | 'query') {
@@ -55,6 +59,10 @@ export interface OpenApiInfo {
   extraPaths?: Record<string, unknown>;
   /** Every operation may answer 429 (the main service with rate_limit_enabled). */
   rateLimited?: boolean;
+  /** Host and Origin checks apply (the main service): 421 everywhere, 403 on state-changing operations. */
+  browserGuarded?: boolean;
+  /** Optional bearer tokens (the main service): 401/403 on every operation but the open ones ("get /health"). */
+  bearerAuth?: { openRoutes: string[] };
 }
 
 /** The headers of a rate-limited answer (and of every answer while limits are on). */
@@ -70,7 +78,12 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
   const tags = new Set<string>();
   for (const route of routes) {
     tags.add(route.tag);
-    const errorStatuses = new Set<number>([500, 503, ...(route.errors ?? [])]);
+    // Any request can name a foreign Host (421); a state-changing one can come from a foreign page (403).
+    const errorStatuses = new Set<number>([421, 500, 503, ...(route.errors ?? [])]);
+    if (info.browserGuarded && route.method !== 'get') errorStatuses.add(403);
+    if (!info.browserGuarded) errorStatuses.delete(421);
+    const open = info.bearerAuth?.openRoutes.includes(`${route.method} ${route.path}`) ?? true;
+    if (!open) [401, 403].forEach((code) => errorStatuses.add(code));
     if (route.params || route.query) errorStatuses.add(400);
     // A body can also fail before validation: undecodable (400), over the limit (413), an unknown charset or encoding (415).
     if (route.body || route.rawBody) [400, 413, 415, 422].forEach((code) => errorStatuses.add(code));
@@ -99,6 +112,7 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
       summary: route.summary,
       ...(route.description ? { description: route.description } : {}),
       operationId: `${route.method}${fullPath.replace(/\/api\/v1/, '').replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
+      ...(info.bearerAuth && open ? { security: [] } : {}),
       parameters: [...parameters(route.params, 'path'), ...parameters(route.query, 'query')],
       ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.body, 'input') } } } } : {}),
       ...(route.rawBody ? { requestBody: { required: true, content: { [route.rawBody.contentType]: { schema: route.rawBody.schema } } } } : {}),
@@ -115,16 +129,31 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
         'Real-time updates: a plain WebSocket at `/ws` carrying JSON frames `{type, timestamp, data}` ' +
         '(`printer_status`, `job_update`, `job_auto_created`, `file_update`, `system_alert`); send ' +
         '`{"type":"subscribe","printer_ids":["..."]}` to narrow printer events. No authentication: deploy on a trusted LAN. ' +
+        'Web pages of other origins may not change anything (403 `ORIGIN_NOT_ALLOWED` unless listed in `ALLOWED_ORIGINS`), and host names ' +
+        'other than IP addresses, localhost and this machine\'s names get 421 `HOST_NOT_ALLOWED` (unless listed in `ALLOWED_HOSTS`). ' +
         'Rate limits are off by default; with the setting `rate_limit_enabled` each client IP gets 1000 requests per hour, ' +
         '120 status requests (printer list and detail, download status) per minute, 50 file downloads and 10 `/ws` connections at once, ' +
         'announced in `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix time) and refused with 429 `RATE_LIMIT_EXCEEDED`.',
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     servers: [{ url: '/', description: 'This service' }],
-    // The API is open by design (spec section 5: trusted LAN, no authentication).
-    security: [],
+    // Open by design (spec section 5: trusted LAN); with AUTH_TOKENS or `printfarm token create` a bearer token is needed.
+    security: info.bearerAuth ? [{}, { bearerAuth: [] }] : [],
     tags: [...tags, 'Real-time'].sort().map((name) => ({ name, description: TAG_TEXT[name] ?? name })),
     paths: { ...paths, ...(info.extraPaths ?? {}) },
-    components: { schemas: { Error: jsonSchema(ErrorBody, 'output') } },
+    components: {
+      schemas: { Error: jsonSchema(ErrorBody, 'output') },
+      ...(info.bearerAuth
+        ? {
+            securitySchemes: {
+              bearerAuth: {
+                type: 'http',
+                scheme: 'bearer',
+                description: 'Only when access control is on (AUTH_TOKENS or `printfarm token create`): viewer reads, operator also controls, admin also configures.',
+              },
+            },
+          }
+        : {}),
+    },
   };
 }

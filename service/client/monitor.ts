@@ -129,7 +129,7 @@ export class FarmMonitor extends EventEmitter {
   ) {
     super();
     this.pollMs = options.pollIntervalMs ?? FALLBACK_POLL_MS;
-    this.realtime = options.realtime === false ? null : (options.realtime ?? new RealtimeClient(client.wsUrl, options.realtimeOptions));
+    this.realtime = options.realtime === false ? null : (options.realtime ?? new RealtimeClient(client.wsUrl, { token: client.token, ...options.realtimeOptions }));
     this.realtime?.on('open', () => this.onOpen());
     this.realtime?.on('close', () => this.onDown());
     this.realtime?.on('connect-failed', () => this.onDown());

@@ -17,6 +17,8 @@ export interface RealtimeOptions {
   printerIds?: string[];
   /** A connection attempt that has not opened after this many ms is dropped (10 s). */
   connectTimeoutMs?: number;
+  /** API token of a service with access control on (sent as `Authorization: Bearer` with the upgrade). */
+  token?: string;
 }
 
 export type RealtimeState = 'idle' | 'connecting' | 'open' | 'closed';
@@ -41,7 +43,10 @@ export class RealtimeClient extends EventEmitter {
     this.max = options.reconnectMaxMs ?? 30_000;
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     this.printerIds = options.printerIds ?? [];
+    this.token = options.token;
   }
+
+  private readonly token: string | undefined;
 
   get connected(): boolean {
     return this.state === 'open';
@@ -66,7 +71,7 @@ export class RealtimeClient extends EventEmitter {
   private connect(): void {
     if (this.stopped) return;
     this.state = 'connecting';
-    const socket = new WebSocket(this.url, { handshakeTimeout: this.connectTimeoutMs });
+    const socket = new WebSocket(this.url, { handshakeTimeout: this.connectTimeoutMs, ...(this.token ? { headers: { authorization: `Bearer ${this.token}` } } : {}) });
     this.socket = socket;
     let opened = false;
     socket.on('open', () => {

@@ -66,6 +66,8 @@ export interface ClientOptions {
   transferTimeoutMs?: number;
   /** Extra headers on every request. */
   headers?: Record<string, string>;
+  /** API token of a service with access control on (sent as `Authorization: Bearer`; the real-time channel uses it too). */
+  token?: string;
   fetch?: typeof fetch;
 }
 
@@ -77,6 +79,8 @@ export class PrintfarmClient {
   private readonly transferTimeoutMs: number;
   private readonly headers: Record<string, string>;
   private readonly fetchImpl: typeof fetch;
+  /** The API token, if any (for the real-time channel of the same service). */
+  readonly token: string | undefined;
 
   constructor(baseUrl: string, options: ClientOptions = {}) {
     const url = new URL(baseUrl);
@@ -84,7 +88,8 @@ export class PrintfarmClient {
     this.baseUrl = url.href.replace(/\/+$/, '');
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.transferTimeoutMs = options.transferTimeoutMs ?? 10 * 60_000;
-    this.headers = options.headers ?? {};
+    this.token = options.token || undefined;
+    this.headers = { ...(this.token ? { authorization: `Bearer ${this.token}` } : {}), ...options.headers };
     this.fetchImpl = options.fetch ?? fetch;
   }
 

@@ -12,8 +12,10 @@ import type { Store } from '../db';
 import type { FileRecord, FileStatus, PrinterFileEntry } from '../db/repositories/files';
 import { normaliseFileName, printFileName } from '../monitoring/print-identity';
 import type { Fleet } from '../printers/fleet';
+import { storageFullCode } from '../util/storage-errors';
 import { nowIso } from '../util/time';
 import type { DownloadManager } from './downloads';
+import { moveCopiesToLayout } from './layout-migration';
 import { fileTypeOf, printerFileId, sha256File, type FileStorage } from './storage';
 
 const STATUS_ICON: Record<FileStatus, string> = { available: '☁️', downloading: '⏬', downloaded: '✅', local: '💾', error: '⚠️' };
@@ -40,7 +42,10 @@ export class FileCatalog {
     const swept = this.storage.sweepPartials();
     if (swept) this.log.info({ removed: swept }, 'removed partial downloads left by an interrupted run');
     // Runs before any printer is connected (fleet.start() comes after), so no download of this run can race it.
-    this.recovering = this.downloads.recoverInterrupted().then(
+    this.recovering = moveCopiesToLayout(this.store, this.storage, this.log)
+      .catch((err) => this.log.error({ err }, 'could not move local copies to the current layout'))
+      .then(() => this.downloads.recoverInterrupted())
+      .then(
       (n) => n && this.log.info({ files: n }, 'reset files left downloading by an interrupted run'),
       (err) => this.log.error({ err }, 'could not reset files left downloading by an interrupted run'),
     );
@@ -144,12 +149,18 @@ export class FileCatalog {
 
   /** Removes the local copy only: a printer file goes back to `available`, a local-only file is gone. */
   async deleteLocal(id: string) {
-    const f = await this.require(id);
+    let f = await this.require(id);
+    // Deleting a file that is being downloaded stops the download (a drip-feeding printer must not pin it).
+    const cancelled = f.status === 'downloading' && (await this.downloads.cancel(id)) !== undefined;
+    if (cancelled) f = await this.require(id);
     if (f.status === 'downloading') throw new DomainError(409, 'FILE_BUSY', `File "${id}" is being downloaded`, { file_id: id });
+    if (cancelled && !f.local_path) {
+      return { id, message: 'Download cancelled; the file stays on the printer', status: 'available' as FileStatus, deleted_at: nowIso() };
+    }
     if (!f.local_path && f.status !== 'local') {
       throw new DomainError(409, 'NO_LOCAL_COPY', `File "${id}" has no local copy to delete`, { file_id: id, status: f.status });
     }
-    if (f.local_path && this.storage.owns(f.local_path)) fs.rmSync(f.local_path, { force: true });
+    if (f.local_path) this.storage.removeCopy(f.local_path);
     const now = nowIso();
     if (f.printer_id) {
       await this.store.files.update(id, { status: 'available', local_path: null, checksum: null, downloaded_at: null, updated_at: now });
@@ -243,6 +254,11 @@ export class FileCatalog {
       if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()));
       fs.rmSync(temp, { force: true });
       fs.rmSync(target, { force: true });
+      const diskCode = storageFullCode(err);
+      if (diskCode) {
+        this.log.error({ code: diskCode, filename: name, folder: this.storage.root }, 'upload refused: local storage full');
+        throw new DomainError(507, 'STORAGE_FULL', `Local storage is full (${diskCode}); free space in the data folder and try again`, { code: diskCode });
+      }
       throw err;
     }
   }
@@ -280,7 +296,11 @@ export class FileCatalog {
     await this.downloads.start(file);
     const task = await this.downloads.wait(file.id);
     if (task?.status !== 'completed') {
-      throw new DomainError(502, 'DOWNLOAD_FAILED', `Download of ${file.filename} failed: ${task?.error ?? 'unknown error'}`, { file_id: file.id, printer_id: printerId });
+      throw new DomainError(502, 'DOWNLOAD_FAILED', `Download of ${file.filename} failed: ${task?.error ?? 'unknown error'}`, {
+        file_id: file.id,
+        printer_id: printerId,
+        reason: task?.reason ?? null,
+      });
     }
     return answer('success', (await this.store.files.get(file.id)) ?? file, 'Downloaded');
   }

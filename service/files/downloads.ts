@@ -11,23 +11,30 @@ import type { Logger } from 'pino';
 import type { Store } from '../db';
 import type { FileRecord } from '../db/repositories/files';
 import type { EventBus } from '../events';
-import { DriverError } from '../printers/driver';
+import { DomainError } from '../errors';
+import { DriverError, storageFullCode } from '../printers/driver';
 import type { Fleet } from '../printers/fleet';
 import { nowIso } from '../util/time';
 import { sha256File, type FileStorage } from './storage';
 
+/** Why a download ended without a file: our disk, the size cap, a silent printer, a user, or the printer/link. */
+export type DownloadFailure = 'disk_full' | 'too_large' | 'stalled' | 'cancelled' | 'printer';
+
 export interface DownloadTask {
   download_id: string;
   file_id: string;
-  status: 'downloading' | 'completed' | 'failed';
+  status: 'downloading' | 'completed' | 'failed' | 'cancelled';
+  /** 0..100 (0 while the size is unknown). */
   progress: number;
   bytes_downloaded: number;
-  bytes_total: number;
+  /** null while the printer has not told the size. */
+  bytes_total: number | null;
   speed_mbps: number;
   estimated_remaining: number | null;
   started_at: string;
   completed_at: string | null;
   error: string | null;
+  reason: DownloadFailure | null;
   attempt: number;
 }
 
@@ -38,6 +45,22 @@ export interface DownloadOptions {
   retryDelayMs?: number;
   /** Least time between two file_update frames of one task (default 500 ms). */
   frameIntervalMs?: number;
+  /** Largest file downloaded, bytes (MAX_DOWNLOAD_SIZE_MB; default 2 GiB). */
+  maxBytes?: number;
+  /** A transfer that brings no byte for this long is stopped (default 60 s). */
+  stallTimeoutMs?: number;
+}
+
+export const DEFAULT_MAX_DOWNLOAD_BYTES = 2048 * 1024 * 1024;
+
+/** Why the manager itself stopped an attempt (the abort reason). */
+class Stop extends Error {
+  constructor(
+    readonly reason: 'stalled' | 'too_large' | 'cancelled' | 'shutdown',
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 /** Failures worth another try: the link dropped or stalled. A refused or missing file is final. */
@@ -45,6 +68,7 @@ const transient = (err: unknown) => !(err instanceof DriverError) || err.code ==
 
 export class DownloadManager {
   private readonly tasks = new Map<string, { task: DownloadTask; done: Promise<void>; abort: AbortController }>();
+  private readonly maxBytes: number;
   /** Finished tasks stay visible to the status endpoint until the next download of the file. */
   private readonly finished = new Map<string, DownloadTask>();
   private closed = false;
@@ -56,7 +80,9 @@ export class DownloadManager {
     private readonly bus: EventBus,
     private readonly log: Logger,
     private readonly options: DownloadOptions = {},
-  ) {}
+  ) {
+    this.maxBytes = options.maxBytes ?? DEFAULT_MAX_DOWNLOAD_BYTES;
+  }
 
   /** The running or last task of a file. */
   status(fileId: string): DownloadTask | undefined {
@@ -73,6 +99,13 @@ export class DownloadManager {
   async start(file: FileRecord): Promise<{ task: DownloadTask; joined: boolean }> {
     const running = this.tasks.get(file.id);
     if (running) return { task: running.task, joined: true };
+    if (file.file_size > this.maxBytes) {
+      throw new DomainError(413, 'FILE_TOO_LARGE', `${file.filename} has ${file.file_size} bytes; downloads are limited to ${this.maxBytes} (MAX_DOWNLOAD_SIZE_MB)`, {
+        file_id: file.id,
+        file_size: file.file_size,
+        limit_bytes: this.maxBytes,
+      });
+    }
     // Fails fast (502) when the printer is not connected, before anything changes.
     this.fleet.driverOf(file.printer_id!);
     const task: DownloadTask = {
@@ -81,12 +114,13 @@ export class DownloadManager {
       status: 'downloading',
       progress: 0,
       bytes_downloaded: 0,
-      bytes_total: file.file_size,
+      bytes_total: file.file_size > 0 ? file.file_size : null,
       speed_mbps: 0,
       estimated_remaining: null,
       started_at: nowIso(),
       completed_at: null,
       error: null,
+      reason: null,
       attempt: 0,
     };
     await this.store.files.update(file.id, { status: 'downloading', error: null, updated_at: task.started_at });
@@ -130,21 +164,35 @@ export class DownloadManager {
     return recovered;
   }
 
+  /** Stops the running download of a file (its earlier copy, if any, stays); resolves with the ended task, or undefined when none ran. */
+  async cancel(fileId: string): Promise<DownloadTask | undefined> {
+    const running = this.tasks.get(fileId);
+    if (!running) return undefined;
+    running.abort.abort(new Stop('cancelled', 'download cancelled'));
+    await running.done;
+    return running.task;
+  }
+
   /** Aborts running transfers (their files go back to `available`) and waits for them. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const { abort } of this.tasks.values()) abort.abort();
+    for (const { abort } of this.tasks.values()) abort.abort(new Stop('shutdown', 'download aborted (service shutting down)'));
     await Promise.all([...this.tasks.values()].map((t) => t.done));
   }
 
   private async run(file: FileRecord, task: DownloadTask, signal: AbortSignal): Promise<void> {
     const attempts = this.options.attempts ?? 3;
-    const target = this.storage.printerCopy(file.printer_id!, file.filename);
+    const target = this.storage.printerCopy(file.id, file.filename);
     for (let attempt = 1; ; attempt++) {
       task.attempt = attempt;
       const temp = this.storage.tempFor(target);
+      // Per attempt: the task's abort (cancel, shutdown) plus our own (stall, size cap).
+      const attemptAbort = new AbortController();
+      const forward = () => attemptAbort.abort(signal.reason);
+      if (signal.aborted) forward();
+      else signal.addEventListener('abort', forward, { once: true });
       try {
-        await this.transfer(file, task, temp, signal);
+        await this.transfer(file, task, temp, attemptAbort);
         const checksum = await sha256File(temp);
         const size = fs.statSync(temp).size;
         fs.renameSync(temp, target);
@@ -165,13 +213,25 @@ export class DownloadManager {
         return;
       } catch (err) {
         fs.rmSync(temp, { force: true });
-        const reason = (err as Error).message;
-        if (signal.aborted || this.closed) {
-          await this.store.files.update(file.id, { status: 'available', download_attempts: file.download_attempts + attempt, updated_at: nowIso() });
-          Object.assign(task, { status: 'failed', error: 'download aborted (service shutting down)', completed_at: nowIso() });
+        const stop = attemptAbort.signal.reason instanceof Stop ? attemptAbort.signal.reason : null;
+        const diskCode = storageFullCode(err);
+        const reason = diskCode ? `local storage full (${diskCode})` : stop ? stop.message : (err as Error).message;
+        if (stop?.reason === 'cancelled' || stop?.reason === 'shutdown' || (signal.aborted && !stop) || this.closed) {
+          // An earlier complete copy is untouched (only the temp file is gone): the file keeps it.
+          const status = file.local_path && fs.existsSync(file.local_path) ? 'downloaded' : 'available';
+          await this.store.files.update(file.id, { status, download_attempts: file.download_attempts + attempt, updated_at: nowIso() });
+          const cancelled = stop?.reason === 'cancelled';
+          Object.assign(task, { status: cancelled ? 'cancelled' : 'failed', error: reason, reason: cancelled ? 'cancelled' : null, completed_at: nowIso() });
+          if (cancelled) {
+            this.log.info({ file_id: file.id, printer_id: file.printer_id }, 'download cancelled');
+            this.frame(task, file, true);
+          }
           return;
         }
-        if (attempt < attempts && transient(err)) {
+        // A full disk or an oversized file will not heal by asking again; a stall or a lost link may.
+        const failure: DownloadFailure = diskCode ? 'disk_full' : stop?.reason === 'too_large' ? 'too_large' : stop?.reason === 'stalled' ? 'stalled' : 'printer';
+        const retryable = failure === 'stalled' || (failure === 'printer' && transient(err));
+        if (attempt < attempts && retryable) {
           this.log.warn({ file_id: file.id, attempt, reason }, 'download failed; retrying');
           await new Promise((r) => setTimeout(r, (this.options.retryDelayMs ?? 1000) * 2 ** (attempt - 1)));
           continue;
@@ -180,40 +240,64 @@ export class DownloadManager {
         await this.store.files
           .update(file.id, { status: 'error', error: reason, download_attempts: file.download_attempts + attempt, updated_at: now })
           .catch((e) => this.log.error({ err: e }, 'could not store download failure'));
-        Object.assign(task, { status: 'failed', error: reason, completed_at: now });
-        this.log.warn({ file_id: file.id, printer_id: file.printer_id, reason }, 'download failed');
+        Object.assign(task, { status: 'failed', error: reason, reason: failure, completed_at: now });
+        this.log[failure === 'disk_full' ? 'error' : 'warn']({ file_id: file.id, printer_id: file.printer_id, reason: failure, error: reason }, 'download failed');
         this.frame(task, file, true);
         this.bus.emit('system_alert', {
           level: 'error',
           message: `Download of ${file.filename} failed: ${reason}`,
           code: 'DOWNLOAD_FAILED',
+          reason: failure,
           file_id: file.id,
           printer_id: file.printer_id ?? undefined,
         });
         return;
+      } finally {
+        signal.removeEventListener('abort', forward);
       }
     }
   }
 
-  private async transfer(file: FileRecord, task: DownloadTask, temp: string, signal: AbortSignal): Promise<void> {
+  private async transfer(file: FileRecord, task: DownloadTask, temp: string, abort: AbortController): Promise<void> {
     const driver = this.fleet.driverOf(file.printer_id!);
     const began = Date.now();
     task.bytes_downloaded = 0;
-    await driver.download(
-      file.printer_path!,
-      temp,
-      (bytes, total) => {
-        const seconds = Math.max(0.001, (Date.now() - began) / 1000);
-        const rate = bytes / seconds;
-        task.bytes_downloaded = bytes;
-        task.bytes_total = total || task.bytes_total;
-        task.progress = task.bytes_total ? Math.min(100, Math.round((bytes / task.bytes_total) * 1000) / 10) : 0;
-        task.speed_mbps = Math.round(((rate * 8) / 1e6) * 100) / 100;
-        task.estimated_remaining = rate > 0 && task.bytes_total ? Math.max(0, Math.round((task.bytes_total - bytes) / rate)) : null;
-        this.frame(task, file, false);
-      },
-      signal,
-    );
+    const stallMs = this.options.stallTimeoutMs ?? 60_000;
+    let watchdog: NodeJS.Timeout | undefined;
+    const arm = () => {
+      clearTimeout(watchdog);
+      watchdog = setTimeout(() => abort.abort(new Stop('stalled', `no data from the printer for ${Math.round(stallMs / 1000)} s`)), stallMs);
+    };
+    arm();
+    try {
+      await driver.download(
+        file.printer_path!,
+        temp,
+        (bytes, total) => {
+          if (abort.signal.aborted) return;
+          arm();
+          // The size the printer tells (else the listing's); -1 or 0 means it does not know.
+          const known = total > 0 ? total : task.bytes_total;
+          if (bytes > this.maxBytes || (known !== null && known > this.maxBytes)) {
+            abort.abort(new Stop('too_large', `${file.filename} is larger than the download limit of ${this.maxBytes} bytes (MAX_DOWNLOAD_SIZE_MB)`));
+            return;
+          }
+          const seconds = Math.max(0.001, (Date.now() - began) / 1000);
+          const rate = bytes / seconds;
+          task.bytes_downloaded = bytes;
+          task.bytes_total = known !== null && known >= bytes ? known : known === null ? null : bytes;
+          task.progress = task.bytes_total ? Math.max(0, Math.min(100, Math.round((bytes / task.bytes_total) * 1000) / 10)) : 0;
+          task.speed_mbps = Math.round(((rate * 8) / 1e6) * 100) / 100;
+          task.estimated_remaining = rate > 0 && task.bytes_total ? Math.max(0, Math.round((task.bytes_total - bytes) / rate)) : null;
+          this.frame(task, file, false);
+        },
+        abort.signal,
+      );
+    } finally {
+      clearTimeout(watchdog);
+    }
+    // A driver that ignored the abort and finished anyway still does not deliver an oversized file.
+    if (abort.signal.aborted) throw abort.signal.reason;
   }
 
   private lastFrame = new Map<string, number>();

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { DomainError } from '../errors';
 import type { Store } from '../db';
 import { extractThumbnail, previewFileType, readMetadata, renderGcodeToolpath, type ThumbnailResult } from '../preview';
+import { PreviewError } from '../preview/errors';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
 import type { FileCatalog } from './catalog';
@@ -21,8 +22,11 @@ const FITS: Record<PreviewAction, readonly string[]> = {
   preview: ['3mf', 'bgcode', 'gcode', 'stl', 'obj'],
 };
 
+type PreviewOutcome = Awaited<ReturnType<PreviewService['make']>>;
+
 export class PreviewService {
   private readonly dir: string;
+  private readonly running = new Map<string, { result: Promise<PreviewOutcome>; abort: AbortController; waiting: number }>();
 
   constructor(
     private readonly store: Store,
@@ -37,7 +41,30 @@ export class PreviewService {
     return path.join(this.dir, `${fileId.replace(/[^A-Za-z0-9_-]/g, '_')}.png`);
   }
 
-  async run(fileId: string, action: PreviewAction) {
+  /**
+   * Makes the preview of a file once however many ask at the same time: later requests join the running
+   * work. The work stops when every request that waits for it has gone (`signal` of each).
+   */
+  run(fileId: string, action: PreviewAction, signal?: AbortSignal): Promise<PreviewOutcome> {
+    const key = `${fileId}\u0000${action}`;
+    let entry = this.running.get(key);
+    if (!entry) {
+      const abort = new AbortController();
+      const result = this.make(fileId, action, abort.signal).finally(() => this.running.delete(key));
+      entry = { result, abort, waiting: 0 };
+      this.running.set(key, entry);
+    }
+    const shared = entry;
+    if (signal?.aborted) return shared.result;
+    shared.waiting++;
+    const leave = () => {
+      if (--shared.waiting === 0) shared.abort.abort();
+    };
+    signal?.addEventListener('abort', leave, { once: true });
+    return shared.result.finally(() => signal?.removeEventListener('abort', leave));
+  }
+
+  private async make(fileId: string, action: PreviewAction, signal: AbortSignal) {
     const file = await this.catalog.localCopy(fileId);
     const type = previewFileType(file.filename);
     if (!type || !FITS[action].includes(type)) {
@@ -54,8 +81,12 @@ export class PreviewService {
             (r) => ({ data: r.png, mime: 'image/png', width: r.width, height: r.height, method: 'analyzed', source: 'toolpath', analysis: r.analysis }) as ThumbnailResult,
             (err: Error) => extractThumbnail(Buffer.alloc(0), 'gcode', { fallback: true }).then((p) => ({ ...p, error: { code: 'ERROR', message: err.message } }) as ThumbnailResult),
           )
-        : await extractThumbnail(file.local_path, type, { renderToolpath: action !== 'extract', ...optimisation });
-    const metadata = await readMetadata(file.local_path, type).catch(() => null);
+        : await extractThumbnail(file.local_path, type, { renderToolpath: action !== 'extract', ...optimisation, signal });
+    const metadata = await readMetadata(file.local_path, type, { signal }).catch((err) => {
+      if (signal.aborted) throw err;
+      return null;
+    });
+    if (signal.aborted) throw new PreviewError('ABORTED', 'preview stopped: nobody waits for it any more');
     fs.mkdirSync(this.dir, { recursive: true });
     const target = this.thumbnailPath(fileId);
     const temp = `${target}.part-${process.pid}`;

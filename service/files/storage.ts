@@ -1,8 +1,11 @@
 /**
- * Where files live on disk: DATA_DIR/files/<printer id>/<name> for copies of
- * printer files, DATA_DIR/files/local/<id>-<name> for uploads. Names come
- * from printers and users, so every name is reduced to one safe path segment
- * and every path is checked to stay inside DATA_DIR/files.
+ * Where files live on disk: DATA_DIR/files/printers/<file id>/<name> for copies
+ * of printer files (the file id is unique per printer and path, so two files of
+ * the same name never share a copy, and no printer id can reach the uploads),
+ * DATA_DIR/files/local/<id>-<name> for uploads. Names come from printers and
+ * users, so every name is reduced to one safe path segment and every path is
+ * checked to stay inside DATA_DIR/files. Copies of earlier versions lived at
+ * files/<printer id>/<name>; `moveToLayout` brings them over at start.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -28,6 +31,9 @@ export function printerFileId(printerId: string, printerPath: string): string {
   return createHash('sha256').update(`${printerId}\u0000${printerPath}`).digest('hex').slice(0, 20);
 }
 
+/** The folder of printer-file copies; uploads live in `local`. */
+const PRINTER_COPIES = 'printers';
+
 export class FileStorage {
   readonly root: string;
 
@@ -44,8 +50,27 @@ export class FileStorage {
     return resolved;
   }
 
-  printerCopy(printerId: string, name: string): string {
-    return this.inside(safeSegment(printerId), safeSegment(name));
+  /** The copy of a printer file: under its own id, so it collides with nothing. */
+  printerCopy(fileId: string, name: string): string {
+    return this.inside(PRINTER_COPIES, safeSegment(fileId), safeSegment(name));
+  }
+
+  /** Whether `file` is already where printerCopy puts copies. */
+  inCopyLayout(file: string): boolean {
+    return path.resolve(file).startsWith(path.join(this.root, PRINTER_COPIES) + path.sep);
+  }
+
+  /** Removes a copy and its folder when that is empty now. */
+  removeCopy(file: string): void {
+    if (!this.owns(file)) return;
+    fs.rmSync(file, { force: true });
+    const dir = path.dirname(file);
+    if (!this.inCopyLayout(file)) return;
+    try {
+      fs.rmdirSync(dir);
+    } catch {
+      // Not empty (a download of the same file is writing its temp file) or gone: either is fine.
+    }
   }
 
   localFile(id: string, name: string): string {

@@ -11,7 +11,7 @@
  * parameters + data].
  */
 import { crc32, inflateSync } from 'node:zlib';
-import { HeatshrinkDecoder } from 'heatshrink-ts';
+import { heatshrinkDecode, meatpackDecode } from './bgcode-codecs';
 import { PreviewError } from './errors';
 import { metadataFromSlicerKeys, mergeMetadata, type PrintMetadata } from './metadata';
 import { imageInfo, type ImageFormat } from './png';
@@ -28,14 +28,26 @@ export const BGCODE_BLOCK = {
 
 export const BGCODE_COMPRESSION = { NONE: 0, DEFLATE: 1, HEATSHRINK_11_4: 2, HEATSHRINK_12_4: 3 } as const;
 export const BGCODE_GCODE_ENCODING = { NONE: 0, MEATPACK: 1, MEATPACK_COMMENTS: 2 } as const;
+export { heatshrinkDecode, heatshrinkDecodeReference, meatpackDecode } from './bgcode-codecs';
+
 const THUMBNAIL_FORMATS: Record<number, ImageFormat> = { 0: 'png', 1: 'jpg', 2: 'qoi' };
 
-/** Per-block limits on the uncompressed size. */
+/**
+ * Per-block limits on the uncompressed size, and per file on the number of blocks: real files hold
+ * G-code blocks of about 64 KiB, so 100,000 blocks are some 6 GB of G-code; a file of a million empty
+ * blocks is an attack on the reader, not a print.
+ */
 export const BGCODE_LIMITS = {
   metadataBytes: 16 << 20,
   thumbnailBytes: 16 << 20,
   gcodeBlockBytes: 64 << 20,
+  blocks: 100_000,
+  /** G-code decompressed per read at most (mode 'decode'). */
+  decodedBytes: 512 << 20,
 };
+
+/** Bytes read from the file at once: block headers and small blocks come out of one read, not three reads each. */
+const READ_WINDOW = 1 << 20;
 
 export interface BgcodeBlockInfo {
   type: number;
@@ -73,6 +85,8 @@ export interface BgcodeGcodeSummary {
   text?: string;
   /** Mode 'decode': true when the text was cut at maxGcodeText. */
   textTruncated?: boolean;
+  /** Mode 'decode': true when decoding stopped at maxDecodedBytes (later blocks were not read). */
+  decodeStopped?: boolean;
 }
 
 export interface BgcodeFile {
@@ -97,6 +111,12 @@ export interface BgcodeReadOptions {
   maxGcodeText?: number;
   /** Mode 'decode': receives each block's text; return false to stop reading. */
   onGcode?: (text: string) => boolean | void;
+  /** Stops the reading (the client that asked has gone): throws PreviewError ABORTED. */
+  signal?: AbortSignal;
+  /** Blocks read at most (default BGCODE_LIMITS.blocks): more is refused as TOO_LARGE. */
+  maxBlocks?: number;
+  /** Mode 'decode': G-code bytes decompressed at most (default BGCODE_LIMITS.decodedBytes); the rest is left undecoded. */
+  maxDecodedBytes?: number;
 }
 
 const MAGIC = 0x45444347; // "GCDE" little-endian
@@ -110,8 +130,12 @@ export function isBgcode(buf: Uint8Array): boolean {
   return buf.length >= 4 && buf[0] === 0x47 && buf[1] === 0x43 && buf[2] === 0x44 && buf[3] === 0x45;
 }
 
-export async function parseBgcodeSource(src: ByteSource, options: BgcodeReadOptions = {}): Promise<BgcodeFile> {
+export async function parseBgcodeSource(source: ByteSource, options: BgcodeReadOptions = {}): Promise<BgcodeFile> {
+  const src = windowed(source);
   const mode = options.gcode ?? 'verify';
+  const maxBlocks = options.maxBlocks ?? BGCODE_LIMITS.blocks;
+  const maxDecoded = options.maxDecodedBytes ?? BGCODE_LIMITS.decodedBytes;
+  let decoded = 0;
   const maxText = options.maxGcodeText ?? 64 << 20;
   if (src.size < 10) throw new PreviewError(src.size >= 4 ? 'TRUNCATED' : 'MALFORMED', `BGCode file of ${src.size} bytes is shorter than its 10-byte header`);
   const header = await src.read(0, 10);
@@ -139,6 +163,8 @@ export async function parseBgcodeSource(src: ByteSource, options: BgcodeReadOpti
 
   let off = 10;
   while (off < src.size && !stopped) {
+    if (options.signal?.aborted) throw new PreviewError('ABORTED', 'reading stopped: nobody waits for the result any more');
+    if (file.blocks.length >= maxBlocks) throw new PreviewError('TOO_LARGE', `BGCode file has more than ${maxBlocks} blocks`);
     if (src.size - off < 8) throw new PreviewError('TRUNCATED', `BGCode block header at ${off} is cut off`);
     const h8 = await src.read(off, 8);
     const type = h8.readUInt16LE(0);
@@ -197,6 +223,13 @@ export async function parseBgcodeSource(src: ByteSource, options: BgcodeReadOpti
 
     if (isGcode) {
       if (mode === 'decode') {
+        // The work of one read is bounded too: past the budget the rest of the G-code stays undecoded.
+        if (decoded + uncompressedSize > maxDecoded) {
+          file.gcode.decodeStopped = true;
+          file.gcode.textTruncated = true;
+          break;
+        }
+        decoded += uncompressedSize;
         const raw = decompressBgcodeBlock(data, compression, uncompressedSize, off);
         const text = info.encoding === 0 ? raw.toString('latin1') : meatpackDecode(raw);
         if (options.onGcode && options.onGcode(text) === false) stopped = true;
@@ -234,6 +267,26 @@ export async function parseBgcodeSource(src: ByteSource, options: BgcodeReadOpti
 }
 
 const hex = (n: number) => `0x${n.toString(16).padStart(8, '0')}`;
+
+/**
+ * A source that reads ahead in windows of READ_WINDOW bytes: the parser walks forward, so headers,
+ * parameters, CRCs and small blocks are cut from memory. Larger reads go straight to the source.
+ */
+function windowed(src: ByteSource): ByteSource {
+  let start = 0;
+  let buf: Buffer = Buffer.alloc(0);
+  return {
+    size: src.size,
+    async read(offset, length) {
+      if (offset >= start && offset + length <= start + buf.length) return buf.subarray(offset - start, offset - start + length);
+      if (length > READ_WINDOW / 2 || offset < 0 || offset + length > src.size) return src.read(offset, length);
+      start = offset;
+      buf = await src.read(offset, Math.min(READ_WINDOW, src.size - offset));
+      return buf.subarray(0, length);
+    },
+    close: () => src.close(),
+  };
+}
 
 /** `key=value` lines (keys may contain spaces and brackets: "filament used [g]=0.75"). */
 export function parseIni(text: string): Record<string, string> {
@@ -289,183 +342,6 @@ export function decompressBgcodeBlock(data: Buffer, compression: number, uncompr
   }
   return out;
 }
-
-/**
- * Heatshrink (LZSS) decoder into a buffer of the known output size. Same
- * bitstream as heatshrink-ts / the C library (tag bit 1 = 8-bit literal; tag 0
- * = back-reference of `windowBits` index bits + `lookaheadBits` count bits,
- * both stored minus one, MSB first), but decodes a 64 KiB block in one tight
- * loop instead of a byte-wise state machine (20-50x faster than heatshrink-ts
- * here). Output beyond `expectedSize` is an error; a shorter output is
- * reported by the caller. References before the start read zeros, like the
- * C decoder's zero-initialised window.
- */
-export function heatshrinkDecode(data: Uint8Array, windowBits: number, lookaheadBits: number, expectedSize: number): Buffer {
-  if (windowBits < 4 || windowBits > 15 || lookaheadBits < 3 || lookaheadBits >= windowBits) {
-    throw new PreviewError('MALFORMED', `heatshrink parameters ${windowBits},${lookaheadBits} out of range`);
-  }
-  const out = Buffer.alloc(expectedSize);
-  const n = data.length;
-  let pos = 0; // next input byte
-  let acc = 0; // the low `nb` bits are unread input bits, oldest first
-  let nb = 0;
-  let len = 0;
-  const litBits = 8;
-  decode: while (len < expectedSize) {
-    if (nb === 0) {
-      if (pos >= n) break;
-      acc = data[pos++];
-      nb = 8;
-    }
-    nb--;
-    if ((acc >>> nb) & 1) {
-      while (nb < litBits) {
-        if (pos >= n) break decode;
-        acc = ((acc & ((1 << nb) - 1)) << 8) | data[pos++];
-        nb += 8;
-      }
-      nb -= litBits;
-      out[len++] = (acc >>> nb) & 0xff;
-    } else {
-      while (nb < windowBits) {
-        if (pos >= n) break decode;
-        acc = ((acc & ((1 << nb) - 1)) << 8) | data[pos++];
-        nb += 8;
-      }
-      nb -= windowBits;
-      const offset = ((acc >>> nb) & ((1 << windowBits) - 1)) + 1;
-      while (nb < lookaheadBits) {
-        if (pos >= n) break decode;
-        acc = ((acc & ((1 << nb) - 1)) << 8) | data[pos++];
-        nb += 8;
-      }
-      nb -= lookaheadBits;
-      const count = ((acc >>> nb) & ((1 << lookaheadBits) - 1)) + 1;
-      if (len + count > expectedSize) throw new PreviewError('MALFORMED', `heatshrink data expands past the declared ${expectedSize} bytes`);
-      let from = len - offset;
-      for (let k = 0; k < count; k++, from++) out[len++] = from >= 0 ? out[from] : 0;
-    }
-  }
-  if (len === expectedSize && pos < n) throw new PreviewError('MALFORMED', `heatshrink data continues past the declared ${expectedSize} bytes`);
-  return len === expectedSize ? out : out.subarray(0, len);
-}
-
-/** The reference decoder (heatshrink-ts), for cross-checking. */
-export function heatshrinkDecodeReference(data: Uint8Array, windowBits: number, lookaheadBits: number): Buffer {
-  const decoder = new HeatshrinkDecoder(windowBits, lookaheadBits, 2048);
-  decoder.process(data);
-  return Buffer.from(decoder.getOutput());
-}
-
-// ---------------------------------------------------------------------------
-// MeatPack (the decoder of libbgcode's unbinarize, state reset per block)
-
-const MP_SIGNAL = 0xff;
-const MP_ENABLE_PACKING = 251;
-const MP_DISABLE_PACKING = 250;
-const MP_RESET_ALL = 249;
-const MP_ENABLE_NO_SPACES = 247;
-const MP_DISABLE_NO_SPACES = 246;
-const MP_CHARS = '0123456789. \nGX';
-const G_PARAMS = new Set('XYZEFIJRGPWHCA'.split('').map((c) => c.charCodeAt(0)));
-
-/** Decodes a MeatPack stream (G-code encodings 1 and 2) to text, re-inserting spaces before G-line parameters. */
-export function meatpackDecode(src: Uint8Array): string {
-  let packing = false;
-  let noSpaces = false;
-  let cmdActive = false;
-  let cmdCount = 0;
-  let fullCharQueue = 0;
-  let charBuf = 0;
-  let out = new Uint8Array(Math.max(64, src.length * 2 + 16));
-  let len = 0;
-  let addSpace = false;
-
-  const emit = (c: number) => {
-    // Spaces before G-line parameters, as libbgcode does.
-    let newLine = false;
-    if (c === 71 /* G */ && (len === 0 || out[len - 1] === 10)) {
-      addSpace = true;
-      newLine = true;
-    } else if (c === 10) addSpace = false;
-    if (len + 2 > out.length) {
-      const next = new Uint8Array(out.length * 2);
-      next.set(out);
-      out = next;
-    }
-    if (!newLine && addSpace && (len === 0 || out[len - 1] !== 32) && G_PARAMS.has(c)) out[len++] = 32;
-    if (c !== 10 || len === 0 || out[len - 1] !== 10) out[len++] = c;
-  };
-  const getChar = (nibble: number) => (nibble === 11 && noSpaces ? 69 /* E */ : MP_CHARS.charCodeAt(nibble));
-  const handleChar = (c: number) => {
-    if (!packing) {
-      emit(c);
-      return;
-    }
-    if (fullCharQueue > 0) {
-      emit(c);
-      if (charBuf > 0) {
-        emit(charBuf);
-        charBuf = 0;
-      }
-      fullCharQueue--;
-      return;
-    }
-    const lowFull = (c & 0x0f) === 0x0f;
-    const highFull = (c & 0xf0) === 0xf0;
-    const first = lowFull ? 0 : getChar(c & 0x0f);
-    const second = highFull ? 0 : getChar((c >> 4) & 0x0f);
-    if (lowFull) {
-      fullCharQueue++;
-      if (highFull) fullCharQueue++;
-      else charBuf = second;
-    } else {
-      emit(first);
-      if (first !== 10) {
-        if (highFull) fullCharQueue++;
-        else emit(second);
-      }
-    }
-  };
-
-  for (let i = 0; i < src.length; i++) {
-    const c = src[i];
-    if (c === MP_SIGNAL) {
-      if (cmdCount > 0) {
-        cmdActive = true;
-        cmdCount = 0;
-      } else cmdCount++;
-      continue;
-    }
-    if (cmdActive) {
-      switch (c) {
-        case MP_ENABLE_PACKING:
-          packing = true;
-          break;
-        case MP_DISABLE_PACKING:
-        case MP_RESET_ALL:
-          packing = false;
-          break;
-        case MP_ENABLE_NO_SPACES:
-          noSpaces = true;
-          break;
-        case MP_DISABLE_NO_SPACES:
-          noSpaces = false;
-          break;
-      }
-      cmdActive = false;
-      continue;
-    }
-    if (cmdCount > 0) {
-      handleChar(MP_SIGNAL);
-      cmdCount = 0;
-    }
-    handleChar(c);
-  }
-  return Buffer.from(out.buffer, out.byteOffset, len).toString('latin1');
-}
-
-// ---------------------------------------------------------------------------
 
 /** Normalised metadata of a BGCode file: printer metadata first, then print, slicer and file metadata. */
 export function bgcodeMetadata(file: BgcodeFile): PrintMetadata {

@@ -15,7 +15,9 @@ export type PreviewErrorCode =
   /** The file is valid but carries no usable picture. */
   | 'NO_THUMBNAIL'
   /** The file type, a version or a feature (encryption, compression method) is not handled. */
-  | 'UNSUPPORTED';
+  | 'UNSUPPORTED'
+  /** The work was stopped: whoever asked for it has gone. */
+  | 'ABORTED';
 
 export class PreviewError extends Error {
   readonly code: PreviewErrorCode;

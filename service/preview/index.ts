@@ -140,6 +140,8 @@ export interface ThumbnailOptions extends GcodeOptimizationOptions {
   meshLimits?: MeshLimits;
   /** G-code / BGCode without an embedded picture: render the toolpath (default true). */
   renderToolpath?: boolean;
+  /** Stops reading a BGCode file (the client has gone). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -152,7 +154,8 @@ export async function extractThumbnail(input: string | Buffer, fileType?: string
     const type = await resolveType(input, fileType);
     return await thumbnailFor(type, input, options, size);
   } catch (err) {
-    if (options.fallback === false) throw err;
+    // Stopped work has no result, not even a placeholder (the caller must not store one).
+    if (options.fallback === false || (err instanceof PreviewError && err.code === 'ABORTED')) throw err;
     const code = err instanceof PreviewError ? err.code : 'ERROR';
     return {
       data: placeholderPng(size, size),
@@ -173,7 +176,7 @@ async function thumbnailFor(type: PreviewFileType, input: string | Buffer, optio
       return { ...img, method: 'extracted' };
     }
     case 'bgcode': {
-      const file = await readBgcode(input, { gcode: 'skip' });
+      const file = await readBgcode(input, { gcode: 'skip', signal: options.signal });
       const best = pickBgcodeThumbnail(file);
       if (best) return { ...toDisplayImage(best.data), method: 'extracted', source: `bgcode thumbnail ${best.width}x${best.height}` };
       if (options.renderToolpath === false) throw new PreviewError('NO_THUMBNAIL', 'the BGCode file has no thumbnail block');
@@ -182,6 +185,7 @@ async function thumbnailFor(type: PreviewFileType, input: string | Buffer, optio
       let lines = 0;
       const decoded = await readBgcode(input, {
         gcode: 'decode',
+        signal: options.signal,
         onGcode: (text) => {
           for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) lines++;
           return lines < opt;
@@ -248,6 +252,8 @@ export interface MetadataOptions {
    */
   countLayers?: boolean;
   zipLimits?: ZipLimits;
+  /** Stops reading a BGCode file (the client has gone). */
+  signal?: AbortSignal;
 }
 
 /** Normalised metadata of a file; STL/OBJ carry none (all fields null). */
@@ -262,6 +268,7 @@ export async function readMetadata(input: string | Buffer, fileType?: string, op
       const file = await readBgcode(input, {
         gcode: count ? 'decode' : 'verify',
         maxGcodeText: 0,
+        signal: options.signal,
         onGcode: (text) => {
           for (let i = text.indexOf(';LAYER_CHANGE'); i !== -1; i = text.indexOf(';LAYER_CHANGE', i + 13)) {
             if (i === 0 || text.charCodeAt(i - 1) === 10) layers++;
@@ -269,7 +276,8 @@ export async function readMetadata(input: string | Buffer, fileType?: string, op
         },
       });
       const meta = bgcodeMetadata(file);
-      if (meta.layer_count === null && layers > 0) meta.layer_count = layers;
+      // A count of part of the file is no layer count.
+      if (meta.layer_count === null && layers > 0 && !file.gcode.decodeStopped) meta.layer_count = layers;
       return meta;
     }
     case 'gcode':

@@ -83,6 +83,8 @@ export interface ConnectionChange {
 
 export type DriverErrorCode = 'OFFLINE' | 'AUTH' | 'REJECTED' | 'TIMEOUT' | 'NOT_FOUND' | 'PROTOCOL';
 
+export { storageFullCode } from '../util/storage-errors';
+
 export class DriverError extends Error {
   constructor(
     readonly code: DriverErrorCode,

@@ -83,15 +83,22 @@ export const DownloadStarted = z.object({
 export const DownloadStatus = z.object({
   download_id: z.string(),
   file_id: z.string(),
-  status: z.enum(['downloading', 'completed', 'failed']),
-  progress: z.number(),
+  status: z.enum(['downloading', 'completed', 'failed', 'cancelled']),
+  progress: z.number().min(0).max(100).meta({ description: 'Percent, 0..100 (0 while the size is unknown)' }),
   bytes_downloaded: z.number().int(),
-  bytes_total: z.number().int(),
+  bytes_total: z.number().int().nullable().meta({ description: 'null while the printer has not told the size' }),
   speed_mbps: z.number(),
   estimated_remaining: z.number().int().nullable(),
   started_at: timestamp,
   completed_at: nullableTimestamp,
   error: z.string().nullable(),
+  reason: z
+    .enum(['disk_full', 'too_large', 'stalled', 'cancelled', 'printer'])
+    .nullable()
+    .meta({
+      description:
+        'Why it ended without a file: disk_full (local storage full; not retried), too_large (over MAX_DOWNLOAD_SIZE_MB), stalled (no byte for 60 s, after retries), cancelled, printer (the printer or the link failed)',
+    }),
   attempt: z.number().int(),
 });
 

@@ -27,7 +27,7 @@ import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
 import { UPTIME_TYPE, UsageCollector } from './collector';
 import { countryFromTimeZone } from './country';
-import { httpsUrl, requestJson, submitWithRetry, SubmissionError, type HttpsTarget } from './submitter';
+import { AttemptError, httpsUrl, requestJson, statusReason, submitWithRetry, SubmissionError, type HttpsTarget } from './submitter';
 
 export interface UsageOptions {
   /** Extra CA certificate(s) (PEM) trusted for the aggregation service, besides the system CAs: a private aggregator, tests. */
@@ -387,9 +387,9 @@ export class UsageService {
       const res = await requestJson('DELETE', url, undefined, this.target());
       // 404: the aggregation service holds nothing of this installation, which is what was asked for.
       const deleted = (res.status >= 200 && res.status < 300) || res.status === 404;
-      return { requested: true, deleted, status: res.status, error: deleted ? null : `HTTP ${res.status}` };
+      return { requested: true, deleted, status: res.status, error: deleted ? null : statusReason(res.status) };
     } catch (err) {
-      this.log.warn({ err: (err as Error).message }, 'usage statistics: remote deletion failed');
+      this.log.warn({ err: (err as Error).message, detail: (err as AttemptError).logDetail }, 'usage statistics: remote deletion failed');
       return { requested: true, deleted: false, status: null, error: (err as Error).message };
     }
   }

@@ -51,13 +51,27 @@ export const backoffMs = (attempt: number): number => 2 ** attempt * 1000;
 
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
-class AttemptError extends Error {
+/**
+ * A failed attempt. `message` is ours and safe to show to API clients; `cause` (the socket error) goes to
+ * the log only: whoever can set the endpoint must not learn from our answers what listens where.
+ */
+export class AttemptError extends Error {
   constructor(
     message: string,
     readonly kind: 'network' | 'timeout' | 'aborted',
+    readonly logDetail?: string,
   ) {
     super(message);
   }
+}
+
+/** What an HTTP status means, in our words: the remote body is never echoed (it could be any server's). */
+export function statusReason(status: number): string {
+  if (status === 401 || status === 403) return `HTTP ${status} (client error: the API key was refused)`;
+  if (status === 429) return 'HTTP 429 (client error: rate limited)';
+  if (status >= 400 && status < 500) return `HTTP ${status} (client error)`;
+  if (status >= 500) return `HTTP ${status} (server error)`;
+  return `HTTP ${status} (unexpected answer)`;
 }
 
 /** Refuses anything but an https: URL. */
@@ -105,7 +119,7 @@ export function requestJson(method: string, url: URL, body: unknown, target: Htt
           size += chunk.length;
           if (size <= MAX_RESPONSE_BYTES) chunks.push(chunk);
         });
-        res.on('error', (err) => finish(() => reject(new AttemptError(`response failed: ${err.message}`, 'network'))));
+        res.on('error', (err) => finish(() => reject(new AttemptError('the connection broke during the answer', 'network', err.message))));
         res.on('end', () =>
           finish(() => {
             const text = Buffer.concat(chunks).toString('utf8');
@@ -129,7 +143,9 @@ export function requestJson(method: string, url: URL, body: unknown, target: Htt
       req.destroy();
     };
     target.signal?.addEventListener('abort', onAbort, { once: true });
-    req.on('error', (err: Error & { code?: string }) => finish(() => reject(new AttemptError(`${err.code ?? 'network error'}: ${err.message}`, 'network'))));
+    req.on('error', (err: Error & { code?: string }) =>
+      finish(() => reject(new AttemptError('could not reach the aggregation service (network or TLS error)', 'network', `${err.code ?? 'network error'}: ${err.message}`))),
+    );
     req.end(payload);
   });
 }
@@ -154,37 +170,31 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-const errorMessage = (body: unknown): string => {
-  const e = (body as { error?: { code?: unknown; message?: unknown } } | null)?.error;
-  return e && typeof e.message === 'string' ? `${typeof e.code === 'string' ? `${e.code}: ` : ''}${e.message}` : '';
-};
-
 /** Posts `payload` with the retry policy; resolves with the successful response, or throws SubmissionError. */
 export async function submitWithRetry(payload: unknown, target: SubmitTarget, log: Logger): Promise<HttpResult & { attempts: number }> {
   const url = httpsUrl(target.endpoint);
   const attempts = target.retries + 1;
   for (let attempt = 1; ; attempt++) {
-    let failure: { reason: string; status: number | null; retryable: boolean };
+    let failure: { reason: string; status: number | null; retryable: boolean; detail?: string };
     try {
       const res = await requestJson('POST', url, payload, target);
       if (res.status >= 200 && res.status < 300) return { ...res, attempts: attempt };
-      const detail = errorMessage(res.body);
       failure = {
-        reason: `HTTP ${res.status}${detail ? ` (${detail})` : ''}`,
+        reason: statusReason(res.status),
         status: res.status,
         // 429 and server errors are temporary; 401 (a rejected key) and other client errors will not heal by retrying.
         retryable: res.status === 429 || res.status >= 500,
       };
     } catch (err) {
       if (err instanceof AttemptError && err.kind === 'aborted') throw new SubmissionError('submission aborted (service shutting down)', attempt, null, false);
-      failure = { reason: (err as Error).message, status: null, retryable: true };
+      failure = { reason: (err as Error).message, status: null, retryable: true, detail: (err as AttemptError).logDetail };
     }
     if (!failure.retryable || attempt >= attempts) {
-      log.warn({ attempt, attempts, status: failure.status, reason: failure.reason }, 'usage statistics submission failed');
+      log.warn({ attempt, attempts, status: failure.status, reason: failure.reason, detail: failure.detail }, 'usage statistics submission failed');
       throw new SubmissionError(failure.reason, attempt, failure.status, failure.retryable);
     }
     const wait = backoffMs(attempt);
-    log.info({ attempt, attempts, status: failure.status, reason: failure.reason, retry_in_ms: wait }, 'usage statistics submission attempt failed; retrying');
+    log.info({ attempt, attempts, status: failure.status, reason: failure.reason, detail: failure.detail, retry_in_ms: wait }, 'usage statistics submission attempt failed; retrying');
     try {
       await sleep(wait, target.signal);
     } catch {

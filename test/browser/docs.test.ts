@@ -63,4 +63,34 @@ describeBrowser('API docs in a browser', () => {
     expect({ foreign, failed, errors }).toEqual({ foreign: [], failed: [], errors: [] });
     await page.close();
   }, 30_000);
+
+  test('with access control on, /docs has an Authorize button; with a token, Try it out works, POSTs included (own origin)', async () => {
+    const token = 'admin-token-for-the-docs-0123';
+    const locked = await startService({ env: { AUTH_TOKENS: `admin:${token}` } });
+    const page = await browser.newPage();
+    try {
+      await page.goto(locked.base + '/docs/');
+      await page.waitForSelector('.opblock', { timeout: 15_000 });
+      await page.locator('button.authorize').first().click();
+      await page.locator('.auth-container input').first().fill(token);
+      await page.locator('.auth-btn-wrapper button.authorize').first().click();
+      await page.locator('.auth-btn-wrapper button.btn-done, button.close-modal').first().click();
+      const run = async (opId: string) => {
+        const op = page.locator(`#${opId}`);
+        await op.locator('.opblock-summary').first().click();
+        await op.locator('button.try-out__btn').click();
+        await op.locator('button.execute').click();
+        const status = op.locator('.live-responses-table .response .response-col_status').first();
+        await status.waitFor({ timeout: 15_000 });
+        return (await status.innerText()).trim();
+      };
+      expect(await run('operations-Printers-getPrinters')).toBe('200');
+      // A POST from the docs page carries the service's own Origin: allowed by the browser guard.
+      expect(await run('operations-Usage_statistics-postUsageStatsOptOut')).toBe('200');
+      expect((await locked.request('GET', '/api/v1/printers')).status).toBe(401);
+    } finally {
+      await page.close();
+      await locked.close();
+    }
+  }, 60_000);
 });

@@ -156,7 +156,7 @@ describe('client -> aggregation service over TLS', () => {
     const res = await h.post('/api/v1/usage-stats/submit');
     expect(res.status).toBe(502);
     expect(res.body.error).toMatchObject({ code: 'USAGE_SUBMISSION_FAILED', details: { attempts: 1, status: 401, retryable: false } });
-    expect(res.body.error.message).toMatch(/HTTP 401 \(UNAUTHORIZED: Invalid API key\)/);
+    expect(res.body.error.message).toMatch(/HTTP 401 \(client error: the API key was refused\)/);
     expect(fault.attempts).toHaveLength(1);
     expect(retryLogs(h)).toEqual([]);
     expect(await stored(installation_id)).toEqual([]);
@@ -169,7 +169,7 @@ describe('client -> aggregation service over TLS', () => {
     const limited = await h.post('/api/v1/usage-stats/submit');
     expect(limited.status).toBe(502);
     expect(limited.body.error).toMatchObject({ details: { attempts: 1, status: 429, retryable: true } });
-    expect(limited.body.error.message).toMatch(/RATE_LIMIT_EXCEEDED/);
+    expect(limited.body.error.message).toMatch(/HTTP 429 \(client error: rate limited\)/);
     expect(await stored(installation_id)).toHaveLength(3);
     expect(await agg.agg.repo.rateLimit(installation_id)).toMatchObject({ installation_id, submission_count: 3 });
   });

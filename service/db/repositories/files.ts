@@ -181,6 +181,17 @@ export class FilesRepository {
     return rows.map(toRecord);
   }
 
+  /** Printer files with a local copy (id, path, checksum), for moving copies to a new layout. */
+  async printerCopies(): Promise<{ id: string; local_path: string; checksum: string | null; status: string }[]> {
+    const rows = await this.db
+      .selectFrom('files')
+      .select(['id', 'local_path', 'checksum', 'status'])
+      .where('printer_id', 'is not', null)
+      .where('local_path', 'is not', null)
+      .execute();
+    return rows as { id: string; local_path: string; checksum: string | null; status: string }[];
+  }
+
   async forPrinter(printerId: string): Promise<FileRecord[]> {
     const rows = await this.select().where('files.printer_id', '=', printerId).execute();
     return rows.map(toRecord);

@@ -11,7 +11,7 @@
 import { createWriteStream } from 'node:fs';
 import { Transform } from 'node:stream';
 import { Client, FTPError, type FileInfo } from 'basic-ftp';
-import { DriverError, type PrinterFile } from '../driver';
+import { DriverError, storageFullCode, type PrinterFile } from '../driver';
 
 export interface BambuFtpOptions {
   host: string;
@@ -96,7 +96,7 @@ export class BambuFtp {
         });
         return await work(client);
       } catch (err) {
-        if ((err as Error)?.name === 'AbortError') throw err;
+        if ((err as Error)?.name === 'AbortError' || storageFullCode(err)) throw err;
         if (this.closed && !(err instanceof DriverError)) throw new DriverError('OFFLINE', `${what}: driver closed`);
         throw ftpError(err, what);
       } finally {
@@ -161,9 +161,16 @@ export class BambuFtp {
           },
         });
         const file = createWriteStream(destination);
+        // A write error (our disk is full) ends the transfer at once: else the pipe stops draining and the
+        // FTP download waits forever on back-pressure.
+        let writeError: Error | undefined;
         const written = new Promise<void>((resolve, reject) => {
           file.once('close', () => resolve());
-          file.once('error', reject);
+          file.once('error', (err) => {
+            writeError = err;
+            client.close();
+            reject(err);
+          });
         });
         counter.pipe(file);
         try {
@@ -172,7 +179,7 @@ export class BambuFtp {
           counter.unpipe(file);
           file.destroy();
           await written.catch(() => undefined);
-          throw err;
+          throw writeError ?? err;
         }
         await written;
         if (bytes !== total) throw new DriverError('PROTOCOL', `download ${path}: got ${bytes} of ${total} bytes`);

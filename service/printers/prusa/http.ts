@@ -10,7 +10,7 @@ import { createWriteStream } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { DriverError } from '../driver';
+import { DriverError, storageFullCode } from '../driver';
 import { DigestSession, parseDigestChallenge } from './digest';
 
 export type AuthMode = 'unknown' | 'digest' | 'apikey';
@@ -295,6 +295,8 @@ export class PrusaHttpClient {
 
   private mapError(err: unknown, deadline: Deadline, signal: AbortSignal | undefined, method: string, path: string): unknown {
     if (err instanceof DriverError) return err;
+    // Our disk is full: the printer is fine, and the caller must not retry it as a lost link.
+    if (storageFullCode(err)) return err;
     if (deadline.timedOut) return new DriverError('TIMEOUT', `no answer from the printer within ${deadline.ms} ms (${method} ${path})`);
     if (signal?.aborted) return signal.reason ?? err;
     if (this.closed.signal.aborted) return new DriverError('OFFLINE', 'driver closed');

@@ -131,7 +131,7 @@ export class PrusaSimulator {
     this.name = options.name ?? `Prusa ${this.model} (simulated)`;
     this.id = options.id ?? '';
     this.printer = new SimPrinter(options.speed ?? 1, options.printSeconds ?? 600);
-    for (const f of options.files ?? seedFiles()) this.storage.write([f.name], f.data);
+    for (const f of options.files ?? seedFiles()) this.storage.write(f.name.split('/'), f.data);
   }
 
   static async start(options: PrusaSimulatorOptions = {}): Promise<PrusaSimulator> {
@@ -630,6 +630,12 @@ export class PrusaSimulator {
       if (timer) this.timers.delete(timer);
       timer = null;
       if (res.destroyed) return;
+      // /stall mid-transfer: the connection stays open and silent (a printer that hangs during a download).
+      if (this.stalled) {
+        timer = setTimeout(step, 50);
+        this.timers.add(timer);
+        return;
+      }
       const chunk = data.subarray(offset, offset + slice);
       offset += chunk.length;
       if (offset >= data.length) return void res.end(chunk);
