@@ -31,14 +31,14 @@ import { WebSocket } from 'ws';
 import { BENCH_NOZZLE_BASE, BENCH_NOZZLE_STEPS, BambuSimulator, type SimReportInfo, type SimTlsCredentials } from '../service/simulators/bambu';
 import type { BenchPrinter, WorkerCommand, WorkerEvent } from './fleet-worker';
 
-interface Options {
+export interface Options {
   sizes: number[];
   windowS: number;
   warmupS: number;
   intervalMs: number;
 }
 
-interface Measurement {
+export interface Measurement {
   mode: 'service' | 'relay';
   n: number;
   wallS: number;
@@ -95,7 +95,7 @@ function parseArgs(argv: string[]): Options {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function percentile(sorted: Float64Array, p: number): number {
+export function percentile(sorted: Float64Array, p: number): number {
   if (sorted.length === 0) return NaN;
   const at = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
   return sorted[at];
@@ -125,7 +125,7 @@ async function pool<T, R>(items: T[], limit: number, fn: (item: T, index: number
  * BENCH_NOZZLE_STEPS values, so a slot is reused only after that many reports
  * (100 s at one report a second): a frame finds the report that caused it.
  */
-class Ledger {
+export class Ledger {
   private readonly sent = new Map<string, Float64Array>();
   windowStart = Infinity;
   windowEnd = Infinity;
@@ -239,7 +239,7 @@ class Worker {
 // One N
 // ---------------------------------------------------------------------------
 
-async function startSimulators(n: number, options: Options, tls: SimTlsCredentials, ledger: Ledger): Promise<BambuSimulator[]> {
+export async function startSimulators(n: number, options: Options, tls: SimTlsCredentials, ledger: Ledger): Promise<BambuSimulator[]> {
   const ids = Array.from({ length: n }, (_, i) => i);
   return pool(ids, 50, (i) =>
     BambuSimulator.start({
@@ -277,7 +277,7 @@ async function closeWs(ws: WebSocket): Promise<void> {
   clearTimeout(cut);
 }
 
-async function waitFor(what: string, probe: () => Promise<boolean>, ms: number): Promise<void> {
+export async function waitFor(what: string, probe: () => Promise<boolean>, ms: number): Promise<void> {
   const deadline = Date.now() + ms;
   while (!(await probe())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -285,20 +285,20 @@ async function waitFor(what: string, probe: () => Promise<boolean>, ms: number):
   }
 }
 
-async function registerPrinters(base: string, sims: BambuSimulator[]): Promise<void> {
+export async function registerPrinters(base: string, sims: BambuSimulator[]): Promise<void> {
   await pool(sims, 16, async (sim) => {
     const res = await fetch(`${base}/api/v1/printers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(sim.printerConfig()) });
     if (res.status !== 201) throw new Error(`POST /printers ${sim.id}: ${res.status} ${await res.text()}`);
   });
 }
 
-async function connectedViaApi(base: string): Promise<number> {
+export async function connectedViaApi(base: string): Promise<number> {
   const res = await fetch(`${base}/api/v1/printers`);
   const body = (await res.json()) as { printers: Array<{ connection_status: string }> };
   return body.printers.filter((p) => p.connection_status === 'connected').length;
 }
 
-async function measure(mode: 'service' | 'relay', sims: BambuSimulator[], options: Options, ledger: Ledger): Promise<Measurement> {
+export async function measure(mode: 'service' | 'relay', sims: BambuSimulator[], options: Options, ledger: Ledger): Promise<Measurement> {
   const n = sims.length;
   const worker = new Worker();
   let ws: WebSocket | null = null;
@@ -369,7 +369,7 @@ const f0 = (v: number) => (Number.isFinite(v) ? Math.round(v).toString() : 'n/a'
 const perReport = (m: Measurement) => m.cpuUs / Math.max(1, m.reports);
 const cores = (m: Measurement) => m.cpuUs / 1e6 / m.wallS;
 
-function describe(m: Measurement): string {
+export function describe(m: Measurement): string {
   return (
     `  ${m.mode.padEnd(7)} N=${m.n}: ${m.reports} reports, ${m.frames} frames, ${m.matched} matched, ${m.lost} without frame in ${m.wallS.toFixed(1)} s; ` +
     `CPU ${f1(perReport(m))} µs/report = ${f2(cores(m))} cores; latency p50 ${f1(m.p50)} / p90 ${f1(m.p90)} / p99 ${f1(m.p99)} / max ${f1(m.max)} ms; ` +

@@ -25,7 +25,7 @@ import {
   type QueueTask,
   type QueueWorkers,
 } from '../service/client';
-import { asError, clientOf, connectionStatus, useServer, type ServerNode, type ServerUser } from './shared';
+import { asError, clientOf, connectionStatus, flagUnknownPrinter, useServer, type ServerNode, type ServerUser } from './shared';
 
 interface FileDownloadDef extends NodeDef {
   server: string;
@@ -86,6 +86,7 @@ export = function (RED: NodeAPI) {
     let server: ServerNode | null = null;
     let online = false;
     let stopAuto: (() => void) | null = null;
+    let stopFlagging: (() => void) | null = null;
     let closed = false;
     /** Inputs waiting for their task: answered when it ends. */
     const waiting = new Map<string, { msg: NodeMessageInFlow; send: Send; done: Done }[]>();
@@ -145,6 +146,7 @@ export = function (RED: NodeAPI) {
     server = useServer(RED, node, def.server, TYPE, async () => {
       closed = true;
       stopAuto?.();
+      stopFlagging?.();
       await queue.close();
       for (const list of waiting.values()) for (const { done } of list) done();
       waiting.clear();
@@ -154,6 +156,7 @@ export = function (RED: NodeAPI) {
     clientOf(farm).then(
       () => {
         if (closed) return;
+        stopFlagging = flagUnknownPrinter(node, farm, wanted, TYPE, t);
         stopAuto = autoDownload(farm.connection.monitor!, queue, (p) => !wanted || p.id === wanted);
       },
       () => undefined,

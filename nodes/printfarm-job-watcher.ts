@@ -6,7 +6,7 @@
  */
 import type { NodeAPI, NodeDef, NodeMessage } from '@node-red/registry';
 import { JOB_EVENTS, JobEventStream, type ConnectionState, type JobEvent, type JobEventType } from '../service/client';
-import { asError, clientOf, connectionStatus, useServer, type ServerNode, type ServerUser } from './shared';
+import { asError, clientOf, connectionStatus, flagUnknownPrinter, useServer, type ServerNode, type ServerUser } from './shared';
 
 interface JobWatcherDef extends NodeDef {
   server: string;
@@ -41,6 +41,7 @@ export = function (RED: NodeAPI) {
     let server: ServerNode | null = null;
     let last: NodeMessage | null = null;
     let closed = false;
+    let stopFlagging: (() => void) | null = null;
 
     node.onServerState = (state: ConnectionState) => {
       if ((state === 'connected' || state === 'polling') && last) return;
@@ -67,12 +68,14 @@ export = function (RED: NodeAPI) {
     server = useServer(RED, node, def.server, TYPE, () => {
       closed = true;
       stream?.close();
+      stopFlagging?.();
     });
     if (!server) return;
     const farm = server;
     clientOf(farm).then(
       () => {
         if (closed) return;
+        stopFlagging = flagUnknownPrinter(node, farm, wanted, TYPE, t);
         stream = new JobEventStream(farm.connection.monitor!, { progressThrottleMs: throttle * 1000 });
         stream.on('event', (e: JobEvent) => {
           deliver(e).catch((err) => node.error(asError(err), { topic: e.printer_id, payload: e }));

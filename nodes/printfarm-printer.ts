@@ -7,6 +7,7 @@
  */
 import type { Node, NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from '@node-red/registry';
 import type { ConnectionState, CreatePrinterInput, PrinterCommand, PrinterSnapshot, PrintfarmClient } from '../service/client';
+import { updateFilter } from './printer-updates';
 import { asError, clientOf, connectionStatus, farmStatus, printerStatus, useServer, type ServerNode, type ServerUser } from './shared';
 
 interface PrinterDef extends NodeDef {
@@ -23,6 +24,10 @@ interface PrinterDef extends NodeDef {
   mqttPort: string | number;
   ftpsPort: string | number;
   httpPort: string | number;
+  /** changes | every (see printer-updates.ts). */
+  updates: string;
+  /** Seconds between progress-only messages of one printer (updates = changes). */
+  throttle: string | number;
 }
 
 interface PrinterCredentials {
@@ -84,13 +89,25 @@ export = function (RED: NodeAPI) {
       if (!monitor || !online) return;
       node.status(wanted ? printerStatus(t, monitor.printers.get(wanted)) : farmStatus(t, monitor.printers.values()));
     };
+    // A node that follows the whole farm counts every printer for its light: at most 4 times a second,
+    // not on each of a large farm's reports (1000 printers report 1000 times a second).
+    let statusTimer: NodeJS.Timeout | null = null;
+    const showStatusSoon = () => {
+      if (wanted) return showStatus();
+      statusTimer ??= setTimeout(() => {
+        statusTimer = null;
+        if (!closed) showStatus();
+      }, 250);
+    };
     const message = (p: PrinterSnapshot): NodeMessage => ({ topic: p.id, event: 'printer_status', payload: p });
+    const updates = updateFilter(def.updates, def.throttle);
     const onPrinter = (p: PrinterSnapshot) => {
       if (!matches(p.id)) return;
-      node.send(message(p));
-      showStatus();
+      if (updates.pass(p)) node.send(message(p));
+      showStatusSoon();
     };
     const onRemoved = (id: string) => {
+      updates.forget(id);
       if (matches(id)) showStatus();
     };
 
@@ -102,6 +119,7 @@ export = function (RED: NodeAPI) {
 
     server = useServer(RED, node, def.server, TYPE, () => {
       closed = true;
+      if (statusTimer) clearTimeout(statusTimer);
       server?.connection.monitor?.off('printer', onPrinter).off('removed', onRemoved);
     });
     if (!server) return;
@@ -120,7 +138,7 @@ export = function (RED: NodeAPI) {
         if (closed) return;
         monitor.on('printer', onPrinter).on('removed', onRemoved);
         // What is known already (a redeploy of this node only): once, as the starting state.
-        for (const p of monitor.printers.values()) if (matches(p.id)) node.send(message(p));
+        for (const p of monitor.printers.values()) if (matches(p.id) && updates.pass(p)) node.send(message(p));
         showStatus();
       },
       () => undefined, // the config node reports it

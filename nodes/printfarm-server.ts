@@ -3,64 +3,66 @@
  * either embedded (the bundled service started here on a port and data dir,
  * optionally with the demo's simulated printers) or remote (the base URL of
  * a running service). Users register and deregister; every user hears the
- * connection state; `close` awaits the embedded service's shutdown.
+ * connection state.
  *
- * GET <admin>/printfarm/<config node id>/printers lists its printers for the editor.
+ * The embedded service listens on 127.0.0.1 unless the node exposes it (the
+ * nodes run in the same process; the LAN could otherwise pause printers and
+ * read access codes). It survives deploys that keep its settings (see
+ * embedded-keeper.ts) and logs through this node's log/warn/error.
  *
  * settings.js may add `printfarmServerOptions` (an object merged into the
- * embedded service's options, e.g. `{ logLevel: 'info' }`).
+ * embedded service's options, e.g. `{ logLevel: 'info' }`); the editor shows
+ * the address that is in effect (see server-admin.ts).
  */
-import path from 'node:path';
 import type { NodeAPI, NodeDef } from '@node-red/registry';
 import { FarmConnection, type ConnectionState } from '../service/client';
-import { startEmbedded, type EmbeddedOptions } from '../service/embedded';
+import type { EmbeddedOptions } from '../service/embedded';
+import { embeddedOptions, pollSeconds, remoteUrl, type ServerDef } from './server-options';
+import { keeperFor, type Claim } from './embedded-keeper';
+import { registerAdminRoutes } from './server-admin';
+import type { ServiceLogLine } from './service-log';
 import { asError, connectionStatus, type ServerNode, type ServerUser } from './shared';
-
-interface ServerDef extends NodeDef {
-  mode: 'embedded' | 'remote';
-  url: string;
-  port: string | number;
-  host: string;
-  dataDir: string;
-  demo: boolean;
-  logLevel: string;
-  pollInterval: string | number;
-}
 
 const TYPE = 'printfarm-server';
 
 export = function (RED: NodeAPI) {
+  const keeper = keeperFor(RED.events as unknown as Parameters<typeof keeperFor>[0], (line) => RED.log[line.method === 'log' ? 'info' : line.method](`[printfarm] ${line.text}`));
+
   function PrintfarmServerNode(this: ServerNode, def: ServerDef) {
     RED.nodes.createNode(this, def);
     const node = this;
     node.users = {};
     const t = (key: string, subs?: Record<string, string | number>) => RED._(key, subs);
-    const pollSeconds = Number(def.pollInterval) || 30;
+    node.mode = def.mode === 'remote' ? 'remote' : 'embedded';
+    let claim: Claim | null = null;
 
-    let options: ConstructorParameters<typeof FarmConnection>[0];
     let badConfig = false;
     try {
+      const pollIntervalMs = pollSeconds(def.pollInterval) * 1000;
       if (def.mode === 'remote') {
-        options = { baseUrl: String(def.url ?? '').trim(), pollIntervalMs: pollSeconds * 1000 };
+        node.address = remoteUrl(def.url);
+        node.connection = new FarmConnection({ baseUrl: node.address, pollIntervalMs });
       } else {
         const userDir = (RED.settings as { userDir?: string }).userDir ?? process.cwd();
         const uiPort = (RED.settings as { uiPort?: number | string }).uiPort;
         const extra = ((RED.settings as { printfarmServerOptions?: EmbeddedOptions }).printfarmServerOptions ?? {}) as EmbeddedOptions;
-        const embedded: EmbeddedOptions = {
-          port: def.port === '' || def.port === undefined ? 8000 : def.port,
-          host: def.host || '0.0.0.0',
-          dataDir: def.dataDir ? path.resolve(userDir, def.dataDir) : path.join(userDir, 'printfarm'),
-          demo: def.demo === true,
-          logLevel: (def.logLevel || 'warn') as EmbeddedOptions['logLevel'],
-          // Pages Node-RED serves on this host (a dashboard) may use the API from the browser; other sites may not.
-          allowedOrigins: uiPort ? [`:${uiPort}`] : [],
-          ...extra,
-        };
-        options = { start: () => startEmbedded(embedded), pollIntervalMs: pollSeconds * 1000 };
+        const options = embeddedOptions(def, userDir, extra, uiPort);
+        node.overridden = Object.keys(extra);
+        const log = (line: ServiceLogLine) => node[line.method](line.text);
+        const held = keeper.claim(options, log);
+        claim = held;
+        node.connection = new FarmConnection({
+          start: async () => {
+            const started = await held.start();
+            node.address = started.url;
+            node.log(t(`${TYPE}.log.${held.reused ? 'kept' : 'started'}`, { url: started.url }));
+            return started;
+          },
+          pollIntervalMs,
+        });
       }
-      node.connection = new FarmConnection(options);
     } catch (err) {
-      // A connection that never connects: users show the error state, open() reports it below.
+      // A connection that never connects: users show the error state, open() reports the reason below.
       badConfig = true;
       node.connection = new FarmConnection({ start: () => Promise.reject(asError(err)) });
     }
@@ -99,24 +101,23 @@ export = function (RED: NodeAPI) {
     };
     RED.events.on('flows:started', open);
 
-    node.on('close', (done: () => void) => {
+    node.on('close', (removed: boolean, done: () => void) => {
       RED.events.off('flows:started', open);
-      node.connection.close().then(
-        () => done(),
-        (err) => {
-          node.warn(asError(err).message);
-          done();
-        },
-      );
+      // A deploy that keeps this node (even with other settings: the keeper compares them) parks the service.
+      if (claim) claim.keepOnClose = !removed;
+      node.connection
+        .close()
+        .then(() => claim?.dispose())
+        .then(
+          () => done(),
+          (err) => {
+            node.warn(asError(err).message);
+            done();
+          },
+        );
     });
   }
 
   RED.nodes.registerType(TYPE, PrintfarmServerNode);
-
-  // For the editor: the printers a deployed config node knows (the printer id field offers them).
-  RED.httpAdmin.get('/printfarm/:id/printers', RED.auth.needsPermission('printfarm-server.read'), (req, res) => {
-    const server = RED.nodes.getNode(String(req.params.id)) as ServerNode | null;
-    const printers = server?.connection?.monitor ? [...server.connection.monitor.printers.values()] : [];
-    res.json(printers.map((p) => ({ id: p.id, name: p.name, type: p.type, status: p.status })));
-  });
+  registerAdminRoutes(RED);
 };

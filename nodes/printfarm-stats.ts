@@ -6,7 +6,7 @@
  */
 import type { NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from '@node-red/registry';
 import type { ConnectionState, StatisticsFilter, StatisticsPeriod } from '../service/client';
-import { asError, clientOf, connectionStatus, useServer, type ServerNode, type ServerUser } from './shared';
+import { asError, clientOf, connectionStatus, flagUnknownPrinter, useServer, type ServerNode, type ServerUser } from './shared';
 
 interface StatsDef extends NodeDef {
   server: string;
@@ -29,6 +29,15 @@ export = function (RED: NodeAPI) {
     let server: ServerNode | null = null;
     let timer: NodeJS.Timeout | null = null;
     let shown = false;
+    let stopFlagging: (() => void) | null = null;
+    const fixedPrinter = def.scope === 'printer' ? String(def.printer ?? '').trim() : '';
+    /** A failed query turns the light red with its reason (it used to stay green "connected"). */
+    const failed = (err: unknown) => {
+      const e = asError(err) as Error & { code?: string };
+      shown = true;
+      node.status({ fill: 'red', shape: 'dot', text: t('printfarm-stats.status.failed', { code: e.code ?? e.message.slice(0, 30) }) });
+      return e;
+    };
 
     node.onServerState = (state: ConnectionState) => {
       if ((state === 'connected' || state === 'polling') && shown) return;
@@ -47,7 +56,8 @@ export = function (RED: NodeAPI) {
         if (!PERIODS.includes(period)) throw new Error(t('printfarm-stats.errors.bad-period', { period: String(period).slice(0, 20) }));
         filter.period = period;
       }
-      const printerId = typeof m.printer_id === 'string' && m.printer_id ? m.printer_id : def.scope === 'printer' ? def.printer : '';
+      const printerId = typeof m.printer_id === 'string' && m.printer_id ? m.printer_id : fixedPrinter;
+      if (def.scope === 'printer' && !printerId) throw new Error(t('printfarm-stats.errors.no-printer'));
       const client = await clientOf(server!);
       const payload = printerId ? await client.statistics.printer(printerId, filter) : await client.statistics.overview(filter);
       shown = true;
@@ -59,14 +69,22 @@ export = function (RED: NodeAPI) {
     server = useServer(RED, node, def.server, TYPE, () => {
       if (timer) clearInterval(timer);
       timer = null;
+      stopFlagging?.();
     });
     if (!server) return;
+    const farm = server;
+    clientOf(farm).then(
+      () => {
+        if (fixedPrinter) stopFlagging = flagUnknownPrinter(node, farm, fixedPrinter, TYPE, t);
+      },
+      () => undefined,
+    );
 
     if (seconds > 0) {
       const tick = () => {
         read({}).then(
           (msg) => node.send(msg),
-          (err) => node.error(asError(err), { topic: def.scope === 'printer' ? def.printer : 'overview' }),
+          (err) => node.error(failed(err), { topic: fixedPrinter || 'overview' }),
         );
       };
       timer = setInterval(tick, seconds * 1000);
@@ -79,7 +97,7 @@ export = function (RED: NodeAPI) {
           send(out);
           done();
         },
-        (err) => done(asError(err)),
+        (err) => done(failed(err)),
       );
     });
   }

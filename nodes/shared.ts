@@ -16,6 +16,11 @@ export interface ServerUser extends Node {
 /** The printfarm-server config node as its users see it (the pattern of Node-RED's mqtt-broker). */
 export interface ServerNode extends Node {
   connection: FarmConnection;
+  mode: 'embedded' | 'remote';
+  /** Where the service is: the remote base URL, or the embedded service's address once it listens. */
+  address?: string;
+  /** Embedded: the option keys settings.js' printfarmServerOptions sets (they win over the dialog). */
+  overridden?: string[];
   users: Record<string, ServerUser>;
   register(user: ServerUser): void;
   deregister(user: ServerUser, done: () => void): void;
@@ -43,7 +48,7 @@ export function connectionStatus(t: Translate, type: string, state: ConnectionSt
 
 /** The status light of one printer: "printing 42 %", "paused 42 %", "online", "offline"... */
 export function printerStatus(t: Translate, printer: PrinterSnapshot | undefined): NodeStatus {
-  if (!printer) return { fill: 'grey', shape: 'ring', text: t('printfarm-printer.status.unknown') };
+  if (!printer) return { fill: 'red', shape: 'ring', text: t('printfarm-printer.status.unknown') };
   const progress = Math.floor(printer.progress);
   switch (printer.status) {
     case 'printing':
@@ -92,6 +97,29 @@ export function useServer(RED: NodeAPI, node: ServerUser, serverId: string | und
       .finally(() => server.deregister(node, done));
   });
   return server;
+}
+
+/**
+ * A node set to one printer shows a red "unknown printer <id>" while the
+ * service does not know that id (instead of a green light over a node that
+ * can never deliver), and its connection state again once the printer
+ * exists. Returns the function that stops watching.
+ */
+export function flagUnknownPrinter(node: ServerUser, server: ServerNode, printerId: string, type: string, t: Translate): () => void {
+  const monitor = server.connection.monitor;
+  if (!printerId || !monitor) return () => undefined;
+  let flagged = false;
+  const check = () => {
+    const known = monitor.printers.has(printerId);
+    if (!known && !flagged) node.status({ fill: 'red', shape: 'ring', text: t(`${type}.status.unknown-printer`, { printer: printerId }) });
+    else if (known && flagged) node.status(connectionStatus(t, type, server.connection.state));
+    flagged = !known;
+  };
+  monitor.on('printer', check).on('removed', check);
+  check();
+  return () => {
+    monitor.off('printer', check).off('removed', check);
+  };
 }
 
 /** The client once the config node is connected (rejects when the embedded service could not start). */

@@ -4,8 +4,8 @@
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { createAggregator } from './aggregator/app';
-import { aggregatorOptions } from './aggregator/config';
+import type * as AggregatorApp from './aggregator/app';
+import type * as AggregatorConfig from './aggregator/config';
 import { createService, type Service } from './app';
 import { createToken, ROLES, type Role } from './auth/tokens';
 import { ConfigError, startupOptions, VERSION } from './config';
@@ -108,6 +108,20 @@ function token(args: string[]): void {
   );
 }
 
+/** The aggregation service runs from a checkout: the published Node-RED package leaves it out. */
+function loadAggregator() {
+  try {
+    /* eslint-disable @typescript-eslint/no-require-imports */
+    const { createAggregator } = require('./aggregator/app') as typeof AggregatorApp;
+    const { aggregatorOptions } = require('./aggregator/config') as typeof AggregatorConfig;
+    /* eslint-enable @typescript-eslint/no-require-imports */
+    return { createAggregator, aggregatorOptions };
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'MODULE_NOT_FOUND') throw err;
+    throw new ConfigError('the aggregation service is not part of the installed package: run `printfarm aggregator` from a checkout of the repository');
+  }
+}
+
 async function aggregator(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
@@ -123,6 +137,7 @@ async function aggregator(args: string[]): Promise<void> {
     },
     strict: true,
   });
+  const { createAggregator, aggregatorOptions } = loadAggregator();
   const options = aggregatorOptions(values);
   const service = await createAggregator(options);
   process.stdout.write(

@@ -19,25 +19,46 @@ export interface EmbeddedService {
   port: number;
   service: Service;
   farm: SimulatedFarm | null;
+  /**
+   * Takes the demo farm out of this service's life: close() then leaves its
+   * printers running (and printing), for the next service to adopt.
+   */
+  detachFarm(): SimulatedFarm | null;
   close(): Promise<void>;
 }
 
-export async function startEmbedded(options: EmbeddedOptions = {}): Promise<EmbeddedService> {
+/**
+ * Starts the service; with `demo`, also the simulated printers, unless `adoptFarm`
+ * hands over the running ones of a previous service (then they are registered
+ * with this one and their prints go on: the job tracker re-attaches to them).
+ */
+export async function startEmbedded(options: EmbeddedOptions = {}, adoptFarm?: SimulatedFarm | null): Promise<EmbeddedService> {
   const { demo, demoRestartMs, ...serviceOptions } = options;
   const service = await createService(serviceOptions);
   let farm: SimulatedFarm | null = null;
   try {
-    if (demo) farm = await startDemoFarm(service, demo === true ? {} : demo, demoRestartMs ?? 20_000);
+    if (demo && adoptFarm) {
+      await registerFarm(service, adoptFarm);
+      farm = adoptFarm;
+    } else if (demo) farm = await startDemoFarm(service, demo === true ? {} : demo, demoRestartMs ?? 20_000);
   } catch (err) {
     await service.close();
     throw err;
   }
+  if (!demo) await adoptFarm?.close();
   let closing: Promise<void> | undefined;
   return {
     url: service.url,
     port: service.port,
     service,
-    farm,
+    get farm() {
+      return farm;
+    },
+    detachFarm() {
+      const detached = farm;
+      farm = null;
+      return detached;
+    },
     close: () =>
       (closing ??= (async () => {
         // The service first: it lets go of the printers before they disappear.
@@ -45,6 +66,17 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
         await farm?.close();
       })()),
   };
+}
+
+/** Registers the farm's printers with the service (existing demo printers get the new ports), all active. */
+async function registerFarm(service: Service, farm: SimulatedFarm): Promise<void> {
+  const { printers, store } = service.context;
+  for (const { printer } of farm.printers) {
+    const body = printer as unknown as CreatePrinterInput;
+    const { id, name: _name, type: _type, model: _model, is_active: _active, ...link } = body;
+    if (id && (await store.printers.exists(id))) await printers.update(id, { ...link, is_active: true });
+    else await printers.create({ ...body, is_active: true });
+  }
 }
 
 /**
@@ -55,13 +87,7 @@ export async function startEmbedded(options: EmbeddedOptions = {}): Promise<Embe
 export async function startDemoFarm(service: Service, options: FarmOptions, restartMs: number): Promise<SimulatedFarm> {
   const farm = await startFarm({ bambu: 3, prusa: 2, speed: 20, ...options });
   try {
-    const { printers, store } = service.context;
-    for (const { printer } of farm.printers) {
-      const body = printer as unknown as CreatePrinterInput;
-      const { id, name: _name, type: _type, model: _model, is_active: _active, ...link } = body;
-      if (id && (await store.printers.exists(id))) await printers.update(id, { ...link, is_active: true });
-      else await printers.create({ ...body, is_active: true });
-    }
+    await registerFarm(service, farm);
   } catch (err) {
     await farm.close();
     throw err;

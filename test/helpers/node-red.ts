@@ -28,6 +28,7 @@ export interface TestNode {
   status: Spy;
   error: Spy;
   warn: Spy;
+  log: Spy;
   [key: string]: unknown;
 }
 interface Spy {
@@ -38,6 +39,8 @@ export interface NodeTestHelper {
   init(runtimePath: string, settings?: Record<string, unknown>): void;
   settings(settings: Record<string, unknown>): Record<string, unknown>;
   load(nodes: unknown, flow: FlowNode[], credentials?: Record<string, Record<string, unknown>>): Promise<void>;
+  /** A deploy of the loaded nodes ('full', 'flows' or 'nodes'), as the editor's Deploy button does. */
+  setFlows(flow: FlowNode[], type: 'full' | 'flows' | 'nodes', credentials?: Record<string, Record<string, unknown>>): Promise<void>;
   unload(): Promise<void>;
   startServer(): Promise<void>;
   stopServer(): Promise<void>;
@@ -165,7 +168,7 @@ export function statusOf(node: TestNode): Status {
 }
 
 /** What the node passed to this.error / this.warn. */
-export function callsOf(node: TestNode, method: 'error' | 'warn'): unknown[][] {
+export function callsOf(node: TestNode, method: 'error' | 'warn' | 'log'): unknown[][] {
   return node[method]
     .getCalls()
     .filter((c) => c.thisValue === node)
@@ -221,7 +224,7 @@ export function nodeTestFarm(options: FarmOptions, serviceOptions: Record<string
 
 /** Cancels what the simulator prints (or pauses, prepares), if anything. */
 export async function cancelPrint(controlUrl: string): Promise<void> {
-  if (/print|pause|prepare|running/i.test((await simState(controlUrl)).status)) await control(controlUrl, 'cancel');
+  if (/print|paus|prepar|running/i.test((await simState(controlUrl)).status)) await control(controlUrl, 'cancel');
 }
 
 /** A printer node 'p1' that registers simulator `index` (its access code goes in as a credential: `printerCredentials`). */

@@ -40,7 +40,7 @@ function register(js: string): Map<string, Definition> {
     validators: { number: () => () => true, regex: () => () => true },
     _: (k: string) => k,
   };
-  vm.runInNewContext(js, { RED, $: () => ({ on() {}, val() {}, toggle() {} }) });
+  vm.runInNewContext(js, { RED, window: {}, $: () => ({ on() {}, val() {}, toggle() {} }) });
   return found;
 }
 
@@ -50,6 +50,8 @@ function runtimeRegistration(file: string): { type: string; credentials?: Record
   const RED = {
     nodes: { registerType: (type: string, _ctor: unknown, opts: { credentials?: Record<string, { type: string }> } = {}) => (result = { type, credentials: opts.credentials }) },
     httpAdmin: { get() {} },
+    events: { on() {}, off() {} },
+    log: { info() {}, warn() {}, error() {}, debug() {}, trace() {} },
     auth: { needsPermission: () => () => undefined },
     settings: {},
     _: (k: string) => k,

@@ -22,11 +22,13 @@ import { collect, control, helper, NODES, SERVICE_OPTIONS, simState, statusOf, t
 const root = path.join(__dirname, '..', '..');
 const PACK_TYPES = ['printfarm-server', 'printfarm-printer', 'printfarm-job-watcher', 'printfarm-file-download', 'printfarm-gcode-preview', 'printfarm-stats'];
 const readJson = (file: string) => JSON.parse(fs.readFileSync(file, 'utf8')) as FlowNode[];
-const shipped = [
-  ...fs.readdirSync(path.join(root, 'examples')).map((f) => path.join('examples', f)),
-  path.join('flows', 'farm.json'),
-  path.join('flows', 'home-assistant.json'),
-];
+/** Every flow file the package ships: whatever is in examples/ and flows/ (new ones are checked without listing them here). */
+const shipped = ['examples', 'flows'].flatMap((dir) =>
+  fs
+    .readdirSync(path.join(root, dir))
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => path.join(dir, f)),
+);
 
 /** The defaults each node's editor html declares (from the source html). */
 function editorDefaults(type: string): string[] {
@@ -34,7 +36,7 @@ function editorDefaults(type: string): string[] {
   const js = /<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(html)![1];
   let defaults: Record<string, unknown> = {};
   const RED = { nodes: { registerType: (_t: string, def: { defaults: Record<string, unknown> }) => (defaults = def.defaults) }, validators: { number: () => () => true } };
-  vm.runInNewContext(js, { RED, $: () => ({}) });
+  vm.runInNewContext(js, { RED, window: {}, $: () => ({}) });
   return Object.keys(defaults);
 }
 
@@ -54,6 +56,28 @@ describe('examples and flows', () => {
       expect(nodes.some((n) => n.type === 'comment')).toBe(true);
       expect(nodes.every((n) => n.z === undefined)).toBe(true);
     }
+  });
+
+  test('no two shipped flows share a node id (an import of one never meets the config node of another)', () => {
+    const owner = new Map<string, string>();
+    const shared: string[] = [];
+    for (const file of shipped) {
+      for (const n of readJson(path.join(root, file))) {
+        const first = owner.get(n.id);
+        if (first && first !== file) shared.push(`${n.id} (${first}, ${file})`);
+        owner.set(n.id, first ?? file);
+      }
+    }
+    expect(shipped.length).toBeGreaterThanOrEqual(7);
+    expect(shared).toEqual([]);
+  });
+
+  test('embedded config nodes of different files use different ports and data dirs; none exposes the service', () => {
+    const embedded = shipped.flatMap((file) => readJson(path.join(root, file)).filter((n) => n.type === 'printfarm-server' && n.mode === 'embedded'));
+    expect(embedded.length).toBeGreaterThan(1);
+    expect(new Set(embedded.map((n) => String(n.port))).size).toBe(embedded.length);
+    expect(new Set(embedded.map((n) => String(n.dataDir))).size).toBe(embedded.length);
+    expect(embedded.filter((n) => n.expose !== false)).toEqual([]);
   });
 
   test('every node type of the pack has an example', () => {
@@ -85,7 +109,7 @@ describe('flows/farm.json in Node-RED', () => {
     // Each node reaches its state on its own (REST answers, the /ws connection): wait for each, not just the first.
     await until(() => statusOf(helper.getNode('pf-all')).text === '0 of 0 printing', 'farm status');
     await until(() => statusOf(helper.getNode('pf-p1')).text === 'unknown printer', 'printer status');
-    expect(statusOf(helper.getNode('pf-p1'))).toEqual({ fill: 'grey', shape: 'ring', text: 'unknown printer' });
+    expect(statusOf(helper.getNode('pf-p1'))).toEqual({ fill: 'red', shape: 'ring', text: 'unknown printer' });
     await until(() => statusOf(helper.getNode('pf-jobs')).text === 'connected', 'job watcher connected');
     expect(statusOf(helper.getNode('pf-jobs'))).toEqual({ fill: 'green', shape: 'dot', text: 'connected' });
     await until(() => statusOf(helper.getNode('pf-downloads')).text === 'idle (0 done, 0 failed)', 'download queue idle');

@@ -186,8 +186,9 @@ describe('printfarm-server and printer nodes', () => {
       }),
     );
     const bad = await collect(helper.getNode('caught')).next();
-    expect(bad.error.message).toBe('Bad configuration: Invalid URL');
-    expect(bad.payload).toEqual({ code: 'BAD_CONFIG', message: 'Invalid URL' });
+    const reason = 'the base URL must start with http:// or https://, got "printfarm.local"';
+    expect(bad.error.message).toBe(`Bad configuration: ${reason}`);
+    expect(bad.payload).toEqual({ code: 'BAD_CONFIG', message: reason });
     expect(statusOf(helper.getNode('a'))).toEqual({ fill: 'red', shape: 'ring', text: 'error' });
   });
 
