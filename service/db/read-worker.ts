@@ -108,11 +108,16 @@ export class PostgresReader {
     this.db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: postgresPool(url, connections, { readOnly: true }) }) });
   }
 
+  private closed = false;
+
   async all<R>(query: CompiledQuery<R>): Promise<R[]> {
+    // Like the SQLite worker: a query after close fails as a database error (SQLSTATE 08003, no connection).
+    if (this.closed) throw Object.assign(new Error('database closed'), { name: 'error', code: '08003' });
     return (await this.db.executeQuery(query)).rows;
   }
 
   close(): Promise<void> {
+    this.closed = true;
     return this.db.destroy();
   }
 }
