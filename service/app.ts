@@ -24,13 +24,20 @@ import { PreviewService } from './files/previews';
 import { FileStorage } from './files/storage';
 import { IdeaService, type IdeaServiceOptions } from './ideas/service';
 import { JobTracker } from './monitoring/job-tracker';
+import type { NewJobGateOptions } from './monitoring/new-job-gate';
 import { StatusCache } from './monitoring/status-cache';
 import { createDriver } from './printers/drivers';
 import { Fleet, type DriverFactory, type FleetTimings } from './printers/fleet';
 import { PrinterRegistry } from './printers/registry';
+import { Dispatcher } from './queue/dispatcher';
+import { FactsCache } from './queue/facts-cache';
+import { PlateTracker } from './queue/plate';
+import { QueueService } from './queue/service';
 import { RealtimeHub } from './realtime';
 import { SettingsService } from './settings';
 import { HistoryRetention } from './statistics/retention';
+import { ConnectionCap } from './system/connection-cap';
+import { lockDataDir, type DataDirLock } from './system/data-lock';
 import { ServiceMetrics } from './system/metrics';
 import { UpdateChecker } from './system/update-check';
 import { UsageService, type UsageOptions } from './usage/service';
@@ -62,6 +69,8 @@ export interface ServiceOptions {
   usageStats?: UsageOptions;
   /** Ideas: the page fetcher (injectable fetch, timeout, size cap), metadata retry and trending cache options. */
   ideas?: IdeaServiceOptions;
+  /** New-job limit per printer (default one per minute; tests shorten it). */
+  jobTracking?: NewJobGateOptions;
   /** The figures applied while `rate_limit_enabled` is on (default: the spec's v1.0 limits; tests shorten the windows). */
   rateLimits?: RateLimits;
   /** Added to ALLOWED_ORIGINS (the Node-RED config node lists Node-RED's own port, for dashboard pages). */
@@ -144,6 +153,15 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const api = createApi(log, () => phase, { metrics, limiter, trustProxy: config.trust_proxy, guard, tokens });
   const server = http.createServer(api.app);
   server.on('clientError', answerClientError);
+  // One service per data directory, checked before anything listens or opens (DataDirLockedError otherwise).
+  let lock: DataDirLock;
+  try {
+    lock = lockDataDir(dataDir);
+  } catch (err) {
+    metrics.close();
+    limiter.close();
+    throw err;
+  }
   // Listen first: a request that arrives while the database opens gets a 503, not a refused connection.
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -151,17 +169,24 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       server.off('error', reject);
       resolve();
     });
+  }).catch((err) => {
+    metrics.close();
+    limiter.close();
+    lock.release();
+    throw err;
   });
 
   const { store, settings } = await openStorage(dataDir, env, { databaseUrl: config.database_url || undefined, poolMax: config.database_pool_max }).catch(async (err) => {
     metrics.close();
     limiter.close();
     await new Promise((resolve) => server.close(resolve));
+    lock.release();
     throw err;
   });
   const cache = new StatusCache();
   const fleet = new Fleet(store, cache, bus, settings, log, options.driverFactory ?? createDriver, options.fleet);
-  const tracker = new JobTracker(store, settings, bus, log);
+  const tracker = new JobTracker(store, settings, bus, log, options.jobTracking);
+  fleet.onLinkUp((printerId) => tracker.linkUp(printerId));
   fleet.onReport((printerId, state) => {
     metrics.report();
     tracker.report(printerId, state);
@@ -171,12 +196,19 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     limiter.close();
     await store.close();
     await new Promise((resolve) => server.close(resolve));
+    lock.release();
     throw err;
   });
   const storage = new FileStorage(dataDir);
   const files = new FileCatalog(store, fleet, storage, new DownloadManager(store, fleet, storage, bus, log, { maxBytes: config.max_download_size_mb * 1024 * 1024, ...options.downloads }), log);
   const ideas = new IdeaService(store, bus, log, options.ideas);
   const retention = new HistoryRetention(store, settings, log);
+  const facts = new FactsCache();
+  const plates = new PlateTracker(store, fleet, bus, log);
+  let queue: QueueService | undefined;
+  const dispatcher = new Dispatcher({ store, settings, fleet, log, facts, plates, publish: (id) => queue!.publish(id) });
+  queue = new QueueService(store, bus, settings, facts, dispatcher);
+  tracker.linkDispatches(dispatcher);
   context = {
     version: VERSION,
     dataDir,
@@ -195,15 +227,24 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     updates: new UpdateChecker(VERSION, config.update_check_url, config.update_check_timeout * 1000, log),
     usage,
     ideas,
+    queue,
+    dispatcher,
   };
   api.mount(context);
-  realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs, admit: (req) => admitWebSocket(guard, tokens, limiter, req, config.trust_proxy) });
+  const wsCap = new ConnectionCap({
+    maxTotal: config.ws_max_clients,
+    maxPerAddress: config.ws_max_clients_per_ip,
+    onRefusals: (summary) => log.warn(summary, '/ws connections refused: the connection cap is reached (WS_MAX_CLIENTS, WS_MAX_CLIENTS_PER_IP)'),
+  });
+  realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs, admit: (req) => admitWebSocket(guard, tokens, wsCap, limiter, req, config.trust_proxy) });
   realtime.attach(server);
   phase = 'ready';
   usage.start();
   files.start();
   ideas.start();
   retention.start();
+  // Before the printers connect: open dispatches are watched from their first report on.
+  await dispatcher.start();
   await fleet.start();
 
   const { port } = server.address() as AddressInfo;
@@ -223,8 +264,11 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       await usage.close();
       await realtime!.close();
       await files.downloads.close();
+      dispatcher.halt();
       // Drivers close before the catalog waits for its refreshes: a listing stuck on a printer fails at once.
       await fleet.close();
+      await dispatcher.close();
+      await plates.idle();
       await files.close();
       await tracker.idle();
       // In-flight requests finish; idle keep-alive connections close now, busy ones after their response.
@@ -236,6 +280,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       await store.close();
       metrics.close();
       limiter.close();
+      lock.release();
       log.info('printfarm service stopped');
       log.flush?.();
     })());
@@ -253,15 +298,33 @@ export function exposureWarning(host: string, port: number, accessControl: boole
 
 /**
  * A /ws upgrade is refused like any other request, with the error body: a foreign Host (421) or another
- * site's page (403: browsers always send Origin on WebSocket upgrades), then the per-client limit (429).
+ * site's page (403: browsers always send Origin on WebSocket upgrades), then the connection cap (503, always
+ * on: WS_MAX_CLIENTS in total, WS_MAX_CLIENTS_PER_IP per address), then the per-client limit (429).
  */
-function admitWebSocket(guard: BrowserGuard, tokens: TokenRegistry, limiter: RateLimiter, req: http.IncomingMessage, trustProxy: boolean) {
+function admitWebSocket(guard: BrowserGuard, tokens: TokenRegistry, cap: ConnectionCap, limiter: RateLimiter, req: http.IncomingMessage, trustProxy: boolean) {
   const refusal = guard.check(req, true);
   if (refusal) return refuseUpgrade(refusal, {});
   const auth = authorize(tokens, req, 'viewer', true);
   if ('error' in auth) return refuseUpgrade(auth.error, auth.error.status === 401 ? { 'WWW-Authenticate': 'Bearer realm="printfarm"' } : {});
-  const admission = limiter.admitWebSocket(clientAddress(req, trustProxy));
-  if ('release' in admission) return admission;
+  const address = clientAddress(req, trustProxy);
+  const capped = cap.admit(address);
+  if ('refused' in capped) {
+    const message =
+      capped.refused === 'total'
+        ? `Too many /ws connections: the service keeps at most ${capped.limit} open; try again later`
+        : `Too many /ws connections from this address: at most ${capped.limit} at once`;
+    return refuseUpgrade({ status: 503, code: 'SERVICE_UNAVAILABLE', message, details: { limit: capped.limit, scope: capped.refused } }, { 'Retry-After': '60' });
+  }
+  const admission = limiter.admitWebSocket(address);
+  if ('release' in admission) {
+    return {
+      release: () => {
+        capped.release();
+        admission.release();
+      },
+    };
+  }
+  capped.release();
   return refuseUpgrade(admission.error, { 'Retry-After': String(admission.error.details.retry_after_seconds) });
 }
 

@@ -60,6 +60,8 @@ export const STARTUP_OPTIONS = {
     description: 'postgres://user:password@host:5432/printfarm: keep the data in PostgreSQL instead of DATA_DIR/printfarm.db (see Scaling out)',
   },
   database_pool_max: { type: 'integer', default: 10, env: 'DATABASE_POOL_MAX', min: 1, max: 1000, description: 'Connections in the PostgreSQL pool (with DATABASE_URL)' },
+  ws_max_clients: { type: 'integer', default: 1000, env: 'WS_MAX_CLIENTS', min: 1, max: 100_000, description: 'Most /ws connections open at once, in total (more are refused with 503, rate limits on or off)' },
+  ws_max_clients_per_ip: { type: 'integer', default: 50, env: 'WS_MAX_CLIENTS_PER_IP', min: 1, max: 100_000, description: 'Most /ws connections open at once from one client address (503 beyond)' },
   max_download_size_mb: {
     type: 'integer',
     default: 2048,
@@ -117,6 +119,32 @@ export const RUNTIME_SETTINGS = {
     default: false,
     env: 'RATE_LIMIT_ENABLED',
     description: 'Per-client-IP limits: 1000 requests/hour, 120 status requests/minute, 50 file downloads and 10 /ws connections at once (429 RATE_LIMIT_EXCEEDED)',
+  },
+  queue_dispatch_enabled: { type: 'boolean', default: true, env: 'QUEUE_DISPATCH_ENABLED', description: 'Start queued prints on free, compatible printers (false pauses all dispatching)' },
+  queue_max_parallel_uploads: {
+    type: 'integer',
+    default: 4,
+    env: 'QUEUE_MAX_PARALLEL_UPLOADS',
+    min: 1,
+    max: 64,
+    description: 'Printers that receive a queued file at the same time (never two uploads to one printer)',
+  },
+  queue_start_timeout_s: {
+    type: 'integer',
+    default: 300,
+    env: 'QUEUE_START_TIMEOUT_S',
+    min: 1,
+    max: 3600,
+    description: 'Seconds a printer has to acknowledge a queued start before the start counts as failed and the copy goes back to the queue',
+  },
+  queue_max_attempts: { type: 'integer', default: 3, env: 'QUEUE_MAX_ATTEMPTS', min: 1, max: 100, description: 'Failed starts or prints in a row after which a queue item is failed' },
+  queue_printer_hold_s: {
+    type: 'integer',
+    default: 60,
+    env: 'QUEUE_PRINTER_HOLD_S',
+    min: 0,
+    max: 3600,
+    description: 'Seconds a printer gets no further queued start after one was sent, unless it acknowledged that start earlier',
   },
   usage_stats_endpoint: { type: 'url', default: 'https://stats.printfarm.invalid/submit', env: 'USAGE_STATS_ENDPOINT', description: 'Aggregation service submit address' },
   usage_stats_api_key: { type: 'string', default: '', env: 'USAGE_STATS_API_KEY', secret: true, description: 'X-API-Key sent with usage statistics; bound to its endpoint: a new usage_stats_endpoint set through the API clears it unless the same request sets a new key' },
@@ -196,6 +224,8 @@ export interface StartupOptions {
   trust_proxy: boolean;
   database_url: string;
   database_pool_max: number;
+  ws_max_clients: number;
+  ws_max_clients_per_ip: number;
   max_download_size_mb: number;
   auth_tokens: string;
   allowed_origins: string;

@@ -10,6 +10,8 @@ import type { JobTracker } from './monitoring/job-tracker';
 import type { StatusCache } from './monitoring/status-cache';
 import type { Fleet } from './printers/fleet';
 import type { PrinterRegistry } from './printers/registry';
+import type { Dispatcher } from './queue/dispatcher';
+import type { QueueService } from './queue/service';
 import type { SettingsService } from './settings';
 import type { UpdateChecker } from './system/update-check';
 import type { UsageService } from './usage/service';
@@ -34,4 +36,7 @@ export interface ServiceContext {
   usage: UsageService;
   /** Ideas / bookmarks and the trending cache (`ideas.trending`). */
   ideas: IdeaService;
+  /** The print queue (items and their API operations) and its dispatcher. */
+  queue: QueueService;
+  dispatcher: Dispatcher;
 }

@@ -6,6 +6,26 @@
 import { createService, type Service, type ServiceOptions } from './app';
 import type { CreatePrinterInput } from './schemas/printers';
 import { startFarm, type FarmOptions, type SimulatedFarm } from './simulators';
+import { bambu3mf } from './simulators/seed-files';
+import { Readable } from 'node:stream';
+
+const DEMO_QUEUE_NAME = 'Demo bracket';
+
+/**
+ * The demo's queue: two copies of a file sliced for the farm's idle Bambu printer. The first starts there at
+ * once, the second waits for it to finish and for its plate to be cleared (POST /printers/{id}/plate-cleared).
+ * Queued once per data dir (not again while the first demo item is open).
+ */
+async function queueDemoCopies(service: Service, farm: SimulatedFarm): Promise<void> {
+  const { queue, files, store } = service.context;
+  const open = await store.queue.itemsIn(['queued', 'printing', 'held']);
+  if (open.some((i) => i.name === DEMO_QUEUE_NAME)) return;
+  const target = farm.printers.filter((p) => p.printer.type === 'bambu_lab')[1];
+  if (!target) return;
+  const model = typeof target.printer.model === 'string' ? target.printer.model : 'P1S';
+  const fileId = await files.storeUpload(`Bracket_${model.replace(/\s+/g, '_')}.gcode.3mf`, Readable.from([bambu3mf({ model })]));
+  await queue.create({ file_id: fileId, name: DEMO_QUEUE_NAME, copies: 2, plate: 1, priority: 0 });
+}
 
 export interface EmbeddedOptions extends ServiceOptions {
   /** Start simulated printers too (true: 3 Bambu Lab + 2 PrusaLink at speed 20). */
@@ -88,6 +108,7 @@ export async function startDemoFarm(service: Service, options: FarmOptions, rest
   const farm = await startFarm({ bambu: 3, prusa: 2, speed: 20, ...options });
   try {
     await registerFarm(service, farm);
+    await queueDemoCopies(service, farm);
   } catch (err) {
     await farm.close();
     throw err;

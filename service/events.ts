@@ -31,6 +31,8 @@ export interface EventMap {
   job_update: JobUpdateEvent;
   job_auto_created: Record<string, unknown> & { printer_id: string };
   file_update: Record<string, unknown>;
+  /** A queue item as GET /queue/{id} shows it, after every change of the item or its dispatches. */
+  queue_update: Record<string, unknown> & { id: string };
   system_alert: { level: 'info' | 'warning' | 'error'; message: string; [extra: string]: unknown };
 }
 

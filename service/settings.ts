@@ -13,6 +13,7 @@ export const MASK = '********';
 
 export class SettingsService {
   private values: RuntimeSettings;
+  private readonly listeners: ((changed: string[]) => void)[] = [];
 
   private constructor(
     private readonly repo: SettingsRepository,
@@ -61,6 +62,13 @@ export class SettingsService {
     }
     await this.repo.setMany(changes, nowIso());
     this.values = { ...this.values, ...changes };
-    return Object.keys(changes);
+    const changed = Object.keys(changes);
+    if (changed.length) for (const listener of this.listeners) listener(changed);
+    return changed;
+  }
+
+  /** `listener` hears the keys of every stored change (the queue's dispatcher resumes or pauses on them). */
+  onChange(listener: (changed: string[]) => void): void {
+    this.listeners.push(listener);
   }
 }

@@ -47,7 +47,8 @@ function readUpload(
   }
   let busboy: ReturnType<typeof Busboy>;
   try {
-    busboy = Busboy({ headers: req.headers, limits: { files: 1, fileSize: MAX_UPLOAD_BYTES, fields: 10 } });
+    // Browsers and curl send UTF-8 file names (RFC 7578): read them as such, not as Latin-1 ("résumé", not "rÃ©sumÃ©").
+    busboy = Busboy({ headers: req.headers, defParamCharset: 'utf8', limits: { files: 1, fileSize: MAX_UPLOAD_BYTES, fields: 10 } });
   } catch (err) {
     // A multipart content type without a usable boundary ("Multipart: Boundary not found").
     return Promise.reject(new ApiError(422, 'VALIDATION_ERROR', `Invalid body: ${(err as Error).message}`, { location: 'body' }));

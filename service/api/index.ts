@@ -19,6 +19,7 @@ import { ideaRoutes } from './ideas';
 import { jobRoutes } from './jobs';
 import { buildOpenApi } from './openapi';
 import { printerRoutes } from './printers';
+import { queueRoutes } from './queue';
 import { routeLimiter, type RateLimiter } from './rate-limit';
 import { defineRoute, mountRoutes, type AnyRoute } from './route';
 import { settingsRoutes } from './settings';
@@ -126,7 +127,7 @@ export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, t
         response: OpenApiDocument,
         handler: () => document,
       });
-      routes = [...systemRoutes(ctx), ...printerRoutes(ctx), ...jobRoutes(ctx), ...fileRoutes(ctx), ...statisticsRoutes(ctx), ...settingsRoutes(ctx), ...ideaRoutes(ctx), ...usageRoutes(ctx), openapiRoute];
+      routes = [...systemRoutes(ctx), ...printerRoutes(ctx), ...jobRoutes(ctx), ...fileRoutes(ctx), ...statisticsRoutes(ctx), ...settingsRoutes(ctx), ...ideaRoutes(ctx), ...usageRoutes(ctx), ...queueRoutes(ctx), openapiRoute];
       document = buildOpenApi(routes, API_BASE, {
         version: ctx.version,
         rateLimited: true,
@@ -138,7 +139,7 @@ export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, t
               tags: ['Real-time'],
               summary: 'WebSocket upgrade for real-time events',
               description:
-                'Upgrade to a WebSocket. Server frames: `{type, timestamp, data}` with type printer_status, job_update, job_auto_created, file_update or system_alert. Client frames: `{"type":"subscribe","printer_ids":[...]}`, `{"type":"ping"}`.',
+                'Upgrade to a WebSocket. Server frames: `{type, timestamp, data}` with type printer_status (with `plate_state`), job_update, job_auto_created, file_update, queue_update (a queue item as `GET /queue/{item_id}` shows it, after every change of the item or its dispatches) or system_alert. Client frames: `{"type":"subscribe","printer_ids":[...]}`, `{"type":"ping"}`.',
               operationId: 'getWs',
               responses: {
                 '101': { description: 'Switching protocols' },
@@ -147,6 +148,10 @@ export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, t
                 '404': { description: 'Not a WebSocket upgrade' },
                 '421': { description: 'HOST_NOT_ALLOWED: a host name not served here (see ALLOWED_HOSTS)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
                 '429': { description: 'RATE_LIMIT_EXCEEDED: this client has 10 connections open (only with rate_limit_enabled)' },
+                '503': {
+                  description:
+                    'SERVICE_UNAVAILABLE: the /ws connection cap is reached, always on: WS_MAX_CLIENTS (default 1000) in total or WS_MAX_CLIENTS_PER_IP (default 50) from this address; details.scope says which, Retry-After: 60',
+                },
               },
             },
           },

@@ -10,7 +10,7 @@ import {
 } from '../schemas/settings';
 import { defineRoute, type AnyRoute } from './route';
 
-export function settingsRoutes({ settings, dataDir }: ServiceContext): AnyRoute[] {
+export function settingsRoutes({ settings }: ServiceContext): AnyRoute[] {
   const gcode = () => ({
     optimize_print_only: settings.get('gcode_optimize_print_only'),
     optimization_max_lines: settings.get('gcode_optimization_max_lines'),
@@ -51,7 +51,8 @@ export function settingsRoutes({ settings, dataDir }: ServiceContext): AnyRoute[
         business_mode: settings.get('business_mode'),
         job_creation_auto_create: settings.get('job_creation_auto_create'),
         monitoring_interval: settings.get('monitoring_interval'),
-        data_dir: dataDir,
+        // The server's absolute path stays on the server: "." is the data dir every shown path (local_path) is relative to.
+        data_dir: '.',
         gcode_optimize_print_only: settings.get('gcode_optimize_print_only'),
         gcode_optimization_max_lines: settings.get('gcode_optimization_max_lines'),
         gcode_render_max_lines: settings.get('gcode_render_max_lines'),

@@ -10,7 +10,8 @@ export function systemRoutes(ctx: ServiceContext): AnyRoute[] {
       path: '/health',
       tag: 'System',
       summary: 'Service health',
-      description: 'Answers 200 while the database answers, 503 (same body, status "unhealthy") when it does not.',
+      description:
+        'Answers 200 while the database answers and its file is still the one the service opened; 503 (same body, status "unhealthy", database "error") when it does not, e.g. when printfarm.db was deleted or replaced while the service runs (writes would be lost: restart the service).',
       response: Health,
       async handler() {
         const dbOk = await ctx.store.ping();

@@ -34,7 +34,14 @@ import type {
   PrinterListView,
   PrinterStatisticsView,
   PrinterUpdatedView,
+  CreateQueueItemInput,
+  PlateClearedView,
+  QueueItemView,
+  QueueListFilter,
+  QueueListView,
+  UpdateQueueItemInput,
   RefreshResultView,
+  UploadResultView,
   Settings,
   SettingsUpdatedView,
   StatisticsFilter,
@@ -138,8 +145,9 @@ export class PrintfarmClient {
 
   private async send(method: string, path: string, options: RequestOptions, accept: string): Promise<Response> {
     const headers: Record<string, string> = { accept, ...this.headers };
-    let body: string | undefined;
-    if (options.body !== undefined) {
+    let body: string | FormData | undefined;
+    if (options.body instanceof FormData) body = options.body; // multipart: fetch sets the boundary
+    else if (options.body !== undefined) {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(options.body);
     }
@@ -173,6 +181,21 @@ export class PrintfarmClient {
     resume: (id: string) => this.printers.command(id, 'resume'),
     stop: (id: string) => this.printers.command(id, 'stop'),
     testConnection: (id: string) => this.request<ConnectionTestView>('POST', `/printers/${enc(id)}/test-connection`),
+    /** The plate was cleared: the queue may start the next print there. */
+    plateCleared: (id: string) => this.request<PlateClearedView>('POST', `/printers/${enc(id)}/plate-cleared`),
+  };
+
+  /** The print queue: each copy starts on the next free printer that can print it. */
+  readonly queue = {
+    list: (filter: QueueListFilter = {}) => this.request<QueueListView>('GET', '/queue', { query: { ...filter } }),
+    get: (id: string) => this.request<QueueItemView>('GET', `/queue/${enc(id)}`),
+    /** Queues a file the service has locally (see files.upload). */
+    add: (body: CreateQueueItemInput) => this.request<QueueItemView>('POST', '/queue', { body }),
+    update: (id: string, body: UpdateQueueItemInput) => this.request<QueueItemView>('PATCH', `/queue/${enc(id)}`, { body }),
+    /** Cancels the copies not yet started; printing copies go on. */
+    cancel: (id: string) => this.request<QueueItemView>('DELETE', `/queue/${enc(id)}`),
+    hold: (id: string) => this.request<QueueItemView>('POST', `/queue/${enc(id)}/hold`),
+    release: (id: string) => this.request<QueueItemView>('POST', `/queue/${enc(id)}/release`),
   };
 
   readonly jobs = {
@@ -198,6 +221,12 @@ export class PrintfarmClient {
         timeoutMs: this.transferTimeoutMs,
         signal: options.signal,
       }),
+    /** Stores a local file (multipart upload); its id can be queued. */
+    upload: (name: string, data: Buffer | Uint8Array) => {
+      const form = new FormData();
+      form.append('file', new Blob([new Uint8Array(data)]), name);
+      return this.request<UploadResultView>('POST', '/files/upload', { body: form, timeoutMs: this.transferTimeoutMs });
+    },
     content: (id: string) => this.requestBytes('GET', `/files/${enc(id)}/content`, { timeoutMs: this.transferTimeoutMs }).then((r) => r.data),
     removeLocal: (id: string) => this.request<FileDeletedView>('DELETE', `/files/${enc(id)}`),
     cleanupCandidates: (query: { older_than_days?: number; min_size_mb?: number; unused_only?: boolean } = {}) =>

@@ -3,7 +3,7 @@
  * schemas (type-only imports: nothing of zod is loaded at run time).
  */
 import type { z } from 'zod';
-import type { CleanupCandidates, CleanupResult, CurrentJobDownloadResult, DownloadStarted, DownloadStatus, FileDeleted, FileDetail, FileItem, FileList, FileListQuery, RefreshResult } from '../schemas/files';
+import type { CleanupCandidates, CleanupResult, CurrentJobDownloadResult, DownloadStarted, DownloadStatus, FileDeleted, FileDetail, FileItem, FileList, FileListQuery, RefreshResult, UploadResult } from '../schemas/files';
 import type { JobCancelled, JobDeleted, JobList, JobListQuery, JobUpdated, CreateJobBody, UpdateJobBody } from '../schemas/jobs';
 import type {
   ConnectionTestResult,
@@ -17,6 +17,7 @@ import type {
   UpdatePrinterBody,
 } from '../schemas/printers';
 import type { GcodeOptimizationSettings, GcodeOptimizationUpdated, SettingsUpdated } from '../schemas/settings';
+import type { CreateQueueItemBody, PlateCleared, QueueItem, QueueList, QueueListQuery, UpdateQueueItemBody } from '../schemas/queue';
 import type { Health, SystemInfo, UpdateCheck } from '../schemas/system';
 import type { JobUpdateEvent, PrinterStatusEvent } from '../events';
 
@@ -121,3 +122,15 @@ export interface JobAutoCreatedData {
   customer_info: Record<string, unknown>;
   [extra: string]: unknown;
 }
+
+export type QueueItemView = z.output<typeof QueueItem>;
+export type QueueListView = z.output<typeof QueueList>;
+export interface QueueListFilter {
+  status?: z.output<typeof QueueListQuery>['status'];
+  page?: number;
+  limit?: number;
+}
+export type CreateQueueItemInput = z.input<typeof CreateQueueItemBody>;
+export type UpdateQueueItemInput = z.input<typeof UpdateQueueItemBody>;
+export type PlateClearedView = z.output<typeof PlateCleared>;
+export type UploadResultView = z.output<typeof UploadResult>;

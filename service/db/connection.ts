@@ -4,6 +4,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Migration } from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema';
+import { ConfigError } from '../config';
 import { MIGRATIONS } from './migrations';
 
 export type Db = Kysely<DB>;
@@ -48,9 +49,14 @@ export interface DatabaseTarget {
  * Shared by the service's database and the aggregation service's.
  */
 export async function openSqlite<T>(file: string, migrations: Record<string, Migration>): Promise<SqliteConnection<T>> {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  const sqlite = new BetterSqlite3(file);
-  sqlite.pragma('journal_mode = WAL');
+  let sqlite: BetterSqlite3.Database;
+  try {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    sqlite = new BetterSqlite3(file);
+    sqlite.pragma('journal_mode = WAL');
+  } catch (err) {
+    throw unusableDatabase(file, err);
+  }
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('synchronous = NORMAL');
   // A second process (or a backup) holding a lock makes writers wait instead of failing at once.
@@ -62,7 +68,7 @@ export async function openSqlite<T>(file: string, migrations: Record<string, Mig
     if (error) throw error;
   } catch (err) {
     await db.destroy();
-    throw err;
+    throw unusableDatabase(file, err);
   }
   const ping = async () => {
     try {
@@ -175,6 +181,34 @@ function isPostgresError(err: object): boolean {
 export function isUnstorableText(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | null;
   return isPostgresError(Object(err)) && (e?.code === '22P05' || (e?.code === '22021' && typeof e.message === 'string' && /0x00/.test(e.message)));
+}
+
+/**
+ * A database file the service cannot use at start (corrupt, not a database, read-only, no rights):
+ * a ConfigError, so that `printfarm serve` exits with status 2 and this message instead of a stack.
+ */
+export class DatabaseUnusableError extends ConfigError {
+  readonly code = 'DATABASE_UNUSABLE';
+  constructor(
+    readonly file: string,
+    readonly cause: unknown,
+  ) {
+    const code = (cause as { code?: string })?.code ?? '';
+    const why = (cause as Error)?.message ?? String(cause);
+    const advice = /NOTADB|CORRUPT/.test(code)
+      ? `The file is damaged or not a Printfarm database: stop the service, move ${file} aside (or restore it from a backup) and start again to begin with an empty database.`
+      : /READONLY|PERM|ACCES|ROFS|CANTOPEN/.test(code)
+        ? `Give the service's user write access to ${path.dirname(file)} and ${file}, or choose another data directory (--data-dir / DATA_DIR).`
+        : `Check the file and its folder, or choose another data directory (--data-dir / DATA_DIR).`;
+    super(`the database ${file} cannot be used (${code ? `${code}: ` : ''}${why}). ${advice}`);
+  }
+}
+
+/** SQLite and file-system failures while opening become DatabaseUnusableError; anything else (a bug) stays as it is. */
+function unusableDatabase(file: string, err: unknown): unknown {
+  const code = (err as { code?: unknown })?.code;
+  if (isDatabaseError(err) || (typeof code === 'string' && /^E[A-Z]+$/.test(code))) return new DatabaseUnusableError(file, err);
+  return err;
 }
 
 export function isUniqueViolation(err: unknown): boolean {

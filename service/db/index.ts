@@ -1,4 +1,5 @@
 /** The storage layer: one connection and a repository per table. Nothing outside service/db/ writes SQL. */
+import fs from 'node:fs';
 import path from 'node:path';
 import { openDatabase, type Connection } from './connection';
 import { PostgresReader, ReadWorker } from './read-worker';
@@ -7,6 +8,7 @@ import { IdeasRepository, TrendingRepository } from './repositories/ideas';
 import { JobsRepository } from './repositories/jobs';
 import { MaintenanceRepository } from './repositories/maintenance';
 import { PrintersRepository } from './repositories/printers';
+import { QueueRepository } from './repositories/queue';
 import { SettingsRepository } from './repositories/settings';
 import { StatisticsRepository } from './repositories/statistics';
 import { StatusHistoryRepository } from './repositories/status-history';
@@ -29,7 +31,12 @@ export interface Store {
   ideas: IdeasRepository;
   /** The trending cache (items per platform and their lifetime). */
   trending: TrendingRepository;
-  /** A trivial query: true while the database answers. */
+  /** The print queue: items and their dispatches. */
+  queue: QueueRepository;
+  /**
+   * A trivial query: true while the database answers and, on SQLite, its file is still the one opened (not
+   * deleted or replaced); on PostgreSQL a `SELECT 1`.
+   */
   ping(): Promise<boolean>;
   close(): Promise<void>;
 }
@@ -46,6 +53,17 @@ export interface StoreOptions {
 export async function openStore(dataDir: string, options: StoreOptions = {}): Promise<Store> {
   const connection = await openDatabase({ file: path.join(dataDir, DB_FILENAME), url: options.databaseUrl, poolMax: options.poolMax });
   const { db } = connection;
+  // SQLite: the file as opened; deleted or replaced underneath (a cleanup script, a restore) the service writes into a ghost.
+  const opened = connection.dialect === 'sqlite' ? fs.statSync(connection.file) : null;
+  const sameFile = () => {
+    if (connection.dialect !== 'sqlite' || !opened) return true;
+    try {
+      const now = fs.statSync(connection.file);
+      return now.ino === opened.ino && now.dev === opened.dev;
+    } catch {
+      return false;
+    }
+  };
   // Statistics over a large farm take seconds: on SQLite they run on their own connection in a worker thread,
   // on PostgreSQL on a pool of their own (the server does the work; the event loop only waits).
   const reader = connection.dialect === 'sqlite' ? new ReadWorker(connection.file) : new PostgresReader(connection.url);
@@ -61,7 +79,8 @@ export async function openStore(dataDir: string, options: StoreOptions = {}): Pr
     usage: new UsageRepository(db),
     ideas: new IdeasRepository(db),
     trending: new TrendingRepository(db),
-    ping: () => connection.ping(),
+    queue: new QueueRepository(db),
+    ping: async () => (await connection.ping()) && sameFile(),
     close: async () => {
       await reader.close();
       await connection.close();

@@ -21,6 +21,10 @@ export interface PrintersTable {
   ftps_port: number | null;
   http_port: number | null;
   power_watts: number | null;
+  plate_state: string;
+  plate_auto_clear: number;
+  /** prusa_core: 'digest' or 'api_key'; NULL is Digest. */
+  auth_method: string | null;
 }
 
 export interface JobsTable {
@@ -60,6 +64,7 @@ export interface JobsTable {
   updated_at: string;
   print_key: string | null;
   printer_job_id: string | null;
+  queue_item_id: Generated<string | null>;
 }
 
 export interface SettingsTable {
@@ -132,6 +137,40 @@ export interface TrendingCacheTable {
   expires_at: string;
 }
 
+export interface QueueItemsTable {
+  id: string;
+  file_id: string;
+  name: string;
+  plate: number;
+  copies: number;
+  priority: number;
+  status: string;
+  waiting_reason: string | null;
+  failures_in_row: number;
+  target: string | null;
+  requirements: string | null;
+  options: string | null;
+  start_after: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface QueueDispatchesTable {
+  id: string;
+  item_id: string;
+  printer_id: string;
+  job_id: number | null;
+  state: string;
+  attempt: number;
+  error: string | null;
+  remote_name: string;
+  task_id: string;
+  baseline_job_id: string | null;
+  start_sent_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface DB {
   printers: PrintersTable;
   jobs: JobsTable;
@@ -140,4 +179,6 @@ export interface DB {
   ideas: IdeasTable;
   trending_items: TrendingItemsTable;
   trending_cache: TrendingCacheTable;
+  queue_items: QueueItemsTable;
+  queue_dispatches: QueueDispatchesTable;
 }

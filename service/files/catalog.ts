@@ -103,7 +103,7 @@ export class FileCatalog {
       status: f.status,
       status_icon: STATUS_ICON[f.status],
       printer_path: f.printer_path,
-      local_path: f.local_path,
+      local_path: this.storage.shown(f.local_path),
       created_on_printer: f.created_on_printer,
       downloaded_at: f.downloaded_at,
       last_accessed: f.last_accessed,

@@ -37,8 +37,15 @@ const PRINTER_COPIES = 'printers';
 export class FileStorage {
   readonly root: string;
 
-  constructor(dataDir: string) {
+  constructor(private readonly dataDir: string) {
     this.root = path.join(dataDir, 'files');
+  }
+
+  /** How a stored path is shown to clients: relative to the data dir ("files/local/…"), never the server's absolute path. */
+  shown(file: string | null): string | null {
+    if (file === null) return null;
+    const relative = path.relative(this.dataDir, path.resolve(file));
+    return relative.split(path.sep).join('/');
   }
 
   /** Resolves `parts` under the root; refuses anything that would land outside it. */

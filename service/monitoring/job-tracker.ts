@@ -18,6 +18,7 @@ import type { EventBus, JobUpdateEvent } from '../events';
 import type { MachineState, PrinterState, PrintProgress } from '../printers/driver';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
+import { NewJobGate, type NewJobGateOptions } from './new-job-gate';
 import { normaliseFileName, printFileName, printKey, startMinute } from './print-identity';
 
 const PRINTING: readonly MachineState[] = ['preparing', 'printing', 'paused'];
@@ -73,19 +74,40 @@ function fromMetadata(m: Record<string, unknown> | null, costPerKg: number): Par
   };
 }
 
+/**
+ * The print queue's side of job creation: the dispatch a print belongs to (its job carries queue_item_id and
+ * becomes the dispatch's job, never a second one), and the call that tells the queue the job's id.
+ */
+export interface DispatchLink {
+  linkFor(printerId: string, state: PrinterState): { queue_item_id: string; dispatch_id: string } | null;
+  linked(dispatchId: string, jobId: number): Promise<void>;
+}
+
 export class JobTracker {
+  private dispatches: DispatchLink | null = null;
   private readonly current = new Map<string, Tracked | null>();
   /** Printers seen not printing since the service started: a print found on any other printer was running at start. */
   private readonly seenIdle = new Set<string>();
   private readonly pending = new Map<string, PrinterState>();
   private readonly running = new Map<string, Promise<void>>();
+  /** The print of each printer's last new job: the same print seen again (after a cancel) is no new job and no flood. */
+  private readonly lastCreated = new Map<string, Tracked>();
+  private readonly gate: NewJobGate;
 
   constructor(
     private readonly store: Store,
     private readonly settings: SettingsService,
     private readonly bus: EventBus,
     private readonly log: Logger,
-  ) {}
+    options: NewJobGateOptions = {},
+  ) {
+    this.gate = new NewJobGate(options);
+  }
+
+  /** A printer's link came (back) up: what it prints now may have started while it was out of sight. */
+  linkUp(printerId: string): void {
+    this.gate.sawStart(printerId);
+  }
 
   /**
    * Takes a printer's state. Updates of one printer are handled one at a time;
@@ -109,6 +131,11 @@ export class JobTracker {
     this.running.set(printerId, loop);
   }
 
+  /** Links the jobs of queued prints to their dispatches (set once the print queue exists). */
+  linkDispatches(link: DispatchLink): void {
+    this.dispatches = link;
+  }
+
   /** Waits until every update handed in so far is handled (tests, shutdown). */
   async idle(): Promise<void> {
     while (this.running.size) await Promise.all(this.running.values());
@@ -128,16 +155,40 @@ export class JobTracker {
       this.current.set(printerId, tracked);
     }
     const printing = PRINTING.includes(state.state);
-    if (!printing) this.seenIdle.add(printerId);
+    if (!printing) {
+      this.seenIdle.add(printerId);
+      this.gate.sawStart(printerId);
+      this.lastCreated.delete(printerId);
+    }
     if (printing && state.job) {
       if (tracked && this.samePrint(tracked, state.job)) return this.progress(printerId, tracked, state);
+      const last = this.lastCreated.get(printerId);
+      if (!tracked && last && this.samePrint(last, state.job)) return; // a job ended by a user while the print goes on
+      const link = this.dispatches?.linkFor(printerId, state) ?? null;
+      // A queued print is a start the service made itself: the flood gate does not apply to it.
+      const verdict = link ? 'ok' : this.gate.check(printerId, state.job.started_at);
+      // Another name without a start of the printer is noise (or a flood), not a new print: the tracked job goes on.
+      if (verdict === 'no_start') return this.refuse(printerId, state.job, verdict);
       // A different print than the one we track: the old one ended while we did not see it.
       if (tracked) await this.finish(printerId, tracked, { ...state, state: 'idle' });
-      if (!this.settings.get('job_creation_auto_create')) return;
-      return this.create(printerId, state, state.job, foundAtStart);
+      // A queued print always gets its job: the queue counts its copies by them.
+      if (!link && !this.settings.get('job_creation_auto_create')) return;
+      if (verdict === 'too_soon') return this.refuse(printerId, state.job, verdict);
+      return this.create(printerId, state, state.job, foundAtStart, link);
     }
     // A printing state without job details (an early or partial report) neither creates nor ends a job.
     if (tracked && !printing) await this.finish(printerId, tracked, state);
+  }
+
+  /** Logs every refused new job at debug level; a warning and a system_alert at most once per interval, with the count. */
+  private refuse(printerId: string, job: PrintProgress, verdict: 'no_start' | 'too_soon'): void {
+    this.log.debug({ printer_id: printerId, job_name: job.name, reason: verdict }, 'new job refused');
+    const count = this.gate.refused(printerId);
+    if (count === null) return;
+    const why = verdict === 'no_start' ? 'the printer did not start a print' : `at most one new job per ${Math.round(this.gate.minIntervalMs / 1000)} s`;
+    const message = `Printer ${printerId} reported a new print "${job.name.slice(0, 80)}" that did not become a job (${why}); ${count} refused since the last alert`;
+    this.log.warn({ printer_id: printerId, refused: count, reason: verdict }, message);
+    this.bus.emit('system_alert', { level: 'warning', message, printer_id: printerId, refused_jobs: count, reason: verdict });
   }
 
   private samePrint(tracked: Tracked, job: PrintProgress): boolean {
@@ -167,7 +218,13 @@ export class JobTracker {
     };
   }
 
-  private async create(printerId: string, state: PrinterState, job: PrintProgress, foundAtStart: boolean): Promise<void> {
+  private async create(
+    printerId: string,
+    state: PrinterState,
+    job: PrintProgress,
+    foundAtStart: boolean,
+    link: { queue_item_id: string; dispatch_id: string } | null = null,
+  ): Promise<void> {
     const printer = await this.store.printers.get(printerId);
     if (!printer) return;
     const discovery = nowIso();
@@ -181,7 +238,8 @@ export class JobTracker {
       discovered_on_startup: foundAtStart,
     };
     const status = state.state === 'paused' ? 'paused' : 'printing';
-    const key = printKey(file, start);
+    // Copies of a queued file are never one print: each dispatch has its own identity.
+    const key = link ? `${printKey(file, start)}#${link.dispatch_id}` : printKey(file, start);
     const known = await this.catalogFile(printerId, file);
     let id: number;
     try {
@@ -208,6 +266,7 @@ export class JobTracker {
         updated_at: discovery,
         print_key: key,
         printer_job_id: job.printer_job_id,
+        ...(link ? { queue_item_id: link.queue_item_id } : {}),
       });
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
@@ -229,6 +288,9 @@ export class JobTracker {
       powerWatts: printer.power_watts,
     };
     this.current.set(printerId, tracked);
+    this.gate.created(printerId, job.started_at);
+    this.lastCreated.set(printerId, { ...tracked });
+    if (link) await this.dispatches?.linked(link.dispatch_id, id);
     this.log.info({ printer_id: printerId, job_id: id, filename, discovered_on_startup: foundAtStart }, 'job auto-created');
     this.bus.emit('job_auto_created', {
       id: String(id),

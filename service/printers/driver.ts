@@ -51,6 +51,18 @@ export interface PrinterError {
   message: string;
 }
 
+/** One loaded filament: an AMS tray, the external spool, or the filament a single-extruder printer has loaded. */
+export interface PrinterMaterial {
+  /** Bambu: global AMS tray number (ams_id*4 + tray; an AMS-HT its id, 128 and up), 254 the external spool. Prusa: 0. */
+  slot: number;
+  /** "PLA", "PETG"... as the printer reports it. */
+  type: string;
+  /** "#RRGGBB", when reported. */
+  color: string | null;
+  /** 0..100, null when the printer does not know. */
+  remaining_percent: number | null;
+}
+
 export interface PrinterState {
   state: MachineState;
   /** The state word as the printer sent it (gcode_state, PrusaLink state). */
@@ -61,6 +73,10 @@ export interface PrinterState {
   firmware_version: string | null;
   model: string | null;
   capabilities: { has_camera: boolean; has_ams: boolean; supports_remote_control: boolean } | null;
+  /** Nozzle diameter in mm, when the printer reports it. */
+  nozzle_diameter?: number | null;
+  /** The filaments loaded now (empty when none or not reported). */
+  materials?: PrinterMaterial[];
 }
 
 export interface PrinterFile {
@@ -100,6 +116,8 @@ export interface DriverConfig {
   ip_address: string;
   serial_number: string | null;
   access_code: string | null;
+  /** prusa_core: Digest (default) or the X-Api-Key header; the driver never falls back from one to the other. */
+  auth_method?: 'digest' | 'api_key';
   /** Port overrides (simulators, NAT); undefined means the printer's real port. */
   ports: { mqtt?: number; ftps?: number; http?: number };
   /** A link silent for longer than this is offline (ms). */
@@ -108,6 +126,31 @@ export interface DriverConfig {
   command_timeout_ms: number;
   /** Poll cadence for polling drivers (ms). */
   poll_ms: number;
+}
+
+/** A queued print to send to a printer and start (the print queue's dispatcher builds it). */
+export interface QueuedStart {
+  /** The file on this machine. */
+  localPath: string;
+  /** The name it gets on the printer's storage (card root / USB). */
+  remoteName: string;
+  /** 3MF plate number. */
+  plate: number;
+  /** A fresh decimal id below 2^31-1 for this start (Bambu task/subtask/project id). */
+  taskId: string;
+  /** Bambu: one tray per filament of the file, -1 for unused and the external spool. */
+  amsMapping: number[];
+  options: { bed_leveling: boolean; timelapse: boolean; flow_cali: boolean; vibration_cali: boolean };
+}
+
+export interface QueuedStartHooks {
+  /**
+   * Called once the file is on the printer and right before the start command goes out (PrusaLink: before
+   * the one request that uploads and starts). It persists the dispatch as `starting` and checks the printer is
+   * still free; when it throws, nothing is started.
+   */
+  beforeStart(): Promise<void>;
+  onProgress?(bytes: number, total: number): void;
 }
 
 /**
@@ -119,6 +162,8 @@ export interface PrinterDriver extends EventEmitter {
   /** The last merged state, or null before the first report. */
   readonly state: PrinterState | null;
   readonly connection: ConnectionState;
+  /** Counts of what the driver refused from the printer (dropped reports, faults), when it keeps them. */
+  readonly faultStats?: Record<string, number>;
   /** Starts connecting; resolves once connected, rejects with a DriverError (AUTH, OFFLINE, TIMEOUT). Keeps reconnecting in the background either way until close(). */
   connect(): Promise<void>;
   close(): Promise<void>;
@@ -129,6 +174,14 @@ export interface PrinterDriver extends EventEmitter {
   resume(): Promise<void>;
   stop(): Promise<void>;
   startPrint(path: string): Promise<void>;
+  /**
+   * Sends a local file to the printer and starts it (the print queue). Resolves once the start command was
+   * sent (and accepted where the printer answers); the print itself is acknowledged by the printer's state.
+   * Rejects with a DriverError: REJECTED when the printer refused (PrusaLink 409: not ready at its screen).
+   */
+  sendAndStart?(start: QueuedStart, hooks: QueuedStartHooks): Promise<void>;
+  /** Removes a queued print's file after the print (Bambu: a file left on the card can restart as a "ghost print" at power-on). */
+  removeQueuedFile?(remoteName: string): Promise<void>;
 }
 
 /** Exponential backoff with full jitter, 1 s doubling to 60 s. */

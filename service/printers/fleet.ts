@@ -13,7 +13,10 @@ import type { EventBus } from '../events';
 import type { StatusCache } from '../monitoring/status-cache';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
-import { DriverError, type ConnectionChange, type DriverConfig, type MachineState, type PrinterDriver, type PrinterState } from './driver';
+import { DriverError, type ConnectionChange, type DriverConfig, type PrinterDriver, type PrinterState } from './driver';
+import { connectionChanged, frameKey, printerStatusOf } from './fleet-status';
+
+export { printerStatusOf } from './fleet-status';
 
 export type DriverFactory = (type: PrinterRecord['type'], config: DriverConfig) => PrinterDriver;
 
@@ -26,29 +29,6 @@ export interface FleetTimings {
   pollMs?: number;
   /** How long the connection test of a new printer waits before it reports the printer offline (default 15 s). */
   connectTimeoutMs?: number;
-}
-
-/** The printer status the API shows for a machine state. */
-export function printerStatusOf(state: MachineState): 'online' | 'printing' | 'paused' | 'error' {
-  switch (state) {
-    case 'preparing':
-    case 'printing':
-      return 'printing';
-    case 'paused':
-      return 'paused';
-    case 'failed':
-    case 'error':
-      return 'error';
-    default:
-      return 'online';
-  }
-}
-
-/** What a printer_status frame carries; a frame goes out only when this changes. */
-function frameKey(status: string, connection: string, state: PrinterState | null): string {
-  const t = state?.temperatures;
-  const half = (v: number | undefined) => (v === undefined ? '' : Math.round(v * 2) / 2);
-  return [status, connection, Math.floor(state?.job?.progress ?? 0), half(t?.nozzle), half(t?.bed), half(t?.chamber), state?.error?.code ?? ''].join('|');
 }
 
 /** How often last_seen is written while a printer keeps reporting (it is kept in memory in between). */
@@ -156,6 +136,15 @@ export class Fleet {
     return member.driver;
   }
 
+  /** A printer's plate state changed: its record follows and a printer_status frame says so. False when it has no driver. */
+  announcePlate(printerId: string, plate: 'clear' | 'needs_clearing'): boolean {
+    const member = this.members.get(printerId);
+    if (!member) return false;
+    member.record.plate_state = plate;
+    this.frame(member, true);
+    return true;
+  }
+
   /** Reconnects a printer now and reports whether it answers. */
   async testConnection(printerId: string): Promise<{ ok: boolean; status: string; connection_status: string; message: string | null }> {
     const record = await this.store.printers.get(printerId);
@@ -183,6 +172,7 @@ export class Fleet {
       ip_address: record.ip_address,
       serial_number: record.serial_number,
       access_code: record.access_code,
+      ...(record.auth_method === 'api_key' ? { auth_method: 'api_key' as const } : {}),
       ports: {
         mqtt: record.mqtt_port ?? undefined,
         ftps: record.ftps_port ?? undefined,
@@ -206,8 +196,10 @@ export class Fleet {
     this.members.set(record.id, member);
     // Monitoring (re)starts with a connection test: not connected until it answers.
     member.writes = this.recordHistory(record.id, member.status, member.connection, nowIso());
-    driver.on('connection', (change: ConnectionChange) => this.onConnection(member, change));
-    driver.on('state', (state: PrinterState) => this.onState(member, state));
+    // Nothing a driver emits may throw into the driver or reach the process: a failure here marks this printer only.
+    driver.on('connection', (change: ConnectionChange) => this.guarded(member, () => this.onConnection(member, change)));
+    driver.on('state', (state: PrinterState) => this.guarded(member, () => this.onState(member, state)));
+    driver.on('error', (err: unknown) => this.guarded(member, () => this.onConnection(member, { connection: 'error', message: `driver failed: ${(err as Error)?.message ?? err}` })));
     // The connection test: the first connect either succeeds or says why not. The driver keeps retrying after a failure.
     const deadline = this.timings.connectTimeoutMs ?? 15_000;
     let timer: NodeJS.Timeout | undefined;
@@ -217,11 +209,14 @@ export class Fleet {
         timer = setTimeout(() => reject(new DriverError('TIMEOUT', `no answer within ${Math.round(deadline / 1000)} s`)), deadline);
       }),
     ])
-      .then(() => this.onConnection(member, { connection: 'connected', message: null }))
-      .catch((err: unknown) => {
-        const e = err instanceof DriverError ? err : new DriverError('OFFLINE', (err as Error).message);
-        this.onConnection(member, { connection: e.code === 'AUTH' ? 'error' : 'disconnected', message: e.message });
-      })
+      .then(
+        () => this.guarded(member, () => this.onConnection(member, { connection: 'connected', message: null })),
+        (err: unknown) => {
+          const e = err instanceof DriverError ? err : new DriverError('OFFLINE', (err as Error)?.message ?? String(err));
+          const connection = e.code === 'AUTH' || driver.connection === 'error' ? 'error' : 'disconnected';
+          this.guarded(member, () => this.onConnection(member, { connection, message: e.message }));
+        },
+      )
       .finally(() => clearTimeout(timer));
     return Object.assign(member, { connected });
   }
@@ -232,8 +227,28 @@ export class Fleet {
     this.members.delete(printerId);
     member.driver.removeAllListeners('state');
     member.driver.removeAllListeners('connection');
+    member.driver.removeAllListeners('error');
     await member.driver.close().catch((err) => this.log.warn({ err, printer_id: printerId }, 'driver close failed'));
     await member.writes;
+  }
+
+  /** Runs a handler of a driver event; an exception marks the printer `error` with the reason instead of escaping. */
+  private guarded(member: Member, handle: () => void): void {
+    try {
+      handle();
+    } catch (err) {
+      this.log.error({ err, printer_id: member.record.id }, 'printer event handling failed');
+      try {
+        if (this.isCurrent(member) && member.status !== 'error') this.onConnection(member, { connection: 'error', message: `printer data could not be handled: ${(err as Error)?.message ?? err}` });
+      } catch {
+        // Already logged: the farm goes on.
+      }
+    }
+  }
+
+  /** A driver's counts of dropped reports and faults, when it keeps them. */
+  driverStats(printerId: string): Record<string, number> | null {
+    return this.members.get(printerId)?.driver.faultStats ?? null;
   }
 
   private isCurrent(member: Member): boolean {
@@ -325,6 +340,7 @@ export class Fleet {
       connection_status: member.connection,
       progress: live.progress,
       temperatures: { nozzle: live.temperatures.nozzle, bed: live.temperatures.bed },
+      plate_state: member.record.plate_state ?? 'clear',
       ...(state?.job ? { job_name: state.job.name, layer_current: state.job.layer_current, layer_total: state.job.layer_total, estimated_remaining: state.job.remaining_seconds } : {}),
       ...(state?.error ? { error: state.error } : {}),
     });
@@ -374,15 +390,4 @@ export class Fleet {
       });
     }
   }
-}
-
-function connectionChanged(a: PrinterRecord, b: PrinterRecord): boolean {
-  return (
-    a.ip_address !== b.ip_address ||
-    a.access_code !== b.access_code ||
-    a.serial_number !== b.serial_number ||
-    a.mqtt_port !== b.mqtt_port ||
-    a.ftps_port !== b.ftps_port ||
-    a.http_port !== b.http_port
-  );
 }

@@ -23,7 +23,7 @@ export interface FleetView {
 }
 
 /** Changing one of these reconnects the printer (and tests the connection again). */
-const CONNECTION_FIELDS = ['ip_address', 'access_code', 'serial_number', 'mqtt_port', 'ftps_port', 'http_port'] as const;
+const CONNECTION_FIELDS = ['ip_address', 'access_code', 'serial_number', 'mqtt_port', 'ftps_port', 'http_port', 'auth_method'] as const;
 
 export class PrinterRegistry {
   constructor(
@@ -71,6 +71,7 @@ export class PrinterRegistry {
       ftps_port: record.ftps_port,
       http_port: record.http_port,
       power_watts: record.power_watts,
+      auth_method: record.auth_method as PrinterDetailView['auth_method'],
     };
   }
 
@@ -99,6 +100,9 @@ export class PrinterRegistry {
       ftps_port: input.ftps_port ?? null,
       http_port: input.http_port ?? null,
       power_watts: input.power_watts ?? null,
+      plate_state: 'clear',
+      plate_auto_clear: input.plate_auto_clear ?? false,
+      auth_method: input.auth_method ?? null,
     };
     try {
       await this.store.printers.insert(record);
@@ -158,10 +162,18 @@ export class PrinterRegistry {
   /** Well-formed but unusable configurations are 400 INVALID_PRINTER_CONFIG. */
   private checkConfig(
     type: string,
-    c: { ip_address?: string; serial_number?: string | null; access_code?: string | null; mqtt_port?: number | null; ftps_port?: number | null; http_port?: number | null },
+    c: {
+      ip_address?: string;
+      serial_number?: string | null;
+      access_code?: string | null;
+      mqtt_port?: number | null;
+      ftps_port?: number | null;
+      http_port?: number | null;
+      auth_method?: string | null;
+    },
   ): void {
     const problems: { field: string; message: string }[] = [];
-    const foreignPorts = type === 'bambu_lab' ? ['http_port'] : ['mqtt_port', 'ftps_port'];
+    const foreignPorts = type === 'bambu_lab' ? ['http_port', 'auth_method'] : ['mqtt_port', 'ftps_port'];
     for (const field of foreignPorts) {
       if (c[field as keyof typeof c] != null) problems.push({ field, message: `does not apply to ${type} printers` });
     }
@@ -209,6 +221,10 @@ export class PrinterRegistry {
       is_active: record.is_active,
       last_seen: record.last_seen,
       created_at: record.created_at,
+      nozzle_diameter: this.fleet.stateOf(record.id)?.nozzle_diameter ?? null,
+      materials: this.fleet.stateOf(record.id)?.materials ?? [],
+      plate_state: record.plate_state ?? 'clear',
+      plate_auto_clear: record.plate_auto_clear ?? false,
     };
   }
 
@@ -222,6 +238,7 @@ export class PrinterRegistry {
       status: record.status,
       connection_status: record.connection_status,
       is_active: record.is_active,
+      plate_state: record.plate_state ?? 'clear',
       progress: live.progress,
       temperatures: { nozzle: live.temperatures.nozzle, bed: live.temperatures.bed },
     });

@@ -33,7 +33,7 @@ export const FileItem = z.object({
   status: z.enum(FILE_STATUSES),
   status_icon: z.string(),
   printer_path: z.string().nullable(),
-  local_path: z.string().nullable(),
+  local_path: z.string().nullable().meta({ description: 'Where the local copy is, relative to the data directory (e.g. files/local/…); null without one' }),
   created_on_printer: nullableTimestamp,
   downloaded_at: nullableTimestamp,
   last_accessed: nullableTimestamp,

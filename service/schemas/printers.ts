@@ -15,6 +15,12 @@ export const printerId = z
   .meta({ description: 'Identifier chosen by the client', example: 'x1c-01' });
 
 const port = z.number().int().min(1).max(65535);
+const authMethod = z
+  .enum(['digest', 'api_key'])
+  .meta({
+    description:
+      'prusa_core only: `digest` (default; user maker + access_code as password) or `api_key` (access_code sent as X-Api-Key, for older firmware). The service never falls back from Digest to X-Api-Key.',
+  });
 const portOverrides = {
   mqtt_port: port.optional().meta({ description: 'bambu_lab: MQTT over TLS port (default 8883)' }),
   ftps_port: port.optional().meta({ description: 'bambu_lab: implicit FTPS port (default 990)' }),
@@ -38,6 +44,8 @@ export const CreatePrinterBody = z.strictObject({
   serial_number: z.string().trim().max(64).optional().meta({ description: 'Required for bambu_lab' }),
   is_active: z.boolean().default(true),
   power_watts: z.number().int().min(1).max(10000).optional().meta({ description: 'Average power draw in watts, for power costs (default: the default_printer_power_watts setting)' }),
+  plate_auto_clear: z.boolean().optional().meta({ description: 'The printer clears its own plate (an ejection system): a print end does not make the plate need clearing (default false)' }),
+  auth_method: authMethod.optional(),
   ...portOverrides,
 });
 
@@ -53,6 +61,8 @@ export const UpdatePrinterBody = z
     ftps_port: port.nullable().optional(),
     http_port: port.nullable().optional(),
     power_watts: z.number().int().min(1).max(10000).nullable().optional(),
+    plate_auto_clear: z.boolean().optional(),
+    auth_method: authMethod.nullable().optional().meta({ description: 'prusa_core only; null returns to Digest' }),
   })
   .refine((b) => Object.keys(b).length > 0, { message: 'give at least one field to change' });
 
@@ -70,6 +80,17 @@ const CurrentJob = z.object({
   estimated_remaining: z.number().int().nullable().meta({ description: 'Seconds' }),
 });
 
+export const PlateState = z.enum(['clear', 'needs_clearing']).meta({
+  description: 'needs_clearing after every print end (unless plate_auto_clear) until POST /printers/{printer_id}/plate-cleared; the queue starts nothing on such a plate',
+});
+
+export const LoadedMaterial = z.object({
+  slot: z.number().int().meta({ description: 'Bambu: global AMS tray number (ams_id*4 + tray), 254 the external spool; Prusa: 0' }),
+  type: z.string().meta({ description: 'PLA, PETG...' }),
+  color: z.string().nullable().meta({ description: '#RRGGBB' }),
+  remaining_percent: z.number().nullable(),
+});
+
 export const Printer = z.object({
   id: z.string(),
   name: z.string(),
@@ -84,6 +105,10 @@ export const Printer = z.object({
   is_active: z.boolean(),
   last_seen: nullableTimestamp,
   created_at: timestamp,
+  nozzle_diameter: z.number().nullable().meta({ description: 'Millimetres, as the printer reports it' }),
+  materials: z.array(LoadedMaterial).meta({ description: 'The filaments loaded now, as the printer reports them (empty when unknown)' }),
+  plate_state: PlateState,
+  plate_auto_clear: z.boolean(),
 });
 
 export const PrinterDetail = Printer.extend({
@@ -113,6 +138,7 @@ export const PrinterDetail = Printer.extend({
   ftps_port: z.number().int().nullable(),
   http_port: z.number().int().nullable(),
   power_watts: z.number().int().nullable().meta({ description: 'Average power draw in watts (null: the default setting)' }),
+  auth_method: z.enum(['digest', 'api_key']).nullable().meta({ description: 'prusa_core: how the printer authenticates (null: Digest); null for bambu_lab' }),
 });
 
 export const PrinterList = z.object({

@@ -55,7 +55,7 @@ export const ApplicationSettings = z
     business_mode: z.boolean(),
     job_creation_auto_create: z.boolean(),
     monitoring_interval: z.number().int(),
-    data_dir: z.string(),
+    data_dir: z.string().meta({ description: 'Always "." : the data directory that local paths are relative to (the server\'s absolute path is not shown)' }),
     gcode_optimize_print_only: z.boolean(),
     gcode_optimization_max_lines: z.number().int(),
     gcode_render_max_lines: z.number().int(),

@@ -613,7 +613,7 @@ describe('schema-driven fuzzing of every operation in the OpenAPI document', () 
 
     // Every file of the service is in its data dir: the db, and the uploads under files/local with one safe name each.
     const inData = listFiles(h.dataDir);
-    for (const f of inData) expect(f).toMatch(/^(printfarm\.db(-wal|-shm)?|files\/local\/[0-9a-f]{20}-[^/\\\u0000]+)$/);
+    for (const f of inData) expect(f).toMatch(/^(printfarm\.(db(-wal|-shm)?|lock)|files\/local\/[0-9a-f]{20}-[^/\\\u0000]+)$/);
     const db = new Database(path.join(h.dataDir, 'printfarm.db'), { readonly: true });
     try {
       for (const id of stored) {

@@ -53,6 +53,11 @@ describeDialects('printers API', (db) => {
       is_active: true,
       last_seen: null,
       created_at: expect.any(String),
+      // Nothing reported yet; a new printer's plate is clear (the print queue).
+      nozzle_diameter: null,
+      materials: [],
+      plate_state: 'clear',
+      plate_auto_clear: false,
     });
     // Chamber temperature is a Bambu thing.
     expect(all.body.printers[1].temperatures).not.toHaveProperty('chamber');
@@ -118,6 +123,18 @@ describeDialects('printers API', (db) => {
     for (const ip of ['10.0.0.5', 'fe80::1', 'printer-7.farm.lan']) {
       expect((await h.post('/api/v1/printers', prusa(`ok-${ip.replace(/[^a-z0-9]/g, '')}`, { ip_address: ip }))).status).toBe(201);
     }
+  });
+
+  test('a Prusa printer authenticates with Digest unless configured for its API key; auth_method does not apply to Bambu', async () => {
+    expect((await h.post('/api/v1/printers', prusa('mk4-digest'))).status).toBe(201);
+    expect((await h.get('/api/v1/printers/mk4-digest')).body.auth_method).toBeNull();
+    expect((await h.post('/api/v1/printers', prusa('mk3-key', { auth_method: 'api_key' }))).status).toBe(201);
+    expect((await h.get('/api/v1/printers/mk3-key')).body.auth_method).toBe('api_key');
+    expect((await h.put('/api/v1/printers/mk3-key', { auth_method: null })).status).toBe(200);
+    expect((await h.get('/api/v1/printers/mk3-key')).body.auth_method).toBeNull();
+    const err = expectError(await h.post('/api/v1/printers', bambu('x1-key', { auth_method: 'api_key' })), 400, 'INVALID_PRINTER_CONFIG');
+    expect(err.details.fields).toEqual([{ field: 'auth_method', message: 'does not apply to bambu_lab printers' }]);
+    expectError(await h.post('/api/v1/printers', prusa('mk4-x', { auth_method: 'basic' })), 422);
   });
 
   test('body problems are 422 with the offending fields', async () => {

@@ -176,7 +176,7 @@ describe('printers that drop off or hang (service in process)', () => {
       await until(async () => (await h.get(`/api/v1/files/${file.id}/download/status`)).body.status === 'completed', 'redo completed');
       const done = await fileOf(h, file.id);
       expect(done).toMatchObject({ status: 'downloaded', checksum: sha(gcodeBytes), file_size: gcodeBytes.length, download_attempts: 3, error: null });
-      expect(fs.readFileSync(done.local_path).equals(gcodeBytes)).toBe(true);
+      expect(fs.readFileSync(path.join(h.dataDir, done.local_path)).equals(gcodeBytes)).toBe(true);
       const content = await fetch(`${h.base}/api/v1/files/${file.id}/content`);
       expect(Buffer.from(await content.arrayBuffer()).equals(gcodeBytes)).toBe(true);
       expect(partials(h.dataDir)).toEqual([]);
@@ -330,7 +330,9 @@ describe('printfarm serve killed with SIGKILL and started again on the same data
       await until(async () => (await svc.get(`/api/v1/files/${file.id}/download/status`)).body.status === 'completed', 'download completed');
       const done = await fileOf(svc, file.id);
       expect(done).toMatchObject({ status: 'downloaded', checksum: sha(gcodeBytes), file_size: gcodeBytes.length });
-      expect(fs.readFileSync(done.local_path).equals(gcodeBytes)).toBe(true);
+      // local_path is shown relative to the data dir; the database keeps the absolute path.
+      const stored = path.join(dataDir, done.local_path);
+      expect(fs.readFileSync(stored).equals(gcodeBytes)).toBe(true);
       const content = await fetch(`${svc.base}/api/v1/files/${file.id}/content`);
       expect(Buffer.from(await content.arrayBuffer()).equals(gcodeBytes)).toBe(true);
 
@@ -340,8 +342,8 @@ describe('printfarm serve killed with SIGKILL and started again on the same data
       await until(async () => (await svc.get(`/api/v1/files/${file.id}/download/status`)).body.bytes_downloaded > 0, 'bytes arriving again');
       await until(() => partials(dataDir!).length === 1, 'a temp file on disk again');
       const again = await crash(svc);
-      expect(again.files.get(file.id)).toMatchObject({ local_path: done.local_path, checksum: sha(gcodeBytes) });
-      expect(fs.readFileSync(done.local_path).equals(gcodeBytes)).toBe(true);
+      expect(again.files.get(file.id)).toMatchObject({ local_path: stored, checksum: sha(gcodeBytes) });
+      expect(fs.readFileSync(stored).equals(gcodeBytes)).toBe(true);
 
       svc = await spawnService(dataDir);
       expect(partials(dataDir)).toEqual([]);
@@ -351,7 +353,7 @@ describe('printfarm serve killed with SIGKILL and started again on the same data
       expect(Buffer.from(await kept.arrayBuffer()).equals(gcodeBytes)).toBe(true);
 
       const after = await crash(svc);
-      expect(after.files.get(file.id)).toMatchObject({ status: 'downloaded', checksum: sha(gcodeBytes), local_path: done.local_path });
+      expect(after.files.get(file.id)).toMatchObject({ status: 'downloaded', checksum: sha(gcodeBytes), local_path: stored });
       expect(partials(dataDir)).toEqual([]);
     },
     45_000,

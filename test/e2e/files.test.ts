@@ -16,7 +16,8 @@ import { control, until } from '../helpers/farm';
 
 
 const sha = (b: Buffer) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
-const seed = (suffix: string) => seedFiles().find((f) => f.name.endsWith(suffix))!.data;
+// Simulators hold files sliced for their model: printer 0 is the farm's X1C, printer 1 an MK4S (with the default 3MF).
+const seed = (suffix: string, index = 0) => seedFiles(index === 0 ? { bambu: 'X1C' } : { prusa: 'MK4S' }).find((f) => f.name.endsWith(suffix))!.data;
 
 describeDialects('files on simulated printers', (db) => {
   let farm: SimulatedFarm;
@@ -61,7 +62,7 @@ describeDialects('files on simulated printers', (db) => {
       file_type: '.3mf',
       status: 'available',
       status_icon: expect.any(String),
-      file_size: seed('.gcode.3mf').length,
+      file_size: seed('.gcode.3mf', index).length,
       local_path: null,
       download_url: `/api/v1/files/${file.id}/download`,
       metadata: { estimated_print_time: null, layer_height: null, infill: null },
@@ -89,16 +90,18 @@ describeDialects('files on simulated printers', (db) => {
     expect(progress.data).toMatchObject({ bytes_total: file.file_size, speed_mbps: expect.any(Number) });
     await until(async () => (await h.get(`/api/v1/files/${file.id}/download/status`)).body.status === 'completed', 'completed');
     const detail = (await h.get(`/api/v1/files/${file.id}`)).body;
-    expect(detail).toMatchObject({ status: 'downloaded', checksum: sha(seed('.gcode.3mf')), download_attempts: 1, downloaded_at: expect.any(String) });
-    expect(fs.readFileSync(detail.local_path).equals(seed('.gcode.3mf'))).toBe(true);
+    expect(detail).toMatchObject({ status: 'downloaded', checksum: sha(seed('.gcode.3mf', index)), download_attempts: 1, downloaded_at: expect.any(String) });
+    // local_path is relative to the data dir: the server's absolute path is not shown.
+    expect(detail.local_path).toMatch(/^files\/[^/]/);
+    expect(fs.readFileSync(path.join(h.dataDir, detail.local_path)).equals(seed('.gcode.3mf', index))).toBe(true);
     const content = await fetch(`${h.base}/api/v1/files/${file.id}/content`);
-    expect(Buffer.from(await content.arrayBuffer()).equals(seed('.gcode.3mf'))).toBe(true);
+    expect(Buffer.from(await content.arrayBuffer()).equals(seed('.gcode.3mf', index))).toBe(true);
     await ws.close();
 
     // Deleting the local copy leaves the printer's copy: the file is available again.
     const del = await h.del(`/api/v1/files/${file.id}`);
     expect(del.body).toMatchObject({ id: file.id, status: 'available', deleted_at: expect.any(String) });
-    expect(fs.existsSync(detail.local_path)).toBe(false);
+    expect(fs.existsSync(path.join(h.dataDir, detail.local_path))).toBe(false);
     expect((await h.get(`/api/v1/files/${file.id}`)).body.status).toBe('available');
   });
 
@@ -148,8 +151,9 @@ describeDialects('files on simulated printers', (db) => {
     expect(res.status).toBe(201);
     const body = (await res.json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
     expect(body).toMatchObject({ status: 'local', file_type: '.stl', printer_id: null, upload_url: '/api/v1/files/upload', checksum: sha(seed('.stl')) });
-    expect(path.resolve(body.local_path).startsWith(path.join(h.dataDir, 'files') + path.sep)).toBe(true);
-    expect(fs.readFileSync(body.local_path).equals(seed('.stl'))).toBe(true);
+    expect(body.local_path).toMatch(/^files\/local\/[0-9a-f]{20}-evil model\.stl$/);
+    expect(path.resolve(h.dataDir, body.local_path).startsWith(path.join(h.dataDir, 'files') + path.sep)).toBe(true);
+    expect(fs.readFileSync(path.join(h.dataDir, body.local_path)).equals(seed('.stl'))).toBe(true);
 
     const bad = new FormData();
     bad.append('file', new Blob(['MZ']), 'tool.exe');
@@ -165,7 +169,7 @@ describeDialects('files on simulated printers', (db) => {
     expect((await h.post('/api/v1/files/cleanup', { file_ids: [body.id], confirm: false })).status).toBe(422);
     const cleaned = await h.post('/api/v1/files/cleanup', { file_ids: [body.id, 'nope'], confirm: true });
     expect(cleaned.body).toMatchObject({ cleaned_files: 1, failed_cleanups: [{ file_id: 'nope', error: expect.any(String) }] });
-    expect(fs.existsSync(body.local_path)).toBe(false);
+    expect(fs.existsSync(path.join(h.dataDir, body.local_path))).toBe(false);
     expect((await h.get(`/api/v1/files/${body.id}`)).status).toBe(404);
   });
 

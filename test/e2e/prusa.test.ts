@@ -334,25 +334,9 @@ describe('PrusaLink driver against the simulated printer', () => {
     expect(connections).toEqual([{ connection: 'connected', message: null }]);
   });
 
-  test('older firmware that only knows X-Api-Key: the driver falls back to the key', async () => {
-    const sim = await simulator({ apiKeyOnly: true, model: 'MK4S' });
-    const { driver } = driverFor(sim);
-    await driver.connect();
-    expect(driver.authMode).toBe('apikey');
-    expect(driver.state).toMatchObject({ state: 'idle', model: 'MK4S' });
-    expect(sim.stats.digest_ok).toBe(0);
-    expect(sim.stats.api_key_ok).toBeGreaterThan(0);
-    await driver.startPrint('/usb/CUBE_0~1.GCO');
-    await waitForState(driver, 'printing', (s) => s.state === 'printing');
-
-    const wrong = driverFor(sim, { access_code: 'not-the-key' });
-    expect((await rejection(wrong.driver.connect())).code).toBe('AUTH');
-    expect(wrong.driver.connection).toBe('error');
-  });
-
   test('firmware without the v1 API is a connection error that says so', async () => {
     const sim = await simulator({ apiKeyOnly: true, noV1Api: true });
-    const { driver, connections } = driverFor(sim);
+    const { driver, connections } = driverFor(sim, { auth_method: 'api_key' });
     const err = await rejection(driver.connect());
     expect(err.code).toBe('PROTOCOL');
     expect(connections).toEqual([{ connection: 'error', message: 'the printer has no PrusaLink v1 API (/api/v1/status): update its firmware' }]);
@@ -460,7 +444,7 @@ describe('PrusaLink driver against the simulated printer', () => {
     expect(await upload(sim, 'models/Nested Part.gcode', nested)).toBe(201);
 
     const files = await driver.listFiles();
-    const seeds = seedFiles();
+    const seeds = seedFiles({ prusa: sim.model }); // sliced for the simulated model
     expect(files.map((f) => f.name).sort()).toEqual([...seeds.map((s) => s.name), 'Nested Part.gcode'].sort());
     for (const seed of seeds) {
       const f = files.find((x) => x.name === seed.name)!;
@@ -491,7 +475,7 @@ describe('PrusaLink driver against the simulated printer', () => {
     const sim = await simulator();
     const { driver } = driverFor(sim, { command_timeout_ms: 800 });
     await driver.connect();
-    const seed = seedFiles().find((s) => s.name === BGCODE)!;
+    const seed = seedFiles({ prusa: sim.model }).find((s) => s.name === BGCODE)!;
     await ok(sim, '/faults', { transfer_bytes_per_sec: 20_000 }); // ~1.5 s for 30 kB
     const dest = join(tmp, 'slow.bgcode');
     const progress: number[] = [];

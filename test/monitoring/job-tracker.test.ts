@@ -36,6 +36,8 @@ describeDialects('job tracker', (db) => {
   let events: { type: keyof EventMap; data: unknown }[];
   let settings: SettingsService;
   let tracker: JobTracker;
+  /** The tracker's clock: every fed update is a minute and a bit later than the one before (the new-job limit is per minute). */
+  let clock: number;
 
   beforeEach(async () => {
     dir = tempDir();
@@ -44,12 +46,13 @@ describeDialects('job tracker', (db) => {
     events = [];
     bus.onAny((type, data) => events.push({ type, data }));
     settings = await SettingsService.load(store.settings, {});
-    tracker = new JobTracker(store, settings, bus, log);
+    clock = Date.parse('2026-11-22T12:00:00.000Z');
+    tracker = new JobTracker(store, settings, bus, log, { now: () => clock });
     const now = new Date().toISOString();
     await store.printers.insert({
       id: 'p1', name: 'P1', type: 'bambu_lab', model: 'P1S', ip_address: '127.0.0.1', serial_number: 'S', access_code: 'A', is_active: true,
       status: 'online', connection_status: 'connected', status_message: null, firmware_version: null, last_seen: null, created_at: now, updated_at: now,
-      mqtt_port: null, ftps_port: null, http_port: null, power_watts: 200,
+      mqtt_port: null, ftps_port: null, http_port: null, power_watts: 200, auth_method: null,
     });
   });
   afterEach(async () => {
@@ -59,6 +62,7 @@ describeDialects('job tracker', (db) => {
   });
 
   const feed = async (s: PrinterState) => {
+    clock += 61_000;
     tracker.report('p1', s);
     await tracker.idle();
   };
@@ -196,5 +200,41 @@ describeDialects('job tracker', (db) => {
     await feed(state('printing', 'Cube.gcode', 9));
     const all = await jobs();
     expect(all.map((j) => j.status)).toContain('cancelled');
+  });
+
+  const alerts = () => events.filter((e) => e.type === 'system_alert').map((e) => e.data as Record<string, unknown>);
+
+  test('a flood of reports with a changing job name and no start of the printer creates one job and alerts once a minute', async () => {
+    await feed(state('printing', 'Cube.gcode', 5, { started_at: '2026-11-22T10:00:00.000Z' }));
+    for (let i = 0; i < 500; i++) tracker.report('p1', state('printing', `flood-${i}.gcode`, 5, { started_at: '2026-11-22T10:00:00.000Z' }));
+    await tracker.idle();
+    let all = await jobs();
+    expect(all.map((j) => [j.filename, j.status])).toEqual([['Cube.gcode', 'printing']]);
+    expect(alerts()).toEqual([expect.objectContaining({ level: 'warning', printer_id: 'p1', reason: 'no_start', refused_jobs: 1 })]);
+    // A minute later the next refusal reports the rest.
+    await feed(state('printing', 'flood-x.gcode', 5, { started_at: '2026-11-22T10:00:00.000Z' }));
+    expect(alerts()[1]).toMatchObject({ refused_jobs: expect.any(Number) });
+    expect(alerts()).toHaveLength(2);
+    all = await jobs();
+    expect(all).toHaveLength(1);
+  });
+
+  test('starts faster than one a minute: one new job per printer per minute, the rest refused; later starts count again', async () => {
+    await feed(state('printing', 'A.gcode', 5));
+    // Within the same minute (the clock stands still): stop, start B, stop, start C...
+    for (const name of ['B', 'C', 'D']) {
+      tracker.report('p1', state('stopped', `${name}.gcode`, 0));
+      await tracker.idle();
+      tracker.report('p1', state('printing', `${name}.gcode`, 1));
+      await tracker.idle();
+    }
+    expect((await jobs()).map((j) => [j.filename, j.status])).toEqual([['A.gcode', 'cancelled']]);
+    expect(alerts().filter((a) => a.reason === 'too_soon')).toHaveLength(1);
+    // A minute later the print that is running becomes a job.
+    await feed(state('printing', 'D.gcode', 3));
+    expect((await jobs()).map((j) => [j.filename, j.status])).toEqual([
+      ['A.gcode', 'cancelled'],
+      ['D.gcode', 'printing'],
+    ]);
   });
 });

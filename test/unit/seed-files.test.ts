@@ -1,7 +1,7 @@
 import { crc32, inflateSync } from 'node:zlib';
 import { unzipSync, strFromU8 } from 'fflate';
 import { PNG } from 'pngjs';
-import { seedFiles } from '../../service/simulators/seed-files';
+import { bambu3mf, seedFiles } from '../../service/simulators/seed-files';
 
 const file = (suffix: string) => seedFiles().find((f) => f.name.endsWith(suffix))!.data;
 
@@ -52,5 +52,29 @@ describe('simulator seed files are real formats', () => {
     const stl = file('.stl');
     expect(stl.readUInt32LE(80)).toBe(12);
     expect(stl.length).toBe(84 + 12 * 50);
+  });
+
+  test('each printer gets files sliced for its model, with their filament list', () => {
+    const sliceInfo = (data: Buffer) => strFromU8(unzipSync(data)['Metadata/slice_info.config']);
+    const settings = (data: Buffer) => JSON.parse(strFromU8(unzipSync(data)['Metadata/project_settings.config'])) as Record<string, unknown>;
+    const x1c = seedFiles({ bambu: 'X1C' }).find((f) => f.name.endsWith('.gcode.3mf'))!.data;
+    expect(sliceInfo(x1c)).toContain('<metadata key="printer_model_id" value="BL-P001"/>');
+    expect(sliceInfo(x1c)).toMatch(/<filament id="1" tray_info_idx="GFA00" type="PLA" color="#FFFFFF"/);
+    expect(settings(x1c)).toMatchObject({ printer_model: 'Bambu Lab X1 Carbon', filament_type: ['PLA'], filament_colour: ['#FFFFFF'], nozzle_diameter: ['0.4'] });
+    expect(sliceInfo(file('.gcode.3mf'))).toContain('value="C12"'); // the default stays a P1S file
+
+    const two = bambu3mf({ model: 'A1', filaments: [{ type: 'PLA', color: '#FFFFFF' }, { type: 'PETG', color: '#000000' }] });
+    expect([...sliceInfo(two).matchAll(/<filament id="(\d)"[^>]*type="(\w+)" color="(#\w+)"/g)].map((m) => m.slice(1))).toEqual([
+      ['1', 'PLA', '#FFFFFF'],
+      ['2', 'PETG', '#000000'],
+    ]);
+    expect(sliceInfo(two)).toContain('value="N2S"');
+    expect(strFromU8(unzipSync(two)['Metadata/plate_1.gcode'])).toContain('; filament_type = PLA;PETG');
+
+    const coreOne = seedFiles({ prusa: 'Core One' });
+    expect(coreOne.find((f) => f.name.endsWith('.gcode'))!.data.toString()).toContain('; printer_model = COREONE');
+    expect(file('.gcode').toString()).toContain('; printer_model = MK4S');
+    expect(file('.gcode').toString()).toContain('; filament_type = PLA');
+    expect(file('.bgcode').includes(Buffer.from('printer_model=MK4S\n'))).toBe(true);
   });
 });

@@ -17,6 +17,8 @@ import * as m005 from './005_file_catalog';
 import * as m006 from './006_ideas';
 import * as m007 from './007_usage_stats';
 import * as m008 from './008_job_list_indexes';
+import * as m009 from './009_print_queue';
+import * as m010 from './010_printer_auth_method';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001_initial': m001,
@@ -27,4 +29,6 @@ export const MIGRATIONS: Record<string, Migration> = {
   '006_ideas': m006,
   '007_usage_stats': m007,
   '008_job_list_indexes': m008,
+  '009_print_queue': m009,
+  '010_printer_auth_method': m010,
 };

@@ -2,10 +2,17 @@ import type { Selectable } from 'kysely';
 import type { Db } from '../connection';
 import type { PrintersTable } from '../schema';
 
-/** A printers row as the service uses it: a known type, is_active as a boolean. */
-export type PrinterRecord = Omit<PrintersTable, 'type' | 'is_active'> & {
+export type PlateState = 'clear' | 'needs_clearing';
+
+/**
+ * A printers row as the service uses it: a known type, is_active as a boolean. The plate fields are always
+ * there when read; a new record may leave them out (the database defaults: clear, no automatic clearing).
+ */
+export type PrinterRecord = Omit<PrintersTable, 'type' | 'is_active' | 'plate_state' | 'plate_auto_clear'> & {
   type: 'bambu_lab' | 'prusa_core';
   is_active: boolean;
+  plate_state?: PlateState;
+  plate_auto_clear?: boolean;
 };
 
 export type PrinterPatch = Partial<Omit<PrinterRecord, 'id' | 'type' | 'created_at'>>;
@@ -14,11 +21,17 @@ const toRecord = (row: Selectable<PrintersTable>): PrinterRecord => ({
   ...row,
   type: row.type as PrinterRecord['type'],
   is_active: row.is_active === 1,
+  plate_state: row.plate_state === 'needs_clearing' ? 'needs_clearing' : 'clear',
+  plate_auto_clear: row.plate_auto_clear === 1,
 });
 
 function toRow(patch: PrinterPatch): Partial<PrintersTable> {
-  const { is_active, ...rest } = patch;
-  return { ...rest, ...(is_active === undefined ? {} : { is_active: is_active ? 1 : 0 }) };
+  const { is_active, plate_auto_clear, ...rest } = patch;
+  return {
+    ...rest,
+    ...(is_active === undefined ? {} : { is_active: is_active ? 1 : 0 }),
+    ...(plate_auto_clear === undefined ? {} : { plate_auto_clear: plate_auto_clear ? 1 : 0 }),
+  };
 }
 
 export class PrintersRepository {

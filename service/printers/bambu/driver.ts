@@ -14,14 +14,13 @@
  * - reconnects use exponential backoff with full jitter (1 s .. 60 s); a
  *   refused access code is connection 'error' ("access code rejected") and
  *   is retried only slowly (about once per `authRetryMs`, default 60 s);
- * - close() ends the MQTT socket, the FTP connection and every timer.
+ * - close() ends the MQTT socket, the FTP connection and every timer;
+ * - a printer that sends more than limits.ts allows, or data the driver fails
+ *   on, is dropped to 'error' with the reason and retried only slowly.
  * The access code is never logged, emitted or put in an error.
  */
-import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import net from 'node:net';
-import type tls from 'node:tls';
-import { connect as mqttConnect, type IClientOptions, type MqttClient } from 'mqtt';
+import { connect as mqttConnect, type MqttClient } from 'mqtt';
 import {
   backoffDelay,
   DriverError,
@@ -31,57 +30,29 @@ import {
   type PrinterDriver,
   type PrinterFile,
   type PrinterState,
+  type QueuedStart,
+  type QueuedStartHooks,
 } from '../driver';
+import { guardWith, reasonOf } from '../guard';
+import { PendingCommands, projectFileFields } from './commands';
 import { BambuFtp } from './ftp';
-import { ingestReport, isObject, modelFromSerial, parseVersionInfo, str, toPrinterState, type BambuTracked, type Json, type VersionInfo } from './state';
+import { sendQueuedStart } from './project-file';
+import { MAX_PACKET_BYTES, MqttPacketGuard } from './limits';
+import { mqttErrorOf, mqttOptions, type BambuDriverLogger, type BambuDriverOptions } from './link';
+import { BambuReports } from './reports';
+import { modelFromSerial, type Json } from './state';
 
-/** The smallest Logger surface the driver uses (pino fits). */
-export interface BambuDriverLogger {
-  debug(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-}
-
-export interface BambuDriverOptions {
-  /** First backoff step (ms); 1000 in production, smaller in tests. */
-  backoffBaseMs?: number;
-  /** Longest backoff step (ms), 60 000 by default. */
-  backoffMaxMs?: number;
-  /** About how long to wait before trying a refused access code again (ms, jittered to 50-100 %); default backoffMaxMs. */
-  authRetryMs?: number;
-  /** How long one connection attempt may take up to the report subscription (ms, default 10 000). */
-  connectTimeoutMs?: number;
-  /** MQTT keepalive (s, default 30). */
-  keepaliveSeconds?: number;
-  /** FTPS inactivity timeout (ms, default max(command_timeout_ms, 15 000)). */
-  ftpTimeoutMs?: number;
-  /** Random source for the jitter (tests pin it). */
-  random?: () => number;
-  logger?: BambuDriverLogger;
-}
+export type { BambuDriverLogger, BambuDriverOptions } from './link';
 
 interface Waiter {
   resolve: () => void;
   reject: (err: unknown) => void;
 }
 
-interface PendingCommand {
-  command: string;
-  sequenceId: string;
-  settle: (err?: DriverError) => void;
-}
-
-/** pybambu's rule: file:///sdcard/ URLs for X1/P1/A1, ftp:/// for H2 and newer. */
-function usesFtpUrl(model: string | null): boolean {
-  return !!model && !/^(X1|P1|A1)/i.test(model);
-}
-
 export class BambuDriver extends EventEmitter implements PrinterDriver {
-  private currentState: PrinterState | null = null;
-  private stateKey = '';
   private link: ConnectionState = 'disconnected';
   private linkMessage: string | null = null;
-  private tracked: BambuTracked | null = null;
-  private version: VersionInfo | null = null;
+  private readonly reports = new BambuReports();
   private serial: string | null;
   private client: MqttClient | null = null;
   /** CONNACK and SUBACK received on `client`. */
@@ -92,9 +63,10 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   private watchdog: NodeJS.Timeout | null = null;
   private lastMessageAt = 0;
   private readonly waiters: Waiter[] = [];
-  private readonly pending = new Set<PendingCommand>();
+  private readonly commands = new PendingCommands();
   private sequence: number;
   private closed = false;
+  private faults = 0;
   private readonly ftp: BambuFtp;
   private readonly backoffBaseMs: number;
   private readonly backoffMaxMs: number;
@@ -103,6 +75,8 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   private readonly keepaliveSeconds: number;
   private readonly random: () => number;
   private readonly log: BambuDriverLogger | null;
+  /** Every callback of the network or a timer: whatever goes wrong marks this printer `error`, never the process. */
+  private readonly guard = guardWith((err) => this.fault(`the service could not handle what the printer sent (${reasonOf(err)})`));
 
   constructor(
     readonly config: DriverConfig,
@@ -127,7 +101,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   }
 
   get state(): PrinterState | null {
-    return this.currentState;
+    return this.reports.current;
   }
 
   get connection(): ConnectionState {
@@ -142,9 +116,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     return `${this.config.ip_address}:${this.mqttPort}`;
   }
 
-  // -------------------------------------------------------------------------
-  // Connection
-  // -------------------------------------------------------------------------
+  // --- Connection ---
 
   connect(): Promise<void> {
     if (this.closed) return Promise.reject(new DriverError('OFFLINE', 'driver closed'));
@@ -160,69 +132,71 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
 
   private attemptConnect(): void {
     if (this.closed || this.client) return;
-    const accessCode = this.config.access_code;
-    if (!accessCode) {
+    if (!this.config.access_code) {
       this.failWithoutClient(new DriverError('AUTH', 'no access code configured'));
       return;
     }
-    const options: IClientOptions & tls.ConnectionOptions = {
-      protocol: 'mqtts',
-      host: this.config.ip_address,
-      port: this.mqttPort,
-      username: 'bblp',
-      password: accessCode,
-      clientId: `printfarm_${randomBytes(6).toString('hex')}`,
-      protocolVersion: 4,
-      clean: true,
-      keepalive: this.keepaliveSeconds,
-      // This driver reconnects on its own terms (backoff, jitter, slow retry after a refused code).
-      reconnectPeriod: 0,
-      connectTimeout: this.connectTimeoutMs + 5000,
-      resubscribe: false,
-      // The printer presents a certificate from Bambu's private "BBL CA" for CN = serial, not
-      // the IP; the LAN access code is the authentication, as in Bambu Studio's LAN mode and
-      // most third-party clients (PROTOCOLS.md §1). Pinning the CA would need Bambu's bundle.
-      rejectUnauthorized: false,
-      // Some firmware never answers a TLS 1.3 ClientHello (PROTOCOLS.md §1).
-      maxVersion: 'TLSv1.2',
-    };
-    if (this.serial && net.isIP(this.serial) === 0) options.servername = this.serial;
     this.log?.debug({ printer: this.config.id, address: this.where }, 'bambu: connecting');
+    const options = mqttOptions(this.config, this.serial, this.mqttPort, { keepaliveSeconds: this.keepaliveSeconds, connectTimeoutMs: this.connectTimeoutMs });
     const client = mqttConnect(options);
     this.client = client;
     this.linkUp = false;
     let lastError: DriverError | null = null;
-    this.connectTimer = setTimeout(
-      () => this.attemptFailed(client, new DriverError('TIMEOUT', `no MQTT answer from ${this.where} within ${Math.round(this.connectTimeoutMs / 1000)} s`)),
-      this.connectTimeoutMs,
+    // mqtt.js enforces no packet size for MQTT 3.1.1: refuse an oversized packet by its header, before it is buffered.
+    const packets = new MqttPacketGuard(MAX_PACKET_BYTES);
+    client.stream?.on('data', this.guard((chunk: Buffer) => {
+      const size = packets.feed(chunk);
+      if (size !== null && client === this.client) this.fault(`the printer sent an MQTT packet of ${size} bytes (limit ${MAX_PACKET_BYTES})`);
+    }));
+    const timeout = new DriverError('TIMEOUT', `no MQTT answer from ${this.where} within ${Math.round(this.connectTimeoutMs / 1000)} s`);
+    this.connectTimer = setTimeout(this.guard(() => this.attemptFailed(client, timeout)), this.connectTimeoutMs);
+    client.on('connect', this.guard(() => this.onConnack(client)));
+    client.on('message', this.guard((topic: string, payload: Buffer) => this.onMessage(client, topic, payload)));
+    client.on(
+      'error',
+      this.guard((err: Error & { code?: unknown }) => {
+        if (client !== this.client) return;
+        const mapped = mqttErrorOf(err, this.where);
+        if (mapped.code === 'AUTH') this.attemptFailed(client, mapped);
+        else lastError = mapped;
+      }),
     );
-    client.on('connect', () => this.onConnack(client));
-    client.on('message', (topic: string, payload: Buffer) => this.onMessage(client, topic, payload));
-    client.on('error', (err: Error & { code?: unknown }) => {
-      if (client !== this.client) return;
-      const code = err.code;
-      if (code === 4 || code === 5 || code === 134 || code === 135) {
-        this.attemptFailed(client, new DriverError('AUTH', `access code rejected (MQTT CONNACK ${code})`));
-        return;
-      }
-      lastError =
-        typeof code === 'string' && ['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'ENOTFOUND', 'EPIPE'].includes(code)
-          ? new DriverError('OFFLINE', `printer unreachable at ${this.where} (${code})`)
-          : typeof code === 'string' && code === 'ETIMEDOUT'
-            ? new DriverError('TIMEOUT', `printer at ${this.where} did not answer (ETIMEDOUT)`)
-            : new DriverError('OFFLINE', `MQTT connection to ${this.where} failed: ${err.message}`);
-    });
-    client.on('close', () => {
-      if (client !== this.client) return;
-      if (this.linkUp) this.linkLost(client, lastError?.message ?? 'connection lost');
-      else this.attemptFailed(client, lastError ?? new DriverError('OFFLINE', `connection to ${this.where} closed before the printer accepted it`));
-    });
+    client.on(
+      'close',
+      this.guard(() => {
+        if (client !== this.client) return;
+        if (this.linkUp) this.linkLost(client, lastError?.message ?? 'connection lost');
+        else this.attemptFailed(client, lastError ?? new DriverError('OFFLINE', `connection to ${this.where} closed before the printer accepted it`));
+      }),
+    );
+  }
+
+  /**
+   * The printer sent something hostile or broken: drop the link, mark it
+   * `error` with the reason and try again only slowly (like a refused access code).
+   */
+  private fault(reason: string): void {
+    try {
+      this.faults++;
+      this.log?.warn({ printer: this.config.id, reason, faults: this.faults }, 'bambu: printer fault, link dropped');
+      const err = new DriverError('PROTOCOL', reason, { fault: true });
+      this.teardown().catch(() => undefined);
+      this.commands.rejectAll(err);
+      this.failWithoutClient(err);
+    } catch (err) {
+      this.log?.warn({ printer: this.config.id, err: String(err) }, 'bambu: fault handling failed');
+    }
+  }
+
+  /** Reports dropped for exceeding the limits and faults that dropped the link, since the driver started. */
+  get faultStats(): { dropped_reports: number; faults: number } {
+    return { dropped_reports: this.reports.dropped, faults: this.faults };
   }
 
   private onConnack(client: MqttClient): void {
     if (client !== this.client) return;
     const topic = this.serial ? `device/${this.serial}/report` : 'device/+/report';
-    client.subscribe(topic, { qos: 0 }, (err, granted) => {
+    client.subscribe(topic, { qos: 0 }, this.guard((err: Error | null, granted?: Array<{ qos: number }>) => {
       if (client !== this.client) return;
       if (err || !granted || granted.some((g) => g.qos === 128)) {
         this.attemptFailed(client, new DriverError('PROTOCOL', `the printer refused the subscription to ${topic}`));
@@ -232,11 +206,11 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
       this.linkUp = true;
       this.lastMessageAt = Date.now();
       this.requestFullStatus(client);
-      this.watchdog = setTimeout(() => this.onWatchdog(client), this.config.watchdog_ms);
+      this.watchdog = setTimeout(this.guard(() => this.onWatchdog(client)), this.config.watchdog_ms);
       this.setLink('connected', null);
       this.log?.debug({ printer: this.config.id }, 'bambu: connected');
       for (const w of this.waiters.splice(0)) w.resolve();
-    });
+    }));
   }
 
   /** pushall + get_version: only here, i.e. once per (re)connect. */
@@ -258,7 +232,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   private linkLost(client: MqttClient, message: string): void {
     if (client !== this.client) return;
     this.teardown();
-    this.rejectPending(new DriverError('OFFLINE', `connection to the printer was lost (${message})`));
+    this.commands.rejectAll(new DriverError('OFFLINE', `connection to the printer was lost (${message})`));
     this.setLink('disconnected', message);
     this.scheduleReconnect(backoffDelay(this.attempt++, this.random, this.backoffBaseMs, this.backoffMaxMs));
   }
@@ -272,7 +246,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
 
   private failWithoutClient(err: DriverError): void {
     for (const w of this.waiters.splice(0)) w.reject(err);
-    if (err.code === 'AUTH') {
+    if (err.code === 'AUTH' || err.details.fault) {
       this.setLink('error', err.message);
       // A wrong code stays wrong until someone changes it: retry slowly, never in a tight loop.
       this.scheduleReconnect(backoffDelay(30, this.random, this.backoffBaseMs, Math.max(this.backoffBaseMs, this.authRetryMs)));
@@ -286,10 +260,13 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   private scheduleReconnect(delayMs: number): void {
     if (this.closed) return;
     this.clearReconnectTimer();
-    this.reconnectTimer = setTimeout(() => {
-      this.reconnectTimer = null;
-      this.attemptConnect();
-    }, delayMs);
+    this.reconnectTimer = setTimeout(
+      this.guard(() => {
+        this.reconnectTimer = null;
+        this.attemptConnect();
+      }),
+      delayMs,
+    );
   }
 
   private clearReconnectTimer(): void {
@@ -328,9 +305,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     this.emit('connection', change);
   }
 
-  // -------------------------------------------------------------------------
-  // Reports
-  // -------------------------------------------------------------------------
+  // --- Reports ---
 
   private onMessage(client: MqttClient, topic: string, payload: Buffer): void {
     if (client !== this.client) return;
@@ -343,64 +318,20 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
         this.requestFullStatus(client);
       }
     }
-    let message: unknown;
-    try {
-      message = JSON.parse(payload.toString('utf8'));
-    } catch {
+    const outcome = this.reports.take(payload, this.serial);
+    if (outcome.kind === 'ignored') return;
+    if (outcome.kind === 'refused') {
+      // Dropped and counted; a printer that sends such a thing is broken or hostile: its link goes to `error`.
+      this.fault(`report dropped: ${outcome.reason}`);
       return;
     }
-    if (!isObject(message)) return;
     // A message proves the link: the next failure starts the backoff from the bottom again.
     this.attempt = 0;
-    if (isObject(message.print)) {
-      if (message.print.command === 'push_status') {
-        this.tracked = ingestReport(this.tracked, message.print);
-        this.publishState();
-      } else {
-        this.settleCommand(message.print);
-      }
-    }
-    if (isObject(message.info) && message.info.command === 'get_version') {
-      this.version = parseVersionInfo(message.info);
-      this.publishState();
-    }
+    if (outcome.reply) this.commands.answer(outcome.reply);
+    if (outcome.state) this.emit('state', outcome.state);
   }
 
-  private publishState(): void {
-    // Until a report has said what the printer is doing (the pushall answer), a merged delta would read as idle
-    // and end the job the printer is still printing.
-    if (!this.tracked || typeof this.tracked.print.gcode_state !== 'string') return;
-    const state = toPrinterState(this.tracked, { version: this.version, serial: this.serial });
-    const key = JSON.stringify(state);
-    if (key === this.stateKey) return;
-    this.stateKey = key;
-    this.currentState = state;
-    this.emit('state', state);
-  }
-
-  // -------------------------------------------------------------------------
-  // Commands
-  // -------------------------------------------------------------------------
-
-  private settleCommand(reply: Json): void {
-    const command = str(reply.command);
-    const result = str(reply.result)?.toLowerCase();
-    if (!command || !result) return;
-    const sequenceId = str(reply.sequence_id);
-    for (const p of this.pending) {
-      if (p.command !== command || (sequenceId !== null && sequenceId !== p.sequenceId)) continue;
-      if (result === 'success') p.settle();
-      else {
-        const reason = str(reply.reason) || str(reply.err_code) || 'the printer refused the command';
-        p.settle(new DriverError('REJECTED', reason, { command, reason }));
-      }
-      return;
-    }
-  }
-
-  private rejectPending(err: DriverError): void {
-    for (const p of [...this.pending]) p.settle(err);
-  }
+  // --- Commands ---
 
   private command(command: string, fields: Json = {}): Promise<void> {
     const client = this.client;
@@ -409,26 +340,9 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     }
     if (!this.serial) return Promise.reject(new DriverError('PROTOCOL', 'printer serial number unknown'));
     const sequenceId = String(++this.sequence);
-    const body = { print: { sequence_id: sequenceId, command, param: '', ...fields } };
-    const timeoutMs = this.config.command_timeout_ms;
-    return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => pending.settle(new DriverError('TIMEOUT', `the printer did not answer "${command}" within ${(timeoutMs / 1000).toFixed(1)} s`)), timeoutMs);
-      const pending: PendingCommand = {
-        command,
-        sequenceId,
-        settle: (err) => {
-          if (!this.pending.delete(pending)) return;
-          clearTimeout(timer);
-          if (err) reject(err);
-          else resolve();
-        },
-      };
-      this.pending.add(pending);
-      // QoS 1 for control commands (OpenBambuAPI).
-      client.publish(`device/${this.serial}/request`, JSON.stringify(body), { qos: 1 }, (err) => {
-        if (err) pending.settle(new DriverError('OFFLINE', `could not send "${command}": ${err.message}`));
-      });
-    });
+    const body = JSON.stringify({ print: { sequence_id: sequenceId, command, param: '', ...fields } });
+    // QoS 1 for control commands (OpenBambuAPI).
+    return this.commands.send(command, sequenceId, this.config.command_timeout_ms, (sent) => client.publish(`device/${this.serial}/request`, body, { qos: 1 }, sent));
   }
 
   pause(): Promise<void> {
@@ -452,35 +366,25 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     const absolute = path.startsWith('/') ? path : `/${path}`;
     const name = absolute.slice(absolute.lastIndexOf('/') + 1);
     if (/\.3mf$/i.test(name)) {
-      const model = this.currentState?.model ?? this.version?.model ?? modelFromSerial(this.serial);
-      const relative = absolute.slice(1);
-      return this.command('project_file', {
-        param: 'Metadata/plate_1.gcode',
-        url: usesFtpUrl(model) ? `ftp:///${relative}` : `file:///sdcard/${relative}`,
-        subtask_name: name.replace(/(\.gcode)?\.3mf$/i, ''),
-        md5: '',
-        file: '',
-        project_id: '0',
-        profile_id: '0',
-        task_id: '0',
-        subtask_id: '0',
-        timelapse: false,
-        bed_type: 'auto',
-        bed_leveling: true,
-        flow_cali: true,
-        vibration_cali: true,
-        layer_inspect: true,
-        use_ams: this.currentState?.capabilities?.has_ams ?? false,
-        ams_mapping: [0],
-      });
+      const model = this.reports.current?.model ?? this.reports.version?.model ?? modelFromSerial(this.serial);
+      return this.command('project_file', projectFileFields(absolute, model, this.reports.current?.capabilities?.has_ams ?? false));
     }
     if (/\.gcode$/i.test(name)) return this.command('gcode_file', { param: absolute });
     return Promise.reject(new DriverError('REJECTED', `a Bambu printer prints .3mf and .gcode files, not "${name}"`, { path }));
   }
 
-  // -------------------------------------------------------------------------
-  // Files
-  // -------------------------------------------------------------------------
+  /** A queued print (project-file.ts): FTPS upload to the card root, then `project_file` with QoS 1. */
+  sendAndStart(start: QueuedStart, hooks: QueuedStartHooks): Promise<void> {
+    if (this.closed) return Promise.reject(new DriverError('OFFLINE', 'driver closed'));
+    const model = () => this.reports.current?.model ?? this.reports.version?.model ?? modelFromSerial(this.serial);
+    return sendQueuedStart({ ftp: this.ftp, model, command: (fields) => this.command('project_file', fields) }, start, hooks);
+  }
+
+  removeQueuedFile(remoteName: string): Promise<void> {
+    return this.ftp.remove(`/${remoteName}`);
+  }
+
+  // --- Files ---
 
   listFiles(): Promise<PrinterFile[]> {
     if (this.closed) return Promise.reject(new DriverError('OFFLINE', 'driver closed'));
@@ -492,7 +396,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     return this.ftp.download(path.startsWith('/') ? path : `/${path}`, destination, onProgress, signal);
   }
 
-  // -------------------------------------------------------------------------
+  // --- Closing ---
 
   async close(): Promise<void> {
     if (this.closed) return;
@@ -500,7 +404,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     this.clearReconnectTimer();
     const ended = this.teardown();
     const closedError = new DriverError('OFFLINE', 'driver closed');
-    this.rejectPending(closedError);
+    this.commands.rejectAll(closedError);
     for (const w of this.waiters.splice(0)) w.reject(closedError);
     this.ftp.close();
     this.link = 'disconnected';

@@ -9,6 +9,7 @@
  * and opens and closes its own connection.
  */
 import { createWriteStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { Transform } from 'node:stream';
 import { Client, FTPError, type FileInfo } from 'basic-ftp';
 import { DriverError, storageFullCode, type PrinterFile } from '../driver';
@@ -189,6 +190,34 @@ export class BambuFtp {
       } finally {
         signal?.removeEventListener('abort', onAbort);
       }
+    });
+  }
+
+  /**
+   * Stores a local file at `remotePath` (the card root for queued prints). Waits its turn like every other
+   * operation, so one printer never gets two uploads at once (two STORs corrupt the file). A `426` (transfer
+   * aborted) whose file still arrived whole counts as done: the printer's final answer can come late (H2D).
+   */
+  upload(localPath: string, remotePath: string, onProgress?: (bytes: number, total: number) => void): Promise<void> {
+    return this.run(`upload ${remotePath}`, async (client) => {
+      const total = (await stat(localPath)).size;
+      if (onProgress) client.trackProgress((info) => onProgress(info.bytes, total));
+      try {
+        await client.uploadFrom(localPath, remotePath);
+      } catch (err) {
+        if (!(err instanceof FTPError && err.code === 426)) throw err;
+        const stored = await client.size(remotePath).catch(() => -1);
+        if (stored !== total) throw err;
+      } finally {
+        client.trackProgress();
+      }
+    });
+  }
+
+  /** Deletes a file (a queued print's upload once it printed: left on the card it can come back as a "ghost print"). */
+  remove(remotePath: string): Promise<void> {
+    return this.run(`delete ${remotePath}`, async (client) => {
+      await client.remove(remotePath);
     });
   }
 

@@ -12,34 +12,17 @@
  *   that arrives with only its `id` is an emptied slot and replaces the old one.
  */
 import type { MachineState, PrinterError, PrinterState } from '../driver';
+import { materialsOf, nozzleDiameterOf } from './materials';
 
-export type Json = Record<string, unknown>;
+import { MAX_LIST_ENTRIES, MAX_OBJECT_KEYS, pickUsedKeys } from './limits';
+import { hasAms, hasCamera, modelFromSerial, supportsRemoteControl, type VersionInfo } from './model';
+import { isObject, num, str, type Json } from './values';
+
+export * from './model';
+export * from './values';
 
 /** print_error 0x0300400C: the print was stopped by the user (screen, app or a stop command). */
 export const CANCELLED_PRINT_ERROR = 50348044;
-
-/** Bit of the `fun` field that says the printer wants signed MQTT commands (authorization firmware outside Developer Mode). */
-export const FUN_SIGNATURE_REQUIRED = 0x20000000n;
-
-export function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** Numbers drift between number and string across firmware versions: coerce. */
-export function num(value: unknown): number | null {
-  if (typeof value === 'number') return Number.isFinite(value) ? value : null;
-  if (typeof value === 'string' && value.trim() !== '') {
-    const n = Number(value);
-    return Number.isFinite(n) ? n : null;
-  }
-  return null;
-}
-
-export function str(value: unknown): string | null {
-  if (typeof value === 'string') return value;
-  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
-  return null;
-}
 
 // ---------------------------------------------------------------------------
 // Merge
@@ -47,7 +30,12 @@ export function str(value: unknown): string | null {
 
 function mergeObjects(prev: Json, next: Json): Json {
   const out: Json = { ...prev };
-  for (const [key, value] of Object.entries(next)) out[key] = mergeValue(key, prev[key], value);
+  let keys = Object.keys(out).length;
+  for (const [key, value] of Object.entries(next)) {
+    // A printer that keeps inventing keys must not grow the merged state: new keys beyond the bound are dropped.
+    if (!(key in out) && keys++ >= MAX_OBJECT_KEYS) continue;
+    out[key] = mergeValue(key, prev[key], value);
+  }
   return out;
 }
 
@@ -71,7 +59,9 @@ function mergeById(prev: unknown, next: unknown, merge: (a: Json, b: Json) => Js
     const id = idOf(item);
     if (id === null || !isObject(item)) continue;
     const at = out.findIndex((old) => idOf(old) === id);
-    if (at < 0) out.push(merge({}, item));
+    if (at < 0) {
+      if (out.length < MAX_LIST_ENTRIES) out.push(merge({}, item));
+    }
     else out[at] = merge(isObject(out[at]) ? (out[at] as Json) : {}, item);
   }
   return out;
@@ -115,7 +105,8 @@ export interface BambuTracked {
 }
 
 export function ingestReport(prev: BambuTracked | null, report: Json): BambuTracked {
-  const print = mergeReport(prev?.print ?? null, report);
+  // Only the keys the service reads are merged (limits.ts): the merged state stays small whatever the printer sends.
+  const print = mergeReport(prev?.print ?? null, pickUsedKeys(report));
   let cancelled = false;
   if (gcodeStateOf(print) === 'FAILED') {
     const error = num(print.print_error);
@@ -229,115 +220,6 @@ export function printerError(print: Json): PrinterError | null {
 }
 
 // ---------------------------------------------------------------------------
-// Model, firmware, capabilities
-// ---------------------------------------------------------------------------
-
-const SERIAL_PREFIXES: Array<[string, string]> = [
-  ['00M', 'X1C'],
-  ['00W', 'X1'],
-  ['03W', 'X1E'],
-  ['01S', 'P1P'],
-  ['01P', 'P1S'],
-  ['030', 'A1 mini'],
-  ['039', 'A1'],
-  ['094', 'H2D'],
-  ['093', 'H2S'],
-  ['239', 'H2D Pro'],
-  ['31B', 'H2C'],
-  ['22E', 'P2S'],
-  ['20P', 'X2D'],
-];
-
-export function modelFromSerial(serial: string | null | undefined): string | null {
-  if (!serial) return null;
-  const upper = serial.toUpperCase();
-  return SERIAL_PREFIXES.find(([prefix]) => upper.startsWith(prefix))?.[1] ?? null;
-}
-
-/** Serial prefix for a model (the simulator names itself like the real thing). */
-export function serialPrefixOf(model: string): string | null {
-  return SERIAL_PREFIXES.find(([, m]) => m.toLowerCase() === model.toLowerCase())?.[0] ?? null;
-}
-
-const PROJECT_MODELS: Record<string, string> = { C11: 'P1P', C12: 'P1S', N1: 'A1 mini', N2S: 'A1' };
-
-export interface VersionInfo {
-  /** sw_ver of the `ota` module, e.g. "01.08.02.00". */
-  firmware: string | null;
-  /** Model from product_name ("Bambu Lab P1S" -> "P1S") or project_name. */
-  model: string | null;
-}
-
-/** Reads a get_version answer (`info` object with `module[]`). */
-export function parseVersionInfo(info: Json): VersionInfo {
-  const modules = Array.isArray(info.module) ? info.module.filter(isObject) : [];
-  const ota = modules.find((m) => m.name === 'ota');
-  const firmware = str(ota?.sw_ver) || null;
-  let model: string | null = null;
-  for (const m of ota ? [ota, ...modules] : modules) {
-    const product = str(m.product_name);
-    if (product && product.trim()) {
-      model = product.replace(/^\s*Bambu\s*Lab\s*/i, '').trim() || null;
-      break;
-    }
-    const project = str(m.project_name);
-    if (project && PROJECT_MODELS[project.toUpperCase()]) {
-      model = PROJECT_MODELS[project.toUpperCase()];
-      break;
-    }
-  }
-  return { firmware, model };
-}
-
-/** Compares dotted versions numerically ("01.08.02.00" vs "1.8.10"): <0, 0, >0. */
-export function compareVersions(a: string, b: string): number {
-  const pa = a.split('.').map((p) => parseInt(p, 10) || 0);
-  const pb = b.split('.').map((p) => parseInt(p, 10) || 0);
-  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
-    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
-    if (d !== 0) return d;
-  }
-  return 0;
-}
-
-/** First firmware of each family that refuses unsigned control commands outside Developer Mode (PROTOCOLS.md §1). */
-export function authorizationFirmware(model: string | null): string | null {
-  const m = (model ?? '').toUpperCase();
-  if (m.startsWith('P1')) return '01.08.02.00';
-  if (m.startsWith('A1')) return '01.05.00.00';
-  if (m.startsWith('X1')) return '01.08.50.32';
-  if (m.startsWith('H2D')) return '01.01.00.00';
-  return null;
-}
-
-/**
- * Can pause/resume/stop/start be sent unsigned? Kept simple on purpose:
- * 1. when the printer reports `fun`, its bit 0x20000000 ("MQTT signature
- *    required") decides: Developer Mode clears it;
- * 2. else firmware at or above the family's authorization version says no;
- * 3. else yes.
- */
-export function supportsRemoteControl(model: string | null, firmware: string | null, fun: unknown): boolean {
-  const funHex = str(fun);
-  if (funHex && /^[0-9a-f]+$/i.test(funHex)) return (BigInt(`0x${funHex}`) & FUN_SIGNATURE_REQUIRED) === 0n;
-  const threshold = authorizationFirmware(model);
-  if (threshold && firmware) return compareVersions(firmware, threshold) < 0;
-  return true;
-}
-
-/** Every current Bambu family has a camera (X1/P1/A1/H2/P2/X2); an unknown model is assumed to be one of them. */
-export function hasCamera(model: string | null): boolean {
-  if (!model) return true;
-  return /^(X1|P1|A1|H2|P2|X2)/i.test(model);
-}
-
-/** AMS units present: `ams.ams[]` not empty (AMS and AMS lite alike). */
-export function hasAms(print: Json): boolean {
-  const ams = print.ams;
-  return isObject(ams) && Array.isArray(ams.ams) && ams.ams.length > 0;
-}
-
-// ---------------------------------------------------------------------------
 // PrinterState
 // ---------------------------------------------------------------------------
 
@@ -412,5 +294,7 @@ export function toPrinterState(tracked: BambuTracked, context: MapContext): Prin
       has_ams: hasAms(p),
       supports_remote_control: supportsRemoteControl(model, firmware, p.fun),
     },
+    nozzle_diameter: nozzleDiameterOf(p),
+    materials: materialsOf(p),
   };
 }

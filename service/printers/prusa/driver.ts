@@ -20,8 +20,11 @@ import {
   type PrinterDriver,
   type PrinterFile,
   type PrinterState,
+  type QueuedStart,
+  type QueuedStartHooks,
 } from '../driver';
 import { PrusaHttpClient, type AuthMode } from './http';
+import { uploadAndPrint } from './upload';
 import {
   encodePath,
   mergePrusaState,
@@ -63,9 +66,10 @@ interface StorageEntry {
 
 const MAX_FOLDER_REQUESTS = 200;
 
+/** A DriverError stays what it is; anything else is the service failing on what the printer sent (marked `internal`). */
 function asDriverError(err: unknown): DriverError {
   if (err instanceof DriverError) return err;
-  return new DriverError('PROTOCOL', err instanceof Error ? err.message : String(err));
+  return new DriverError('PROTOCOL', `the service could not handle what the printer sent (${err instanceof Error ? err.message : String(err)})`, { internal: true });
 }
 
 export class PrusaDriver extends EventEmitter implements PrinterDriver {
@@ -105,6 +109,7 @@ export class PrusaDriver extends EventEmitter implements PrinterDriver {
       port: config.ports.http ?? 80,
       username: this.opts.username,
       password: config.access_code ?? '',
+      authMethod: config.auth_method ?? 'digest',
       timeoutMs: config.command_timeout_ms,
     });
   }
@@ -136,7 +141,11 @@ export class PrusaDriver extends EventEmitter implements PrinterDriver {
     if (this.closed) return Promise.reject(new DriverError('OFFLINE', 'driver closed'));
     if (this.link === 'connected') return Promise.resolve();
     const settled = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
-    this.loop ??= this.run();
+    // The loop catches per round; this catch is the last guard so that nothing can reach the process.
+    this.loop ??= this.run().catch((err) => {
+      this.loop = null;
+      this.setLink('error', asDriverError(err).message);
+    });
     return settled;
   }
 
@@ -242,6 +251,11 @@ export class PrusaDriver extends EventEmitter implements PrinterDriver {
     this.wake();
   }
 
+  /** A queued print: uploaded and started in one request (upload.ts); the next regular poll acknowledges it. */
+  sendAndStart(start: QueuedStart, hooks: QueuedStartHooks): Promise<void> {
+    return uploadAndPrint(this.http, start, hooks, this.config.command_timeout_ms);
+  }
+
   // ---------------------------------------------------------------- internals
 
   /** The printer's current job id, asked fresh so that a command never hits an old job. */
@@ -314,8 +328,8 @@ export class PrusaDriver extends EventEmitter implements PrinterDriver {
 
   private failed(err: DriverError): void {
     this.handshaken = false;
-    if (err.code === 'AUTH') this.setLink('error', 'access code rejected');
-    else if (err.details.unsupported) this.setLink('error', err.message); // will not heal by retrying
+    if (err.code === 'AUTH') this.setLink('error', err.message);
+    else if (err.details.unsupported || err.details.internal) this.setLink('error', err.message); // will not heal by retrying
     else this.setLink('disconnected', err.message);
     this.settle(err);
   }
@@ -329,7 +343,11 @@ export class PrusaDriver extends EventEmitter implements PrinterDriver {
       if (this.closed || this.link !== 'connected') return;
       const reason = new DriverError('TIMEOUT', `no answer from the printer for ${ms} ms`);
       this.setLink('disconnected', reason.message);
-      this.cycle?.abort(reason); // the hung round gives up now and the loop backs off
+      try {
+        this.cycle?.abort(reason); // the hung round gives up now and the loop backs off
+      } catch (err) {
+        this.setLink('error', asDriverError(err).message); // a timer callback must never throw into the process
+      }
     }, ms);
   }
 

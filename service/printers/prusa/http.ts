@@ -1,12 +1,14 @@
 /**
  * The HTTP side of PrusaLink: one keep-alive agent per printer, Digest or
- * X-Api-Key authentication negotiated on the first 401, a deadline on every
+ * X-Api-Key authentication as the printer is configured (never one as a
+ * fallback of the other: a 401 without a Digest challenge must not make the
+ * password travel in clear as X-Api-Key), a deadline on every
  * request (a stalled printer never blocks a caller), and errors turned into
  * DriverErrors. The access code never leaves this file except inside the
  * Authorization / X-Api-Key headers it signs.
  */
 import http from 'node:http';
-import { createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -14,6 +16,9 @@ import { DriverError, storageFullCode } from '../driver';
 import { DigestSession, parseDigestChallenge } from './digest';
 
 export type AuthMode = 'unknown' | 'digest' | 'apikey';
+
+/** How a printer is configured to authenticate: Digest (user maker + password) or the X-Api-Key header of older firmware. */
+export type AuthMethod = 'digest' | 'api_key';
 
 export interface HttpAnswer {
   status: number;
@@ -23,6 +28,8 @@ export interface HttpAnswer {
 
 export interface RequestOptions {
   body?: Buffer;
+  /** A file streamed as the body (uploads), read again from the start when an authentication challenge needs a resend. */
+  bodyFile?: { path: string; size: number };
   headers?: Record<string, string>;
   /** Overrides the client's timeout for this request (ms). */
   timeoutMs?: number;
@@ -35,6 +42,8 @@ export interface PrusaHttpOptions {
   port: number;
   username: string;
   password: string;
+  /** Digest unless the printer is configured for its API key. */
+  authMethod?: AuthMethod;
   /** Per-request deadline (ms): the whole answer for API calls, the longest silence for downloads. */
   timeoutMs: number;
 }
@@ -117,7 +126,10 @@ export class PrusaHttpClient {
   /** Counters for tests and diagnostics. */
   readonly stats = { requests: 0, stale_retries: 0 };
 
-  constructor(private readonly opts: PrusaHttpOptions) {}
+  constructor(private readonly opts: PrusaHttpOptions) {
+    // An API-key printer sends its key from the first request; a Digest printer learns its nonce from the first 401.
+    if (opts.authMethod === 'api_key') this.mode = 'apikey';
+  }
 
   get authMode(): AuthMode {
     return this.mode;
@@ -203,22 +215,20 @@ export class PrusaHttpClient {
   }
 
   /**
-   * Sends the request, answering authentication challenges: the first 401
-   * tells the scheme (Digest challenge, or none: X-Api-Key); a `stale=true`
-   * nonce is renewed and the request sent again (a few times at most). Returns the first answer
-   * that is not such a 401, body unread.
+   * Sends the request, answering Digest challenges (a Digest printer only): a
+   * fresh nonce from the first 401, a `stale=true` nonce renewed (a few times
+   * at most). An API-key printer gets no second try: its 401 means a wrong key.
+   * Returns the first answer that is not such a 401, body unread.
    */
   private async exchange(method: string, path: string, options: RequestOptions, deadline: Deadline): Promise<http.IncomingMessage> {
     let freshDigestSent = false;
     let staleRetries = 0;
-    let apiKeySent = false;
     let resetRetried = false;
     for (;;) {
       const usingFreshDigest = this.mode === 'digest' && freshDigestSent;
-      if (this.mode === 'apikey') apiKeySent = true;
       let res: http.IncomingMessage;
       try {
-        res = await this.sendOnce(method, path, { ...options.headers, ...this.authHeaders(method, path) }, options.body, deadline.signal);
+        res = await this.sendOnce(method, path, { ...options.headers, ...this.authHeaders(method, path) }, options.bodyFile ?? options.body, deadline.signal);
       } catch (err) {
         // A pooled socket the printer had already closed: send once more on a new one.
         if ((err as { reusedSocket?: boolean }).reusedSocket && !resetRetried && !deadline.signal.aborted) {
@@ -229,36 +239,37 @@ export class PrusaHttpClient {
       }
       if (res.statusCode !== 401) return res;
       res.resume();
+      if (this.opts.authMethod === 'api_key') throw new DriverError('AUTH', 'access code rejected', { status: 401, method, path, auth_method: 'api_key' });
       const challenge = parseDigestChallenge(res.headers['www-authenticate']);
-      if (challenge) {
-        this.digest = new DigestSession(challenge, this.opts.username, this.opts.password);
-        const wasDigest = this.mode === 'digest';
-        this.mode = 'digest';
-        if (!wasDigest || !usingFreshDigest) {
-          // First try with a nonce from this very exchange (the cached one expired or was never there).
-          if (challenge.stale) this.stats.stale_retries++;
-          freshDigestSent = true;
-          continue;
-        }
-        if (challenge.stale) {
-          // stale=true means the password was right and only the nonce aged (a slow link can age even a
-          // fresh one): renew a few times, and never call it a wrong access code.
-          if (staleRetries < MAX_STALE_RETRIES) {
-            staleRetries++;
-            this.stats.stale_retries++;
-            continue;
-          }
-          throw new DriverError('PROTOCOL', 'the printer keeps calling the Digest nonce stale', { status: 401, method, path });
-        }
-        // A fresh nonce was refused: wrong password.
-        throw new DriverError('AUTH', 'access code rejected', { status: 401, method, path });
+      if (!challenge) {
+        // Never fall back to X-Api-Key: that would send the password in clear to whoever answers 401 without a challenge.
+        throw new DriverError('AUTH', 'the printer did not offer Digest authentication (set auth_method "api_key" for firmware that only takes an API key)', {
+          status: 401,
+          method,
+          path,
+          auth_method: 'digest',
+        });
       }
-      // No Digest offered: older firmware that only knows X-Api-Key.
-      if (!apiKeySent) {
-        this.mode = 'apikey';
-        this.digest = null;
+      this.digest = new DigestSession(challenge, this.opts.username, this.opts.password);
+      const wasDigest = this.mode === 'digest';
+      this.mode = 'digest';
+      if (!wasDigest || !usingFreshDigest) {
+        // First try with a nonce from this very exchange (the cached one expired or was never there).
+        if (challenge.stale) this.stats.stale_retries++;
+        freshDigestSent = true;
         continue;
       }
+      if (challenge.stale) {
+        // stale=true means the password was right and only the nonce aged (a slow link can age even a
+        // fresh one): renew a few times, and never call it a wrong access code.
+        if (staleRetries < MAX_STALE_RETRIES) {
+          staleRetries++;
+          this.stats.stale_retries++;
+          continue;
+        }
+        throw new DriverError('PROTOCOL', 'the printer keeps calling the Digest nonce stale', { status: 401, method, path });
+      }
+      // A fresh nonce was refused: wrong password.
       throw new DriverError('AUTH', 'access code rejected', { status: 401, method, path });
     }
   }
@@ -267,9 +278,10 @@ export class PrusaHttpClient {
     method: string,
     path: string,
     headers: Record<string, string>,
-    body: Buffer | undefined,
+    body: Buffer | { path: string; size: number } | undefined,
     signal: AbortSignal,
   ): Promise<http.IncomingMessage> {
+    const length = body === undefined ? undefined : Buffer.isBuffer(body) ? body.length : body.size;
     this.stats.requests++;
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
@@ -281,7 +293,7 @@ export class PrusaHttpClient {
           path,
           agent: this.agent,
           signal,
-          headers: { accept: 'application/json', ...headers, ...(body ? { 'content-length': String(body.length) } : {}) },
+          headers: { accept: 'application/json', ...headers, ...(length !== undefined ? { 'content-length': String(length) } : {}) },
         },
         resolve,
       );
@@ -289,7 +301,13 @@ export class PrusaHttpClient {
         if (req.reusedSocket && !signal.aborted) err.reusedSocket = true;
         reject(err);
       });
-      req.end(body);
+      if (body === undefined || Buffer.isBuffer(body)) return req.end(body);
+      // A printer that answers early (401, 409) stops reading: the rest of the file is not pushed into a closed socket.
+      const file = createReadStream(body.path);
+      file.once('error', (err) => req.destroy(err));
+      req.once('response', () => file.unpipe(req));
+      req.once('close', () => file.destroy());
+      file.pipe(req);
     });
   }
 

@@ -49,6 +49,8 @@ export interface PrusaStatusPrinter {
   fan_print?: number;
   status_printer?: { ok?: boolean; message?: string };
   status_connect?: { ok?: boolean; message?: string };
+  /** The loaded filament type (Buddy firmware), "---" when none is loaded. */
+  material?: string;
 }
 
 export interface PrusaStatusJob {
@@ -209,7 +211,22 @@ export function mergePrusaState(prev: PrinterState | null, input: MergeInput): P
     capabilities: info
       ? { has_camera: info.active_camera === true, has_ams: info.mmu === true, supports_remote_control: true }
       : (prev?.capabilities ?? null),
+    ...nozzleOf(info, version, prev),
+    ...materialOf(p, prev),
   };
+}
+
+/** The nozzle diameter where the firmware reports it (/api/v1/info, /api/version); left out when it does not. */
+function nozzleOf(info: PrusaInfo | null, version: PrusaVersion | null, prev: PrinterState | null): Pick<PrinterState, 'nozzle_diameter'> {
+  const d = num(info?.nozzle_diameter) ?? num(version?.nozzle_diameter) ?? prev?.nozzle_diameter;
+  return d === undefined || d === null ? {} : { nozzle_diameter: d };
+}
+
+/** The loaded filament where the firmware reports it (`printer.material`); left out when it does not. */
+function materialOf(p: PrusaStatusPrinter, prev: PrinterState | null): Pick<PrinterState, 'materials'> {
+  if (typeof p.material !== 'string') return prev?.materials ? { materials: prev.materials } : {};
+  const type = p.material.trim();
+  return { materials: !type || /^-+$/.test(type) ? [] : [{ slot: 0, type: type.slice(0, 50), color: null, remaining_percent: null }] };
 }
 
 function mergeError(prev: PrinterState | null, p: PrusaStatusPrinter, raw: string): PrinterError | null {

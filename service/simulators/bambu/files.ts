@@ -52,11 +52,11 @@ export class SimStorage {
   private readonly dirs = new Set<string>(ROOT_FOLDERS);
   private readonly files = new Map<string, SimFile>();
 
-  /** The files every simulated Bambu printer starts with. */
-  static seeded(now = new Date()): SimStorage {
+  /** The files every simulated Bambu printer starts with (its 3MF sliced for `model`). */
+  static seeded(now = new Date(), model = 'P1S'): SimStorage {
     const storage = new SimStorage();
     const old = new Date(now.getTime() - 400 * 24 * 3600 * 1000); // listed with a year, like real old files
-    for (const file of seedFiles()) {
+    for (const file of seedFiles({ bambu: model })) {
       // Bambu Studio's LAN send puts projects in "/", cloud prints land in /cache, samples in /model.
       const folder = file.name.endsWith('.3mf') ? '/' : file.name.endsWith('.gcode') ? '/cache' : '/model';
       storage.put(`${folder === '/' ? '' : folder}/${file.name}`, file.data, folder === '/model' ? old : now);
@@ -151,16 +151,21 @@ function planFromGcode(text: string, plan: PrintPlan): void {
   if (bed) plan.bedTarget = Number(bed[1]);
 }
 
-/** What printing `file` would take; falls back to a 10-minute, 50-layer PLA print. */
-export function printPlan(file: SimFile): PrintPlan {
+/**
+ * What printing `file` (plate `plate` of a 3MF) would take, from the slicer's
+ * metadata; falls back to a 10-minute, 50-layer PLA print.
+ */
+export function printPlan(file: SimFile, plate = 1): PrintPlan {
   const plan: PrintPlan = { durationS: 600, layers: 50, nozzleTarget: 220, bedTarget: 55 };
   try {
     if (file.path.endsWith('.3mf')) {
-      const entries = unzipSync(new Uint8Array(file.data), { filter: (f) => /^Metadata\/(slice_info\.config|plate_1\.gcode)$/.test(f.name) });
-      const gcode = entries['Metadata/plate_1.gcode'];
+      const gcodeName = `Metadata/plate_${plate}.gcode`;
+      const entries = unzipSync(new Uint8Array(file.data), { filter: (f) => f.name === 'Metadata/slice_info.config' || f.name === gcodeName });
+      const gcode = entries[gcodeName];
       if (gcode) planFromGcode(strFromU8(gcode), plan);
       const info = entries['Metadata/slice_info.config'];
-      const prediction = info ? strFromU8(info).match(/key="prediction"\s+value="(\d+)"/) : null;
+      const plateInfo = info ? plateSection(strFromU8(info), plate) : null;
+      const prediction = plateInfo?.match(/key="prediction"\s+value="(\d+)"/);
       if (prediction) plan.durationS = Number(prediction[1]);
     } else if (file.path.endsWith('.gcode')) {
       planFromGcode(file.data.toString('utf8'), plan);
@@ -171,4 +176,13 @@ export function printPlan(file: SimFile): PrintPlan {
   plan.durationS = Math.max(10, plan.durationS);
   plan.layers = Math.max(1, plan.layers);
   return plan;
+}
+
+/** The `<plate>` element of slice_info.config whose index is `plate` (null if there is none). */
+export function plateSection(sliceInfo: string, plate: number): string | null {
+  for (const m of sliceInfo.matchAll(/<plate>([\s\S]*?)<\/plate>/g)) {
+    const index = m[1].match(/key="index"\s+value="(\d+)"/);
+    if (index && Number(index[1]) === plate) return m[1];
+  }
+  return null;
 }

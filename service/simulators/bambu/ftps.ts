@@ -9,14 +9,24 @@
  * keys, so `isSessionReused()` on the data socket tells (STACK.md, "Enforcing
  * FTPS session reuse in a simulator").
  *
- * Faults: a bytes-per-second throttle on downloads; `stalled` freezes command
- * handling and transfers; `offline` drops everything mid-transfer.
+ * Faults: a bytes-per-second throttle on downloads and uploads; `stalled`
+ * freezes command handling and transfers; `offline` drops everything
+ * mid-transfer.
+ *
+ * Two uploads (STOR) to one printer at once spoil each other, as on real
+ * printers (QUEUE.md: "two STORs corrupt the file"): the one that started
+ * second fails with 426 and leaves nothing, the first completes with 226 but
+ * its file is damaged (its last KiB zeroed: a 3MF's zip directory is gone, so
+ * the printer's check fails when it is printed). `upload_collisions` counts them.
  */
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
-import tls from 'node:tls';
+import type tls from 'node:tls';
 import { GatedTlsListener, type LinkMode } from './gate';
 import { basename, dirname, resolvePath, type SimStorage } from './files';
+import { openPassiveServer, receiveData, sendData, type Passive, type TransferPace } from './ftp-data';
+import { listingOf, mdtm } from './ftp-listing';
+
+export { listDate } from './ftp-listing';
 
 export interface SimFtpsOptions {
   key: string;
@@ -24,31 +34,14 @@ export interface SimFtpsOptions {
   user: string;
   password: string;
   storage: SimStorage;
-  /** Download throttle in bytes per second; 0 = as fast as the socket takes it. */
+  /** Transfer throttle (downloads and uploads) in bytes per second; 0 = as fast as the socket takes it. */
   throttle: () => number;
 }
 
-const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
-const pad = (n: number, w = 2) => String(n).padStart(w, '0');
-
-/** vsftpd's `ls -l` date: "Jun 18 00:27" within six months, else "Jun 17  2025" (UTC, vsftpd's default). */
-export function listDate(date: Date, now = new Date()): string {
-  const recent = Math.abs(now.getTime() - date.getTime()) < 182 * 24 * 3600 * 1000;
-  const head = `${MONTHS[date.getUTCMonth()]} ${pad(date.getUTCDate())}`;
-  return recent ? `${head} ${pad(date.getUTCHours())}:${pad(date.getUTCMinutes())}` : `${head}  ${date.getUTCFullYear()}`;
-}
-
-function listLine(entry: { name: string; dir: boolean; size: number; mtime: Date }): string {
-  const mode = entry.dir ? 'drwxr-xr-x' : '-rw-r--r--';
-  return `${mode}    ${entry.dir ? 2 : 1} 1000     1000     ${String(entry.size).padStart(8)} ${listDate(entry.mtime)} ${entry.name}`;
-}
-
-function mdtm(date: Date): string {
-  return `${date.getUTCFullYear()}${pad(date.getUTCMonth() + 1)}${pad(date.getUTCDate())}${pad(date.getUTCHours())}${pad(date.getUTCMinutes())}${pad(date.getUTCSeconds())}`;
-}
-
 export class SimFtps {
-  readonly stats = { logins: 0, login_failures: 0, refused_data_connections: 0, sessions: 0, max_concurrent_sessions: 0, transfers: 0 };
+  readonly stats = { logins: 0, login_failures: 0, refused_data_connections: 0, sessions: 0, max_concurrent_sessions: 0, transfers: 0, uploads: 0, upload_collisions: 0 };
+  /** Uploads receiving right now; a second one spoils both (see the file comment). */
+  readonly activeUploads = new Set<{ spoiled: boolean; second: boolean }>();
   readonly sessions = new Set<FtpSession>();
   readonly dataSockets = new Set<tls.TLSSocket>();
   mode: LinkMode = 'online';
@@ -101,14 +94,6 @@ export class SimFtps {
     for (const d of this.dataSockets) d.destroy();
     await this.listener.close();
   }
-}
-
-interface Passive {
-  server: tls.Server;
-  port: number;
-  socket: Promise<tls.TLSSocket>;
-  accepted: tls.TLSSocket | null;
-  timer: NodeJS.Timeout;
 }
 
 class FtpSession {
@@ -196,6 +181,15 @@ class FtpSession {
   private async whileStalled(): Promise<void> {
     while (!this.closed && this.server.mode === 'stalled') await this.sleep(1000);
   }
+
+  /** How transfers of this session are paced (throttle fault, stalls, the session's end). */
+  private readonly pace: TransferPace = {
+    rate: () => this.server.options.throttle(),
+    sleep: (ms) => this.sleep(ms),
+    whileStalled: () => this.whileStalled(),
+    stalled: () => this.server.mode === 'stalled',
+    closed: () => this.closed,
+  };
 
   private resolve(arg: string): string | null {
     return resolvePath(this.cwd, arg || '.');
@@ -310,37 +304,12 @@ class FtpSession {
 
   private async openPassive(): Promise<number> {
     this.closePassive();
-    const server = tls.createServer(this.server.tlsOptions());
-    let resolveSocket!: (s: tls.TLSSocket) => void;
-    let rejectSocket!: (e: Error) => void;
-    const socket = new Promise<tls.TLSSocket>((resolve, reject) => {
-      resolveSocket = resolve;
-      rejectSocket = reject;
-    });
-    socket.catch(() => undefined);
-    const passive: Passive = { server, port: 0, socket, accepted: null, timer: setTimeout(() => rejectSocket(new Error('no data connection')), 10_000) };
-    server.on('secureConnection', (s: tls.TLSSocket) => {
-      s.on('error', () => undefined);
-      if (passive.accepted || this.closed || this.server.isClosed) {
-        s.destroy();
-        return;
-      }
-      passive.accepted = s;
+    const passive = await openPassiveServer(this.server.tlsOptions(), (s) => {
+      if (this.closed || this.server.isClosed) return false;
       this.server.dataSockets.add(s);
       s.once('close', () => this.server.dataSockets.delete(s));
-      clearTimeout(passive.timer);
-      server.close();
-      resolveSocket(s);
+      return true;
     });
-    server.on('tlsClientError', (err, s) => {
-      s.destroy();
-      rejectSocket(err);
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve());
-    });
-    passive.port = (server.address() as net.AddressInfo).port;
     this.passive = passive;
     if (this.closed) this.closePassive();
     return passive.port;
@@ -374,18 +343,10 @@ class FtpSession {
             .join(' '),
         );
         opening = 'Here comes the directory listing.';
-        done = 'Directory send OK.';
-        let lines: string[] = [];
-        if (path && storage.isDir(path)) {
-          const entries = storage.list(path);
-          lines = cmd === 'LIST' ? entries.map(listLine) : entries.map((e) => e.name);
-        } else if (path && storage.get(path)) {
-          const f = storage.get(path)!;
-          lines = cmd === 'LIST' ? [listLine({ name: basename(f.path), dir: false, size: f.data.length, mtime: f.mtime })] : [basename(f.path)];
-        } else {
-          done = 'Transfer done (but failed to open directory).'; // vsftpd: an empty listing, not an error
-        }
-        payload = Buffer.from(lines.map((l) => `${l}\r\n`).join(''));
+        const listing = listingOf(storage, path, cmd);
+        payload = listing.payload;
+        // vsftpd: a missing folder is an empty listing, not an error.
+        done = listing.found ? 'Directory send OK.' : 'Transfer done (but failed to open directory).';
       }
 
       let data: tls.TLSSocket;
@@ -401,12 +362,28 @@ class FtpSession {
         return;
       }
       this.reply(150, opening);
+      const upload = cmd === 'STOR' ? { spoiled: false, second: false } : null;
       try {
-        if (cmd === 'STOR') {
-          const body = await this.receive(data);
+        if (upload) {
+          const uploads = this.server.activeUploads;
+          if (uploads.size > 0) {
+            this.server.stats.upload_collisions++;
+            for (const other of uploads) other.spoiled = true;
+            upload.spoiled = upload.second = true;
+          }
+          uploads.add(upload);
+          let body: Buffer;
+          try {
+            body = await receiveData(data, this.pace);
+          } finally {
+            uploads.delete(upload);
+          }
+          if (upload.second) throw new Error('collided with another upload');
+          if (upload.spoiled) body.fill(0, Math.max(0, body.length - 1024));
           storage.put(target!, body);
+          this.server.stats.uploads++;
         } else {
-          await this.send(data, payload!);
+          await sendData(data, payload!, this.pace);
         }
       } catch {
         data.destroy();
@@ -420,57 +397,4 @@ class FtpSession {
       passive.server.close();
     }
   }
-
-  private async send(socket: tls.TLSSocket, payload: Buffer): Promise<void> {
-    let offset = 0;
-    while (offset < payload.length) {
-      await this.whileStalled();
-      if (this.closed || socket.destroyed) throw new Error('data connection closed');
-      const rate = this.server.options.throttle();
-      const size = rate > 0 ? Math.max(1, Math.floor(rate / 10)) : 64 * 1024;
-      const chunk = payload.subarray(offset, offset + size);
-      offset += chunk.length;
-      const flushed = socket.write(chunk);
-      if (rate > 0) await this.sleep(100);
-      else if (!flushed) await waitFor(socket, 'drain');
-    }
-    if (this.closed || socket.destroyed) throw new Error('data connection closed');
-    const finished = waitFor(socket, 'finish');
-    socket.end();
-    await finished;
-  }
-
-  private receive(socket: tls.TLSSocket): Promise<Buffer> {
-    return new Promise((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      socket.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > 512 * 1024 * 1024) {
-          socket.destroy();
-          reject(new Error('too large'));
-          return;
-        }
-        chunks.push(chunk);
-      });
-      socket.once('end', () => resolve(Buffer.concat(chunks)));
-      socket.once('close', () => reject(new Error('data connection closed')));
-    });
-  }
-}
-
-/** Resolves on `event`, rejects if the socket closes first. */
-function waitFor(socket: tls.TLSSocket, event: 'drain' | 'finish'): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onEvent = () => {
-      socket.off('close', onClose);
-      resolve();
-    };
-    const onClose = () => {
-      socket.off(event, onEvent);
-      reject(new Error('data connection closed'));
-    };
-    socket.once(event, onEvent);
-    socket.once('close', onClose);
-  });
 }

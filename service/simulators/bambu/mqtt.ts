@@ -90,6 +90,14 @@ export class SimMqtt {
     });
   }
 
+  /** Publishes bytes as they are (fault injection: broken or hostile reports). */
+  publishRaw(topic: string, payload: Buffer | string): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.broker.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos: 0, retain: false, dup: false }, () => resolve());
+    });
+  }
+
   async setMode(mode: LinkMode): Promise<void> {
     this.mode = mode;
     for (const gate of this.gates) gate.setStalled(mode === 'stalled');

@@ -9,6 +9,7 @@
  * that crosses a phase boundary stops at the boundary.
  */
 import { basename, printPlan, type SimFile } from './files';
+import type { SimMaterials } from './materials';
 
 export type Json = Record<string, unknown>;
 
@@ -21,14 +22,45 @@ export type GcodeState = 'IDLE' | 'PREPARE' | 'RUNNING' | 'PAUSE' | 'FINISH' | '
 export const SIM_FAILURE_PRINT_ERROR = 0x07008011;
 export const SIM_FAILURE_HMS = { attr: 0x07002000, code: 0x00020001 };
 
+/** print_error 0x05004004: a start arrived while printing and cancelled the running print (A1 mini). */
+export const START_WHILE_BUSY_PRINT_ERROR = 0x05004004;
+
 /** Simulated seconds a job spends in PREPARE (download, heating, levelling). */
 export const PREPARE_SECONDS = 45;
 
 const AMBIENT = 24;
 
+/** How a start was asked for (project_file fields, or defaults for a start on the screen). */
+export interface StartOptions {
+  subtaskName?: string;
+  /** 3MF plate number (default 1). */
+  plate?: number;
+  /** task_id / subtask_id / project_id to report (default: fresh ids the printer makes up). */
+  taskId?: string;
+  subtaskId?: string;
+  projectId?: string;
+  /** Global tray number the print feeds from (null: none known). */
+  feed?: number | null;
+  /** Stay in PREPARE for ever, e.g. "preparing AMS" on a bad ams_mapping. */
+  stall?: string | null;
+  /** Fail during PREPARE with this print_error (e.g. 0x07008012 for a 254 mapping on an H2D). */
+  failCode?: number | null;
+  /**
+   * Simulated seconds the printer stays as it was (IDLE, FINISH...) before PREPARE shows: an H2D
+   * takes 80-210 s. A start arriving meanwhile replaces the waiting one (the printer is not busy yet).
+   */
+  delayS?: number;
+}
+
 interface Job {
   file: SimFile;
   subtaskName: string;
+  plate: number;
+  subtaskId: string;
+  projectId: string;
+  feed: number | null;
+  stall: string | null;
+  failCode: number | null;
   gcodeFile: string;
   durationS: number;
   layers: number;
@@ -38,12 +70,6 @@ interface Job {
   bedTarget: number;
   startEpoch: number;
   taskId: string;
-}
-
-interface Tray {
-  id: string;
-  remain0: number;
-  fields: Json;
 }
 
 export type CommandResult = { ok: true } | { ok: false; reason: string };
@@ -61,24 +87,17 @@ export class SimPrinter {
   private printErrorReportsLeft = 0;
   private hms: Array<{ attr: number; code: number }> = [];
   private speedLevel = 2;
-  private readonly trays: Tray[];
   private readonly x1: boolean;
   private taskCounter = 0;
+  /** An accepted start that has not reached PREPARE yet (see StartOptions.delayS). */
+  private pending: { file: SimFile; options: StartOptions; leftS: number } | null = null;
   private wifiTick = 0;
 
   constructor(
     private readonly model: string,
-    private readonly options: { ams: boolean; fun: string; now?: () => number },
+    private readonly options: { materials: SimMaterials; fun: string; nozzleDiameter?: number; now?: () => number },
   ) {
     this.x1 = /^X1/i.test(model);
-    this.trays = options.ams
-      ? [
-          { id: '0', remain0: 85, fields: { tray_type: 'PLA', tray_sub_brands: 'PLA Basic', tray_color: '00AE42FF', tray_info_idx: 'GFA00', nozzle_temp_min: '190', nozzle_temp_max: '230', tray_weight: '1000', tray_diameter: '1.75' } },
-          { id: '1', remain0: 40, fields: { tray_type: 'PETG', tray_sub_brands: 'PETG HF', tray_color: '000000FF', tray_info_idx: 'GFG02', nozzle_temp_min: '230', nozzle_temp_max: '260', tray_weight: '1000', tray_diameter: '1.75' } },
-          { id: '2', remain0: 100, fields: { tray_type: 'PLA', tray_sub_brands: 'PLA Matte', tray_color: 'FFFFFFFF', tray_info_idx: 'GFA01', nozzle_temp_min: '190', nozzle_temp_max: '230', tray_weight: '1000', tray_diameter: '1.75' } },
-          { id: '3', remain0: -1, fields: {} },
-        ]
-      : [];
   }
 
   private now(): number {
@@ -87,6 +106,21 @@ export class SimPrinter {
 
   get currentFile(): string | null {
     return this.job?.file.path ?? null;
+  }
+
+  /** Why the current job hangs in PREPARE (null when it does not). */
+  get stalledBy(): string | null {
+    return this.gcodeState === 'PREPARE' ? (this.job?.stall ?? null) : null;
+  }
+
+  /** A start was accepted and has not shown yet. */
+  get startPending(): boolean {
+    return this.pending !== null;
+  }
+
+  /** PREPARE, RUNNING or PAUSE: a job holds the printer. */
+  get busy(): boolean {
+    return ['PREPARE', 'RUNNING', 'PAUSE'].includes(this.gcodeState);
   }
 
   get progress(): number {
@@ -99,10 +133,18 @@ export class SimPrinter {
   advance(dtS: number): boolean {
     const before = this.gcodeState;
     this.heat(dtS);
+    if (this.pending && (this.pending.leftS -= dtS) <= 0) {
+      const { file, options } = this.pending;
+      this.pending = null;
+      this.start(file, { ...options, delayS: 0 });
+      return true;
+    }
     const job = this.job;
     if (job && this.gcodeState === 'PREPARE') {
-      job.prepareElapsedS = Math.min(PREPARE_SECONDS, job.prepareElapsedS + dtS);
-      if (job.prepareElapsedS >= PREPARE_SECONDS) this.gcodeState = 'RUNNING';
+      // A stalled start ("preparing AMS") heats, then waits for ever half-way through.
+      job.prepareElapsedS = Math.min(job.stall ? PREPARE_SECONDS / 2 : PREPARE_SECONDS, job.prepareElapsedS + dtS);
+      if (job.failCode !== null && job.prepareElapsedS >= PREPARE_SECONDS / 3) this.failWith(job.failCode);
+      else if (job.prepareElapsedS >= PREPARE_SECONDS) this.gcodeState = 'RUNNING';
     } else if (job && this.gcodeState === 'RUNNING') {
       job.elapsedS = Math.min(job.durationS, job.elapsedS + dtS);
       if (job.elapsedS >= job.durationS) this.finish();
@@ -127,15 +169,28 @@ export class SimPrinter {
     this.chamber += (chamberGoal - this.chamber) * (1 - Math.exp(-dtS / 120));
   }
 
-  start(file: SimFile, subtaskName?: string): CommandResult {
-    if (['PREPARE', 'RUNNING', 'PAUSE'].includes(this.gcodeState)) return { ok: false, reason: 'printer is busy with another job' };
-    const plan = printPlan(file);
+  start(file: SimFile, options: StartOptions = {}): CommandResult {
+    if (this.busy) return { ok: false, reason: 'printer is busy with another job' };
+    if (options.delayS && options.delayS > 0) {
+      this.pending = { file, options, leftS: options.delayS };
+      return { ok: true };
+    }
+    this.pending = null;
+    const plate = options.plate ?? 1;
+    const plan = printPlan(file, plate);
     const name = basename(file.path);
+    const taskId = options.taskId ?? String(++this.taskCounter + 100000);
     this.job = {
       file,
-      subtaskName: subtaskName || name.replace(/(\.gcode)?\.3mf$/i, '').replace(/\.gcode$/i, ''),
+      subtaskName: options.subtaskName || name.replace(/(\.gcode)?\.3mf$/i, '').replace(/\.gcode$/i, ''),
+      plate,
+      subtaskId: options.subtaskId ?? taskId,
+      projectId: options.projectId ?? '0',
+      feed: options.feed ?? this.options.materials.defaultFeed(),
+      stall: options.stall ?? null,
+      failCode: options.failCode ?? null,
       // P1/A1 report the file name; X1 the plate G-code on its ramdisk.
-      gcodeFile: this.x1 && name.endsWith('.3mf') ? '/data/Metadata/plate_1.gcode' : name,
+      gcodeFile: this.x1 && name.endsWith('.3mf') ? `/data/Metadata/plate_${plate}.gcode` : name,
       durationS: plan.durationS,
       layers: plan.layers,
       elapsedS: 0,
@@ -143,7 +198,7 @@ export class SimPrinter {
       nozzleTarget: plan.nozzleTarget,
       bedTarget: plan.bedTarget,
       startEpoch: Math.floor(this.now() / 1000),
-      taskId: String(++this.taskCounter + 100000),
+      taskId,
     };
     this.gcodeState = 'PREPARE';
     this.nozzleTarget = plan.nozzleTarget;
@@ -187,12 +242,27 @@ export class SimPrinter {
 
   fail(): CommandResult {
     if (!this.job || !['PREPARE', 'RUNNING', 'PAUSE'].includes(this.gcodeState)) return { ok: false, reason: `no job to fail: printer is ${this.gcodeState}` };
-    this.gcodeState = 'FAILED';
-    this.printError = SIM_FAILURE_PRINT_ERROR;
-    this.printErrorReportsLeft = 0;
-    this.hms = [{ ...SIM_FAILURE_HMS }];
-    this.cool();
+    this.failWith(SIM_FAILURE_PRINT_ERROR, [{ ...SIM_FAILURE_HMS }]);
     return { ok: true };
+  }
+
+  /**
+   * A start arrived while a job held the printer: like an A1 mini, the
+   * running print is cancelled (FAILED, print_error 0500_4004) and the new
+   * one does not start either. Returns false when nothing was running.
+   */
+  cancelledByStart(): boolean {
+    if (!this.busy) return false;
+    this.failWith(START_WHILE_BUSY_PRINT_ERROR);
+    return true;
+  }
+
+  private failWith(printError: number, hms: Array<{ attr: number; code: number }> = []): void {
+    this.gcodeState = 'FAILED';
+    this.printError = printError;
+    this.printErrorReportsLeft = 0;
+    this.hms = hms;
+    this.cool();
   }
 
   setSpeedLevel(level: number): void {
@@ -208,6 +278,8 @@ export class SimPrinter {
     const idle = this.x1 ? -1 : 255;
     switch (this.gcodeState) {
       case 'PREPARE':
+        // 24 = filament loading: where a start with a bad ams_mapping hangs ("preparing AMS").
+        if (this.job?.stall && this.job.prepareElapsedS >= PREPARE_SECONDS / 2) return { printStage: '2', stgCur: 24 };
         return { printStage: '2', stgCur: this.job && this.job.prepareElapsedS < PREPARE_SECONDS / 2 ? 2 : 1 };
       case 'RUNNING':
         return { printStage: '2', stgCur: 0 };
@@ -218,36 +290,18 @@ export class SimPrinter {
     }
   }
 
-  private amsReport(): Json {
-    const active = this.gcodeState === 'RUNNING' || this.gcodeState === 'PAUSE' || this.gcodeState === 'PREPARE';
+  /** The tray feeding the print (null when idle) and the percent of it used so far. */
+  private feeding(): { feed: number | null; used: number } {
+    const active = this.busy;
     const used = active || this.gcodeState === 'FINISH' ? Math.floor(this.progress / 20) : 0;
-    return {
-      ams: this.trays.length
-        ? [
-            {
-              id: '0',
-              humidity: '4',
-              temp: '24.5',
-              tray: this.trays.map((t) => (t.remain0 < 0 ? { id: t.id } : { id: t.id, ...t.fields, remain: t.id === '0' ? t.remain0 - used : t.remain0 })),
-            },
-          ]
-        : [],
-      ams_exist_bits: this.trays.length ? '1' : '0',
-      tray_exist_bits: this.trays.length ? '7' : '0',
-      tray_is_bbl_bits: this.trays.length ? '7' : '0',
-      tray_now: active ? '0' : '255',
-      tray_pre: '255',
-      tray_tar: active ? '0' : '255',
-      version: 4,
-      insert_flag: true,
-      power_on_flag: false,
-    };
+    return { feed: active || this.gcodeState === 'FINISH' ? (this.job?.feed ?? null) : null, used };
   }
 
   /** The full `print` object (without command/msg/sequence_id). */
   snapshot(): Json {
     const job = this.job;
     const { printStage, stgCur } = this.stage();
+    const { feed, used } = this.feeding();
     const round = (n: number) => Math.round(n * 32) / 32;
     const running = job && this.gcodeState !== 'IDLE';
     const remainingS = job ? Math.max(0, job.durationS - job.elapsedS) : 0;
@@ -266,9 +320,9 @@ export class SimPrinter {
       gcode_file_prepare_percent: job ? String(Math.min(100, Math.floor((job.prepareElapsedS / (PREPARE_SECONDS / 3)) * 100))) : '0',
       gcode_start_time: job ? String(job.startEpoch) : '0',
       subtask_name: job ? job.subtaskName : '',
-      subtask_id: job ? job.taskId : '0',
+      subtask_id: job ? job.subtaskId : '0',
       task_id: job ? job.taskId : '0',
-      project_id: '0',
+      project_id: job ? job.projectId : '0',
       profile_id: '0',
       print_error: this.printError,
       hms: this.hms.map((h) => ({ ...h })),
@@ -277,7 +331,7 @@ export class SimPrinter {
       bed_temper: round(this.bed),
       bed_target_temper: this.bedTarget,
       chamber_temper: round(this.chamber),
-      nozzle_diameter: '0.4',
+      nozzle_diameter: String(this.options.nozzleDiameter ?? 0.4),
       nozzle_type: 'stainless_steel',
       cooling_fan_speed: this.gcodeState === 'RUNNING' ? '15' : '0',
       big_fan1_speed: '0',
@@ -294,8 +348,8 @@ export class SimPrinter {
       ipcam: { ipcam_dev: '1', ipcam_record: 'enable', timelapse: 'disable', resolution: '1080p', tutk_server: 'disable', mode_bits: 3 },
       upgrade_state: { sequence_id: 0, progress: '', status: '', consistency_request: false, dis_state: 0, err_code: 0, force_upgrade: false, message: '', module: '', new_version_state: 2, new_ver_list: [] },
       online: { ahb: false, rfid: false, version: 7 },
-      ams: this.amsReport(),
-      vt_tray: { id: '254', tray_type: '', tray_color: '00000000', tray_info_idx: '', remain: 0, k: 0.02, n: 1 },
+      ams: this.options.materials.amsReport(feed, used, this.busy),
+      vt_tray: this.options.materials.externalReport(feed, used),
       model_id: '',
       mess_production_state: 'active',
     };

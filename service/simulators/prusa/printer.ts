@@ -37,6 +37,12 @@ export class SimPrinter {
   overlay: Overlay | null = null;
   /** The message of ERROR / ATTENTION, shown in status_printer. */
   message: string | null = null;
+  /**
+   * The screen shows home, print preview or print finished: the only places a
+   * Buddy printer takes a start from PrusaLink. False while someone is in a
+   * menu (control API /not-ready); PrusaLink's state does not show it.
+   */
+  screenReady = true;
   private nextJobId: number;
   private last: number;
 

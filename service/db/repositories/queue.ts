@@ -1,0 +1,197 @@
+/**
+ * The print queue's tables: queue items and their dispatches (one per started
+ * copy). Queries use kysely's builder only (no SQLite-only functions), so the
+ * repository runs on PostgreSQL as well.
+ */
+import type { Selectable } from 'kysely';
+import type { Db } from '../connection';
+import type { QueueDispatchesTable, QueueItemsTable } from '../schema';
+import { dialectOf } from '../dialect';
+
+export const QUEUE_ITEM_STATUSES = ['queued', 'held', 'printing', 'completed', 'failed', 'cancelled'] as const;
+export type QueueItemStatus = (typeof QUEUE_ITEM_STATUSES)[number];
+
+export const DISPATCH_STATES = ['claimed', 'uploading', 'starting', 'printing', 'completed', 'failed', 'cancelled', 'start_failed'] as const;
+export type DispatchState = (typeof DISPATCH_STATES)[number];
+/** A dispatch in one of these holds its printer and counts as a started (or starting) copy. */
+export const OPEN_DISPATCH_STATES: readonly DispatchState[] = ['claimed', 'uploading', 'starting', 'printing'];
+/** A dispatch that ended without a completed print: its copy goes back to the queue. */
+export const UNSUCCESSFUL_DISPATCH_STATES: readonly DispatchState[] = ['failed', 'cancelled', 'start_failed'];
+
+export interface QueueTarget {
+  printer_ids?: string[];
+  printer_type?: 'bambu_lab' | 'prusa_core';
+  models?: string[];
+}
+
+export interface QueueRequirements {
+  material?: string;
+  color?: string;
+  nozzle_diameter?: number;
+}
+
+export interface QueueOptions {
+  bed_leveling?: boolean;
+  timelapse?: boolean;
+  flow_cali?: boolean;
+  vibration_cali?: boolean;
+}
+
+export interface QueueItemRecord extends Omit<Selectable<QueueItemsTable>, 'status' | 'target' | 'requirements' | 'options'> {
+  status: QueueItemStatus;
+  target: QueueTarget | null;
+  requirements: QueueRequirements | null;
+  options: QueueOptions | null;
+}
+
+export interface DispatchRecord extends Omit<Selectable<QueueDispatchesTable>, 'state'> {
+  state: DispatchState;
+}
+
+export type QueueItemPatch = Partial<Omit<QueueItemRecord, 'id' | 'created_at'>>;
+export type DispatchPatch = Partial<Omit<DispatchRecord, 'id' | 'item_id' | 'printer_id' | 'created_at'>>;
+
+const JSON_COLUMNS = ['target', 'requirements', 'options'] as const;
+
+function itemRow(values: QueueItemPatch): Partial<QueueItemsTable> {
+  const row: Record<string, unknown> = { ...values };
+  for (const col of JSON_COLUMNS) if (col in values) row[col] = values[col] == null ? null : JSON.stringify(values[col]);
+  return row as Partial<QueueItemsTable>;
+}
+
+function itemRecord(row: Selectable<QueueItemsTable>): QueueItemRecord {
+  const parse = <T>(v: string | null) => (v == null ? null : (JSON.parse(v) as T));
+  return {
+    ...row,
+    status: row.status as QueueItemStatus,
+    target: parse<QueueTarget>(row.target),
+    requirements: parse<QueueRequirements>(row.requirements),
+    options: parse<QueueOptions>(row.options),
+  };
+}
+
+const dispatchRecord = (row: Selectable<QueueDispatchesTable>): DispatchRecord => ({ ...row, state: row.state as DispatchState, job_id: row.job_id === null ? null : Number(row.job_id) });
+
+export class QueueRepository {
+  constructor(private readonly db: Db) {}
+
+  async insertItem(item: QueueItemRecord): Promise<void> {
+    await this.db
+      .insertInto('queue_items')
+      .values(itemRow(item) as QueueItemsTable)
+      .execute();
+  }
+
+  async getItem(id: string): Promise<QueueItemRecord | undefined> {
+    const row = await this.db.selectFrom('queue_items').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && itemRecord(row);
+  }
+
+  async updateItem(id: string, patch: QueueItemPatch): Promise<boolean> {
+    const result = await this.db.updateTable('queue_items').set(itemRow(patch)).where('id', '=', id).executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  /** Changes an item only while its status is one of `from` (compare-and-set: a hold and a dispatch can't both win). */
+  async transitionItem(id: string, from: readonly QueueItemStatus[], patch: QueueItemPatch): Promise<boolean> {
+    const result = await this.db.updateTable('queue_items').set(itemRow(patch)).where('id', '=', id).where('status', 'in', [...from]).executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  /** A page of items in the dispatcher's order: higher priority first, then oldest first. */
+  async listItems(q: { statuses?: readonly QueueItemStatus[]; page: number; limit: number }): Promise<{ items: QueueItemRecord[]; total: number }> {
+    let base = this.db.selectFrom('queue_items');
+    if (q.statuses) base = base.where('status', 'in', [...q.statuses]);
+    const { total } = await base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
+    const rows = await base
+      .selectAll()
+      .orderBy('priority', 'desc')
+      .orderBy('created_at', 'asc')
+      .orderBy('id', 'asc')
+      .limit(q.limit)
+      .offset((q.page - 1) * q.limit)
+      .execute();
+    return { items: rows.map(itemRecord), total: Number(total) };
+  }
+
+  /** Every item in one of `statuses`, in the dispatcher's order. */
+  async itemsIn(statuses: readonly QueueItemStatus[]): Promise<QueueItemRecord[]> {
+    const rows = await this.db
+      .selectFrom('queue_items')
+      .selectAll()
+      .where('status', 'in', [...statuses])
+      .orderBy('priority', 'desc')
+      .orderBy('created_at', 'asc')
+      .orderBy('id', 'asc')
+      .execute();
+    return rows.map(itemRecord);
+  }
+
+  async countByStatus(): Promise<Record<string, number>> {
+    const rows = await this.db
+      .selectFrom('queue_items')
+      .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+      .groupBy('status')
+      .execute();
+    return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+  }
+
+  /** The dispatches of each item, oldest first. */
+  async dispatchesOf(itemIds: readonly string[]): Promise<Map<string, DispatchRecord[]>> {
+    const out = new Map<string, DispatchRecord[]>(itemIds.map((id) => [id, []]));
+    if (itemIds.length === 0) return out;
+    const rows = await this.db
+      .selectFrom('queue_dispatches')
+      .selectAll()
+      .where('item_id', 'in', [...itemIds])
+      .orderBy('created_at', 'asc')
+      .orderBy('id', 'asc')
+      .execute();
+    for (const row of rows) out.get(row.item_id)?.push(dispatchRecord(row));
+    return out;
+  }
+
+  async getDispatch(id: string): Promise<DispatchRecord | undefined> {
+    const row = await this.db.selectFrom('queue_dispatches').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && dispatchRecord(row);
+  }
+
+  /** Dispatches that are not over yet (claimed, uploading, starting, printing). */
+  async openDispatches(): Promise<DispatchRecord[]> {
+    const rows = await this.db.selectFrom('queue_dispatches').selectAll().where('state', 'in', [...OPEN_DISPATCH_STATES]).orderBy('created_at', 'asc').execute();
+    return rows.map(dispatchRecord);
+  }
+
+  /**
+   * Claims a printer for a copy: inserts the dispatch only while the printer has no open dispatch, in one
+   * transaction (a second process or a racing pass cannot claim the same printer). False when taken.
+   */
+  async claim(dispatch: DispatchRecord): Promise<boolean> {
+    const postgres = dialectOf(this.db) === 'postgres';
+    return this.db.transaction().execute(async (trx) => {
+      // PostgreSQL runs transactions side by side: the printer's row is locked first, so that a second claim
+      // of the same printer waits and then sees the first one's dispatch (SQLite has one writer anyway).
+      if (postgres) await trx.selectFrom('printers').select('id').where('id', '=', dispatch.printer_id).forUpdate().execute();
+      const busy = await trx
+        .selectFrom('queue_dispatches')
+        .select('id')
+        .where('printer_id', '=', dispatch.printer_id)
+        .where('state', 'in', [...OPEN_DISPATCH_STATES])
+        .executeTakeFirst();
+      if (busy) return false;
+      await trx.insertInto('queue_dispatches').values(dispatch).execute();
+      return true;
+    });
+  }
+
+  /** Moves a dispatch on only while it is in one of `from` (so a late event cannot undo a newer state). */
+  async transitionDispatch(id: string, from: readonly DispatchState[], patch: DispatchPatch): Promise<boolean> {
+    const result = await this.db.updateTable('queue_dispatches').set(patch).where('id', '=', id).where('state', 'in', [...from]).executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  async updateDispatch(id: string, patch: DispatchPatch): Promise<boolean> {
+    const result = await this.db.updateTable('queue_dispatches').set(patch).where('id', '=', id).executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+}

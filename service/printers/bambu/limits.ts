@@ -1,0 +1,131 @@
+/**
+ * Bounds on what a Bambu printer (or anything answering on its address) may
+ * send. A real report is under 64 KB, a few levels deep and a few hundred
+ * values; anything far beyond that is hostile or broken and must cost the
+ * service neither its stack nor its memory:
+ * - MQTT packets are refused by their declared length before they are buffered
+ *   (MqttPacketGuard), since mqtt.js only enforces a maximum for MQTT 5;
+ * - a parsed report is measured without recursion (checkReport);
+ * - only the keys the service reads are kept and merged (pickUsedKeys), so a
+ *   printer that invents keys cannot grow the merged state.
+ */
+import { isObject, type Json } from './values';
+
+/** Largest MQTT packet accepted from a printer (bytes). */
+export const MAX_PACKET_BYTES = 1024 * 1024;
+/** Deepest nesting of a report (the real ones reach about 7: print.ams.ams[].tray[].cols[]). */
+export const MAX_REPORT_DEPTH = 32;
+/** Most values (objects, arrays, scalars) in one report. */
+export const MAX_REPORT_VALUES = 20_000;
+/** Longest string kept from a report field the service reads. */
+export const MAX_STRING_LENGTH = 1024;
+/** Most entries kept per list (hms, AMS units, trays). */
+export const MAX_LIST_ENTRIES = 64;
+/** Most keys kept per merged object inside the kept keys (an AMS unit or tray). */
+export const MAX_OBJECT_KEYS = 128;
+
+/** The `print` keys that toPrinterState and ingestReport read; everything else a printer reports is ignored. */
+export const USED_PRINT_KEYS: ReadonlySet<string> = new Set([
+  'gcode_state',
+  'print_error',
+  'print_type',
+  'chamber_temper',
+  'nozzle_temper',
+  'bed_temper',
+  'nozzle_target_temper',
+  'bed_target_temper',
+  'subtask_name',
+  'gcode_file',
+  'mc_percent',
+  'mc_remaining_time',
+  'task_id',
+  'layer_num',
+  'total_layer_num',
+  'gcode_start_time',
+  'hms',
+  'fun',
+  'ams',
+  'vt_tray',
+  'nozzle_diameter',
+]);
+
+/**
+ * Measures a parsed message with an explicit stack (a report nested thousands
+ * deep must not overflow the call stack). Returns why it is refused, or null.
+ */
+export function checkReport(message: unknown, maxDepth = MAX_REPORT_DEPTH, maxValues = MAX_REPORT_VALUES): string | null {
+  const stack: Array<[unknown, number]> = [[message, 0]];
+  let values = 0;
+  while (stack.length) {
+    const [value, depth] = stack.pop()!;
+    if (++values > maxValues) return `report holds more than ${maxValues} values`;
+    if (typeof value !== 'object' || value === null) continue;
+    if (depth >= maxDepth) return `report nested deeper than ${maxDepth} levels`;
+    for (const child of Array.isArray(value) ? value : Object.values(value)) stack.push([child, depth + 1]);
+  }
+  return null;
+}
+
+function bounded(value: unknown, depth: number): unknown {
+  if (typeof value === 'string') return value.length > MAX_STRING_LENGTH ? value.slice(0, MAX_STRING_LENGTH) : value;
+  if (depth <= 0) return typeof value === 'object' && value !== null ? undefined : value;
+  if (Array.isArray(value)) return value.slice(0, MAX_LIST_ENTRIES).map((v) => bounded(v, depth - 1));
+  if (isObject(value)) {
+    const out: Json = {};
+    let kept = 0;
+    for (const [key, v] of Object.entries(value)) {
+      if (kept++ >= MAX_OBJECT_KEYS) break;
+      out[key] = bounded(v, depth - 1);
+    }
+    return out;
+  }
+  return value;
+}
+
+/** The keys of a push_status the service reads, with lists, objects and strings cut to their bounds (the depth is already checked). */
+export function pickUsedKeys(print: Json): Json {
+  const out: Json = {};
+  for (const key of USED_PRINT_KEYS) if (key in print) out[key] = bounded(print[key], MAX_REPORT_DEPTH);
+  return out;
+}
+
+/**
+ * Watches the bytes of an MQTT connection and says when a packet declares a
+ * length above the limit, before the client buffers it. It follows the fixed
+ * header of each packet (type byte, 1-4 length bytes) and skips the body.
+ */
+export class MqttPacketGuard {
+  /** Bytes of the current packet's body still to skip. */
+  private skip = 0;
+  /** Fixed-header bytes of the next packet seen so far. */
+  private header: number[] = [];
+
+  constructor(private readonly maxBytes = MAX_PACKET_BYTES) {}
+
+  /** Returns the declared size of the first packet over the limit, or null while every packet is within it. */
+  feed(chunk: Buffer): number | null {
+    let at = 0;
+    while (at < chunk.length) {
+      if (this.skip > 0) {
+        const n = Math.min(this.skip, chunk.length - at);
+        this.skip -= n;
+        at += n;
+        continue;
+      }
+      this.header.push(chunk[at++]);
+      if (this.header.length < 2) continue;
+      const last = this.header[this.header.length - 1];
+      if (last & 0x80) {
+        if (this.header.length >= 5) return Number.MAX_SAFE_INTEGER; // a length field longer than MQTT allows
+        continue;
+      }
+      let length = 0;
+      for (let i = this.header.length - 1; i >= 1; i--) length = length * 128 + (this.header[i] & 0x7f);
+      const total = this.header.length + length;
+      this.header = [];
+      if (total > this.maxBytes) return total;
+      this.skip = length;
+    }
+    return null;
+  }
+}

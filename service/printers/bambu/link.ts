@@ -1,0 +1,75 @@
+/**
+ * The MQTT side of a Bambu link that needs no driver state: the driver's
+ * options, the client options (TLS quirks of the printers) and what a client
+ * error means.
+ */
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import type tls from 'node:tls';
+import type { IClientOptions } from 'mqtt';
+import { DriverError, type DriverConfig } from '../driver';
+
+export function mqttOptions(
+  config: DriverConfig,
+  serial: string | null,
+  port: number,
+  timings: { keepaliveSeconds: number; connectTimeoutMs: number },
+): IClientOptions & tls.ConnectionOptions {
+  const options: IClientOptions & tls.ConnectionOptions = {
+    protocol: 'mqtts',
+    host: config.ip_address,
+    port,
+    username: 'bblp',
+    password: config.access_code ?? '',
+    clientId: `printfarm_${randomBytes(6).toString('hex')}`,
+    protocolVersion: 4,
+    clean: true,
+    keepalive: timings.keepaliveSeconds,
+    // The driver reconnects on its own terms (backoff, jitter, slow retry after a refused code).
+    reconnectPeriod: 0,
+    connectTimeout: timings.connectTimeoutMs + 5000,
+    resubscribe: false,
+    // The printer presents a certificate from Bambu's private "BBL CA" for CN = serial, not
+    // the IP; the LAN access code is the authentication, as in Bambu Studio's LAN mode and
+    // most third-party clients (PROTOCOLS.md §1). Pinning the CA would need Bambu's bundle.
+    rejectUnauthorized: false,
+    // Some firmware never answers a TLS 1.3 ClientHello (PROTOCOLS.md §1).
+    maxVersion: 'TLSv1.2',
+  };
+  if (serial && net.isIP(serial) === 0) options.servername = serial;
+  return options;
+}
+
+/** A refused access code (CONNACK 4/5, MQTT 5 134/135) or else the network fault behind a client error. */
+export function mqttErrorOf(err: Error & { code?: unknown }, where: string): DriverError {
+  const code = err.code;
+  if (code === 4 || code === 5 || code === 134 || code === 135) return new DriverError('AUTH', `access code rejected (MQTT CONNACK ${code})`);
+  if (typeof code === 'string' && ['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'ENOTFOUND', 'EPIPE'].includes(code))
+    return new DriverError('OFFLINE', `printer unreachable at ${where} (${code})`);
+  if (code === 'ETIMEDOUT') return new DriverError('TIMEOUT', `printer at ${where} did not answer (ETIMEDOUT)`);
+  return new DriverError('OFFLINE', `MQTT connection to ${where} failed: ${err.message}`);
+}
+
+/** The smallest Logger surface the driver uses (pino fits). */
+export interface BambuDriverLogger {
+  debug(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+export interface BambuDriverOptions {
+  /** First backoff step (ms); 1000 in production, smaller in tests. */
+  backoffBaseMs?: number;
+  /** Longest backoff step (ms), 60 000 by default. */
+  backoffMaxMs?: number;
+  /** About how long to wait before trying a refused access code again (ms, jittered to 50-100 %); default backoffMaxMs. */
+  authRetryMs?: number;
+  /** How long one connection attempt may take up to the report subscription (ms, default 10 000). */
+  connectTimeoutMs?: number;
+  /** MQTT keepalive (s, default 30). */
+  keepaliveSeconds?: number;
+  /** FTPS inactivity timeout (ms, default max(command_timeout_ms, 15 000)). */
+  ftpTimeoutMs?: number;
+  /** Random source for the jitter (tests pin it). */
+  random?: () => number;
+  logger?: BambuDriverLogger;
+}

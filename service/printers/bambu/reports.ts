@@ -1,0 +1,67 @@
+/**
+ * What one Bambu printer has said so far: the merged push_status report, the
+ * get_version facts and the PrinterState made of them. Takes raw MQTT
+ * payloads, bounded by limits.ts (an oversized report is refused and counted,
+ * never merged), and says what each one changed. No sockets, no timers.
+ */
+import type { PrinterState } from '../driver';
+import { checkReport } from './limits';
+import { ingestReport, parseVersionInfo, toPrinterState, type BambuTracked, type VersionInfo } from './state';
+import { isObject, type Json } from './values';
+
+export type ReportOutcome =
+  /** Not JSON or not an object: ignored, as the printers' own clients do. */
+  | { kind: 'ignored' }
+  /** Beyond the limits: dropped (and counted). */
+  | { kind: 'refused'; reason: string }
+  /** A well-formed message: the command answer it carries, and the new state when what the printer shows changed. */
+  | { kind: 'taken'; reply: Json | null; state: PrinterState | null };
+
+export class BambuReports {
+  private tracked: BambuTracked | null = null;
+  private stateKey = '';
+  version: VersionInfo | null = null;
+  current: PrinterState | null = null;
+  dropped = 0;
+
+  take(payload: Buffer, serial: string | null): ReportOutcome {
+    let message: unknown;
+    try {
+      message = JSON.parse(payload.toString('utf8'));
+    } catch {
+      return { kind: 'ignored' };
+    }
+    if (!isObject(message)) return { kind: 'ignored' };
+    const refused = checkReport(message);
+    if (refused) {
+      this.dropped++;
+      return { kind: 'refused', reason: refused };
+    }
+    let reply: Json | null = null;
+    let changed = false;
+    if (isObject(message.print)) {
+      if (message.print.command === 'push_status') {
+        this.tracked = ingestReport(this.tracked, message.print);
+        changed = true;
+      } else reply = message.print;
+    }
+    if (isObject(message.info) && message.info.command === 'get_version') {
+      this.version = parseVersionInfo(message.info);
+      changed = true;
+    }
+    return { kind: 'taken', reply, state: changed ? this.newState(serial) : null };
+  }
+
+  /** The state when it differs from the last one shown. */
+  private newState(serial: string | null): PrinterState | null {
+    // Until a report has said what the printer is doing (the pushall answer), a merged delta would read as idle
+    // and end the job the printer is still printing.
+    if (!this.tracked || typeof this.tracked.print.gcode_state !== 'string') return null;
+    const state = toPrinterState(this.tracked, { version: this.version, serial });
+    const key = JSON.stringify(state);
+    if (key === this.stateKey) return null;
+    this.stateKey = key;
+    this.current = state;
+    return state;
+  }
+}

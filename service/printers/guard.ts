@@ -1,0 +1,17 @@
+/**
+ * Wraps callbacks that the network or a timer calls for one printer: an
+ * exception goes to `onError` (which marks that printer) and never reaches the
+ * process, where it would stop the whole farm.
+ */
+export function guardWith(onError: (err: unknown) => void): <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void {
+  return (fn) =>
+    (...args) => {
+      try {
+        fn(...args);
+      } catch (err) {
+        onError(err);
+      }
+    };
+}
+
+export const reasonOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));

@@ -1,0 +1,50 @@
+/**
+ * Printer models as files and printers name them. A 3MF says "Bambu Lab X1
+ * Carbon" or printer_model_id "BL-P001", PrusaSlicer G-code "MK4IS" or
+ * "COREONE", a printer "X1C" or "Core One": they all reduce to one key, so that
+ * compatibility is decided from what the file and the printer report, never
+ * from file names.
+ */
+
+/** Spellings that differ from the key they mean (keys are lower case, without spaces or punctuation). */
+const ALIASES: Record<string, string> = {
+  x1carbon: 'x1c',
+  blp001: 'x1c',
+  blp002: 'x1',
+  blp003: 'x1e',
+  c11: 'p1p',
+  c12: 'p1s',
+  c13: 'x1e',
+  n1: 'a1mini',
+  n2s: 'a1',
+  o1d: 'h2d',
+  // PrusaSlicer's input-shaper variants are the same machines.
+  mk4is: 'mk4',
+  mk39is: 'mk39',
+  mk35is: 'mk35',
+  miniis: 'mini',
+  xlis: 'xl',
+  xl2is: 'xl',
+  xl5is: 'xl',
+};
+
+/** The key a model name reduces to ("Bambu Lab X1 Carbon" -> "x1c", "Original Prusa MK4S" -> "mk4s"); null for nothing. */
+export function modelKey(name: string | null | undefined): string | null {
+  if (!name) return null;
+  const key = name
+    .toLowerCase()
+    .replace(/bambu\s*lab|original|prusa(?!\s*$)/g, '')
+    .replace(/[^a-z0-9]/g, '');
+  if (!key) return null;
+  return ALIASES[key] ?? key;
+}
+
+/** A model as people say it: "Bambu Lab A1" -> "A1", "Original Prusa MK4S" -> "MK4S". */
+export function shortModel(name: string): string {
+  return name.replace(/^\s*(bambu\s*lab|original\s+prusa|prusa)\s+/i, '').trim() || name;
+}
+
+export function sameModel(a: string | null | undefined, b: string | null | undefined): boolean {
+  const ka = modelKey(a);
+  return ka !== null && ka === modelKey(b);
+}

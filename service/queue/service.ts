@@ -1,0 +1,181 @@
+/**
+ * The print queue as the API sees it: add, list, change, cancel, hold and
+ * release items. Every change is stored first, then announced (queue_update)
+ * and handed to the dispatcher, which decides what starts where.
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import { DomainError } from '../errors';
+import type { Store } from '../db';
+import type { FileRecord } from '../db/repositories/files';
+import type { QueueItemRecord, QueueItemStatus } from '../db/repositories/queue';
+import type { EventBus } from '../events';
+import type { CreateQueueItemInput, QueueItemView, QueueListFilter, UpdateQueueItemInput } from '../schemas/queue';
+import type { SettingsService } from '../settings';
+import { nowIso } from '../util/time';
+import type { FactsCache } from './facts-cache';
+import { copyCounts, derivedStatus, itemView } from './views';
+
+/** What the service needs of the dispatcher: a nudge after every change. */
+export interface DispatchTrigger {
+  wake(reason: string): void;
+}
+
+const TERMINAL: readonly QueueItemStatus[] = ['completed', 'failed', 'cancelled'];
+
+export class QueueService {
+  constructor(
+    private readonly store: Store,
+    private readonly bus: EventBus,
+    private readonly settings: SettingsService,
+    private readonly facts: FactsCache,
+    private readonly trigger: DispatchTrigger,
+  ) {}
+
+  async create(input: CreateQueueItemInput): Promise<QueueItemView> {
+    const file = await this.printableFile(input.file_id);
+    const facts = await this.facts.get(file, input.plate).catch((err: Error) => {
+      throw invalid('file_id', `the file cannot be read as a print file: ${err.message}`);
+    });
+    if (facts.format === 'other') throw invalid('file_id', 'only .3mf, .gcode and .bgcode files can be queued');
+    if (facts.format === '3mf' && facts.sliced_plates.length && !facts.sliced_plates.includes(input.plate)) {
+      throw invalid('plate', `the file has sliced plates ${facts.sliced_plates.join(', ')}, not plate ${input.plate}`);
+    }
+    if (facts.format === '3mf' && facts.sliced_plates.length === 0) throw invalid('file_id', 'the 3MF holds no sliced plate (slice it and export a .gcode.3mf)');
+    const now = nowIso();
+    const item: QueueItemRecord = {
+      id: randomUUID().replace(/-/g, '').slice(0, 16),
+      file_id: file.id,
+      name: input.name ?? file.filename.replace(/(\.gcode)?\.(3mf|gcode|bgcode|gco|g)$/i, ''),
+      plate: input.plate,
+      copies: input.copies,
+      priority: input.priority,
+      status: 'queued',
+      waiting_reason: null,
+      failures_in_row: 0,
+      target: input.target ?? null,
+      requirements: input.requirements ?? null,
+      options: input.options ?? null,
+      start_after: input.start_after ? new Date(input.start_after).toISOString() : null,
+      created_at: now,
+      updated_at: now,
+    };
+    await this.store.queue.insertItem(item);
+    const view = await this.publish(item.id);
+    this.trigger.wake('item added');
+    return view;
+  }
+
+  async list(q: QueueListFilter) {
+    const { items, total } = await this.store.queue.listItems({ statuses: q.status ? [q.status] : undefined, page: q.page, limit: q.limit });
+    const dispatches = await this.store.queue.dispatchesOf(items.map((i) => i.id));
+    const totalPages = Math.ceil(total / q.limit);
+    return {
+      items: items.map((i) => itemView(i, dispatches.get(i.id) ?? [])),
+      pagination: { page: q.page, limit: q.limit, total_items: total, total_pages: totalPages, has_next: q.page < totalPages, has_previous: q.page > 1 },
+    };
+  }
+
+  async detail(id: string): Promise<QueueItemView> {
+    const item = await this.require(id);
+    return itemView(item, (await this.store.queue.dispatchesOf([id])).get(id) ?? []);
+  }
+
+  async update(id: string, input: UpdateQueueItemInput): Promise<QueueItemView> {
+    const item = await this.require(id);
+    if (TERMINAL.includes(item.status)) throw conflict(item, `Queue item "${id}" is ${item.status} and can no longer change`);
+    const dispatches = (await this.store.queue.dispatchesOf([id])).get(id) ?? [];
+    if (input.copies !== undefined) {
+      const c = copyCounts(item.copies, dispatches);
+      const started = c.completed + c.underWay;
+      if (input.copies < started) throw invalid('copies', `${started} copies are completed or under way; copies cannot go below that`);
+    }
+    const patch: Partial<QueueItemRecord> = { updated_at: nowIso() };
+    if (input.name !== undefined) patch.name = input.name;
+    if (input.priority !== undefined) patch.priority = input.priority;
+    if (input.copies !== undefined) patch.copies = input.copies;
+    if (input.target !== undefined) patch.target = input.target;
+    if (input.requirements !== undefined) patch.requirements = input.requirements;
+    if (input.start_after !== undefined) patch.start_after = input.start_after === null ? null : new Date(input.start_after).toISOString();
+    const next = { ...item, ...patch };
+    // More or fewer copies can complete the item or send it back to the queue.
+    patch.status = derivedStatus(next, dispatches, this.settings.get('queue_max_attempts'));
+    if (!(await this.store.queue.transitionItem(id, [item.status], patch))) throw conflict(item, `Queue item "${id}" changed meanwhile; try again`);
+    const view = await this.publish(id);
+    this.trigger.wake('item changed');
+    return view;
+  }
+
+  /** Cancels the copies not yet started (a claimed or uploading copy is stopped before it starts); printing copies go on. */
+  async cancel(id: string): Promise<QueueItemView> {
+    const item = await this.require(id);
+    if (TERMINAL.includes(item.status)) throw conflict(item, `Queue item "${id}" is already ${item.status}`);
+    const now = nowIso();
+    if (!(await this.store.queue.transitionItem(id, [item.status], { status: 'cancelled', waiting_reason: null, updated_at: now }))) {
+      throw conflict(item, `Queue item "${id}" changed meanwhile; try again`);
+    }
+    for (const d of (await this.store.queue.dispatchesOf([id])).get(id) ?? []) {
+      await this.store.queue.transitionDispatch(d.id, ['claimed', 'uploading'], { state: 'cancelled', error: 'the queue item was cancelled before this copy started', updated_at: now });
+    }
+    return this.publish(id);
+  }
+
+  async hold(id: string): Promise<QueueItemView> {
+    const item = await this.require(id);
+    if (item.status === 'held') return this.detail(id);
+    if (TERMINAL.includes(item.status)) throw conflict(item, `Queue item "${id}" is ${item.status} and cannot be held`);
+    if (!(await this.store.queue.transitionItem(id, [item.status], { status: 'held', waiting_reason: 'held', updated_at: nowIso() }))) {
+      throw conflict(item, `Queue item "${id}" changed meanwhile; try again`);
+    }
+    return this.publish(id);
+  }
+
+  async release(id: string): Promise<QueueItemView> {
+    const item = await this.require(id);
+    if (item.status !== 'held') throw conflict(item, `Queue item "${id}" is ${item.status}, not held`);
+    const dispatches = (await this.store.queue.dispatchesOf([id])).get(id) ?? [];
+    const status = derivedStatus({ ...item, status: 'queued' }, dispatches, this.settings.get('queue_max_attempts'));
+    if (!(await this.store.queue.transitionItem(id, ['held'], { status, waiting_reason: null, updated_at: nowIso() }))) {
+      throw conflict(item, `Queue item "${id}" changed meanwhile; try again`);
+    }
+    const view = await this.publish(id);
+    this.trigger.wake('item released');
+    return view;
+  }
+
+  /** Counts by status ("3 queued, 2 printing"). */
+  counts(): Promise<Record<string, number>> {
+    return this.store.queue.countByStatus();
+  }
+
+  /** Announces an item as it is stored now (queue_update) and returns its view. */
+  async publish(id: string): Promise<QueueItemView> {
+    const view = await this.detail(id);
+    this.bus.emit('queue_update', view);
+    return view;
+  }
+
+  private async require(id: string): Promise<QueueItemRecord> {
+    const item = await this.store.queue.getItem(id);
+    if (!item) throw new DomainError(404, 'QUEUE_ITEM_NOT_FOUND', `Queue item "${id}" not found`, { item_id: id });
+    return item;
+  }
+
+  private async printableFile(fileId: string): Promise<FileRecord & { local_path: string }> {
+    const file = await this.store.files.get(fileId);
+    if (!file) throw new DomainError(404, 'FILE_NOT_FOUND', `File "${fileId}" not found`, { file_id: fileId });
+    if (!file.local_path || !fs.existsSync(file.local_path)) {
+      throw new DomainError(409, 'NO_LOCAL_COPY', `File "${fileId}" has no local copy; upload it or download it first`, { file_id: fileId, status: file.status });
+    }
+    return file as FileRecord & { local_path: string };
+  }
+}
+
+function invalid(field: string, message: string): DomainError {
+  return new DomainError(422, 'VALIDATION_ERROR', `Invalid body: ${field}: ${message}`, { location: 'body', fields: [{ field, message, code: 'invalid_value' }] });
+}
+
+function conflict(item: QueueItemRecord, message: string): DomainError {
+  return new DomainError(409, 'QUEUE_ITEM_STATE', message, { item_id: item.id, status: item.status });
+}
+

@@ -1,0 +1,117 @@
+/** The print queue: request and response shapes of /queue and the plate routes. */
+import { z } from 'zod';
+import { nullableTimestamp, Pagination, pageQuery, timestamp } from './common';
+import { PrinterType } from './printers';
+
+export const QUEUE_ITEM_STATUSES = ['queued', 'held', 'printing', 'completed', 'failed', 'cancelled'] as const;
+export const DISPATCH_STATES = ['claimed', 'uploading', 'starting', 'printing', 'completed', 'failed', 'cancelled', 'start_failed'] as const;
+
+const ids = z.array(z.string().min(1).max(128)).min(1).max(1000);
+
+export const QueueTarget = z
+  .strictObject({
+    printer_ids: ids.optional().meta({ description: 'Only these printers' }),
+    printer_type: PrinterType.optional(),
+    models: z.array(z.string().trim().min(1).max(100)).min(1).max(100).optional().meta({ description: 'Only printers of these models ("X1C", "MK4S")' }),
+  })
+  .meta({ description: 'Narrows the printers the item may go to (the file decides compatibility first)' });
+
+export const QueueRequirements = z
+  .strictObject({
+    material: z.string().trim().min(1).max(50).optional().meta({ description: 'Filament type the printer must have loaded, e.g. "PLA", "PETG"; replaces the file\'s type' }),
+    color: z
+      .string()
+      .regex(/^#[0-9A-Fa-f]{6}$/, 'a colour as #RRGGBB')
+      .optional()
+      .meta({ description: 'Filament colour the printer must have loaded (#RRGGBB)' }),
+    nozzle_diameter: z.number().min(0.1).max(2).optional().meta({ description: 'Millimetres' }),
+  })
+  .meta({ description: 'What a printer must have beyond what the file says' });
+
+export const QueueOptions = z
+  .strictObject({
+    bed_leveling: z.boolean().optional().meta({ description: 'Bambu: level the bed before printing (default true)' }),
+    timelapse: z.boolean().optional().meta({ description: 'Bambu: record a timelapse (default false)' }),
+    flow_cali: z.boolean().optional().meta({ description: 'Bambu: flow calibration (default false)' }),
+    vibration_cali: z.boolean().optional().meta({ description: 'Bambu: vibration compensation calibration (default false)' }),
+  })
+  .meta({ description: 'Start options (Bambu Lab; PrusaLink has none)' });
+
+const startAfter = z.iso.datetime({ offset: true }).meta({ description: 'Not started before this time (ISO 8601)' });
+
+export const CreateQueueItemBody = z.strictObject({
+  file_id: z.string().min(1).max(128).meta({ description: 'A file the service has locally (an upload, or a downloaded catalog file)' }),
+  name: z.string().trim().min(1).max(255).optional().meta({ description: 'Default: the file name' }),
+  plate: z.number().int().min(1).max(64).default(1).meta({ description: '3MF plate number' }),
+  copies: z.number().int().min(1).max(1000).default(1),
+  priority: z.number().int().min(-1000).max(1000).default(0).meta({ description: 'Higher first; equal priority: oldest first' }),
+  target: QueueTarget.optional(),
+  requirements: QueueRequirements.optional(),
+  start_after: startAfter.optional(),
+  options: QueueOptions.optional(),
+});
+
+export const UpdateQueueItemBody = z
+  .strictObject({
+    name: z.string().trim().min(1).max(255).optional(),
+    priority: z.number().int().min(-1000).max(1000).optional(),
+    copies: z.number().int().min(1).max(1000).optional().meta({ description: 'Not below the copies already completed or under way' }),
+    target: QueueTarget.nullable().optional().meta({ description: 'null removes the target' }),
+    requirements: QueueRequirements.nullable().optional().meta({ description: 'null removes the requirements' }),
+    start_after: startAfter.nullable().optional().meta({ description: 'null starts as soon as possible' }),
+  })
+  .refine((b) => Object.keys(b).length > 0, { message: 'give at least one field to change' });
+
+export const QueueItemParams = z.object({ item_id: z.string().min(1).max(64) });
+
+export const QueueListQuery = z.object({
+  status: z.enum(QUEUE_ITEM_STATUSES).optional(),
+  ...pageQuery,
+});
+
+export const Dispatch = z.object({
+  id: z.string(),
+  printer_id: z.string(),
+  job_id: z.number().int().nullable().meta({ description: 'The job the job tracker created for this print' }),
+  state: z.enum(DISPATCH_STATES),
+  attempt: z.number().int().meta({ description: 'Which start of this item this is (1, 2, ...)' }),
+  error: z.string().nullable().meta({ description: 'Why the start or the print failed' }),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+export const QueueItem = z.object({
+  id: z.string(),
+  file_id: z.string(),
+  name: z.string(),
+  plate: z.number().int(),
+  copies: z.number().int(),
+  remaining: z.number().int().meta({ description: 'Copies not started yet' }),
+  printing: z.number().int().meta({ description: 'Copies under way (claimed, uploading, starting or printing)' }),
+  completed: z.number().int(),
+  failed: z.number().int().meta({ description: 'Failed, cancelled or unacknowledged starts and prints (their copies went back to the queue)' }),
+  priority: z.number().int(),
+  status: z.enum(QUEUE_ITEM_STATUSES),
+  waiting_reason: z.string().nullable().meta({ description: 'Why a queued item is not starting, in words; null when it is not waiting' }),
+  target: QueueTarget.nullable(),
+  requirements: QueueRequirements.nullable(),
+  options: z.object({ bed_leveling: z.boolean(), timelapse: z.boolean(), flow_cali: z.boolean(), vibration_cali: z.boolean() }),
+  start_after: nullableTimestamp,
+  created_at: timestamp,
+  updated_at: timestamp,
+  dispatches: z.array(Dispatch),
+});
+
+export const QueueList = z.object({ items: z.array(QueueItem), pagination: Pagination });
+
+export const PlateCleared = z.object({
+  id: z.string(),
+  plate_state: z.enum(['clear', 'needs_clearing']),
+  message: z.string(),
+  cleared_at: timestamp,
+});
+
+export type CreateQueueItemInput = z.output<typeof CreateQueueItemBody>;
+export type UpdateQueueItemInput = z.output<typeof UpdateQueueItemBody>;
+export type QueueItemView = z.output<typeof QueueItem>;
+export type QueueListFilter = z.output<typeof QueueListQuery>;
