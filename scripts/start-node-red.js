@@ -45,10 +45,15 @@ const userDir = path.resolve(env.NODE_RED_USER_DIR || path.join(root, '.node-red
 const seed = path.resolve(env.PRINTFARM_FLOWS || path.join(root, 'flows', 'farm.json'));
 const flowFile = path.join(userDir, 'flows.json');
 
+const dashboard = require('./dashboard-flow');
+const withDashboard = dashboard.installed();
+
 fs.mkdirSync(userDir, { recursive: true });
 if (!fs.existsSync(flowFile)) {
   if (!fs.existsSync(seed)) fail(`no flow file at ${seed}`);
-  fs.copyFileSync(seed, flowFile);
+  // A new user dir gets the farm flow and, with Dashboard 2.0 installed, the dashboard flow.
+  if (withDashboard && !env.PRINTFARM_FLOWS) fs.writeFileSync(flowFile, JSON.stringify(dashboard.withDashboard(JSON.parse(fs.readFileSync(seed, 'utf8'))), null, 4));
+  else fs.copyFileSync(seed, flowFile);
 }
 
 /** Options for every embedded service (printfarm-server nodes read RED.settings.printfarmServerOptions). */
@@ -111,6 +116,7 @@ process.on('SIGTERM', () => stop('SIGTERM'));
 
 server.once('error', (err) => fail(err.code === 'EADDRINUSE' ? `port ${uiPort} is in use (set NODE_RED_PORT)` : err.message));
 server.listen(uiPort, uiHost, () => {
+  dashboard.shareServiceUrl(RED);
   RED.start().then(
     () => {
       const { port } = server.address();
@@ -118,6 +124,7 @@ server.listen(uiPort, uiHost, () => {
       const api = serviceOptions.port !== undefined ? `port ${serviceOptions.port}` : 'http://localhost:8000/api/v1 (docs at /docs), as the flow says';
       process.stdout.write(
         `\nNode-RED editor http://${shown}:${port}/\n` +
+          (withDashboard ? `Dashboard       http://${shown}:${port}/dashboard\n` : '') +
           `  user dir   ${userDir}\n` +
           `  Printfarm  ${api}${demo ? ', with simulated demo printers' : ''}\n` +
           `Press Ctrl+C to stop.\n\n`,

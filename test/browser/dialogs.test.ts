@@ -142,6 +142,33 @@ describeBrowser('the edit dialogs in the Node-RED editor', () => {
     await page.waitForSelector('#node-config-dialog-cancel', { state: 'detached' });
   }, 40_000);
 
+  test('the queue dialog: the item comes from a typedInput, the printer from the dropdown, copies and priority within the service limits', async () => {
+    // A queue node dropped into the flow, on the farm's config node.
+    await page.evaluate(() => {
+      const def = RED.nodes.getType('printfarm-queue');
+      const node: Record<string, unknown> = { id: RED.nodes.id(), type: 'printfarm-queue', z: RED.workspaces.active(), x: 100, y: 160, _def: def, wires: [[]], inputs: 1, outputs: 1, changed: true };
+      for (const [k, v] of Object.entries(def.defaults as Record<string, { value: unknown }>)) node[k] = v.value;
+      node.server = 'pf-farm-server';
+      RED.nodes.add(node);
+      RED.editor.edit(node);
+    });
+    await page.waitForSelector('#node-input-copies');
+    expect(await page.locator('.red-ui-typedInput-container').count()).toBe(1);
+    expect(await page.$eval('#node-input-propertyType', (el) => (el as unknown as { value: string }).value)).toBe('msg');
+    await until(async () => (await optionsOf()).length === DEMO_PRINTERS.length + 2, 'the printer list', 10_000);
+    expect((await optionsOf()).slice(1, -1)).toEqual(DEMO_PRINTERS);
+    await page.selectOption('.printfarm-printer-select', { index: (await optionsOf()).length - 1 });
+    expect(await flagged('#node-input-printer', 'no-such-printer')).toBe(true);
+    expect(await flagged('#node-input-printer', 'sim-bambu-02')).toBe(false);
+    expect(await flagged('#node-input-copies', '0')).toBe(true);
+    expect(await flagged('#node-input-copies', '1001')).toBe(true);
+    expect(await flagged('#node-input-copies', '2.5')).toBe(true);
+    expect(await flagged('#node-input-copies', '3')).toBe(false);
+    expect(await flagged('#node-input-priority', '-1001')).toBe(true);
+    expect(await flagged('#node-input-priority', '-5')).toBe(false);
+    await closeDialog();
+  }, 30_000);
+
   test('the config dialog shows the address the service really listens on (settings.js sets the port here)', async () => {
     await page.evaluate(() => RED.editor.editConfig('', 'printfarm-server', 'pf-farm-server'));
     const effective = page.locator('#printfarm-server-effective');

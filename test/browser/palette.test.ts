@@ -1,7 +1,7 @@
 /**
  * The Node-RED editor as `npm start` runs it, in headless Chromium (Debian's
  * package, through playwright-core): the palette has a "print farm" category
- * with all six node types, their help is there, and the farm flow is on the
+ * with all seven node types, their help is there, and the farm flow is on the
  * canvas with the nodes' status texts from the pack's catalogs.
  */
 import fs from 'node:fs';
@@ -17,7 +17,7 @@ if (!haveChromium) console.warn(`browser tests skipped: no Chromium at ${CHROMIU
 if (!built) console.warn('palette test skipped: run `npm run build` first (npm test does)');
 const describeBrowser = haveChromium && built ? describe : describe.skip;
 
-const TYPES = ['printfarm-printer', 'printfarm-job-watcher', 'printfarm-file-download', 'printfarm-gcode-preview', 'printfarm-stats'];
+const TYPES = ['printfarm-printer', 'printfarm-job-watcher', 'printfarm-file-download', 'printfarm-gcode-preview', 'printfarm-stats', 'printfarm-queue'];
 
 describeBrowser('the Node-RED editor started by npm start', () => {
   let nodeRed: RunningNodeRed;
@@ -38,7 +38,7 @@ describeBrowser('the Node-RED editor started by npm start', () => {
     fs.rmSync(userDir, { recursive: true, force: true });
   });
 
-  test('the print farm palette holds all six node types; the farm flow shows live status texts', async () => {
+  test('the print farm palette holds all seven node types; the farm flow shows live status texts', async () => {
     const page = await browser.newPage();
     const errors: string[] = [];
     const failed: string[] = [];
@@ -50,7 +50,7 @@ describeBrowser('the Node-RED editor started by npm start', () => {
     await page.goto(nodeRed.url);
     await page.waitForSelector('.red-ui-palette-node[data-palette-type="printfarm-printer"]', { timeout: 20_000 });
 
-    // The category and its five flow nodes, with their palette labels.
+    // The category and its six flow nodes, with their palette labels.
     const category = page.locator('#red-ui-palette-container-print_farm');
     await category.waitFor();
     expect(await category.locator('.red-ui-palette-header').innerText()).toMatch(/print farm/i);

@@ -15,6 +15,7 @@ import gcodePreview = require('../../nodes/printfarm-gcode-preview');
 import jobWatcher = require('../../nodes/printfarm-job-watcher');
 import printer = require('../../nodes/printfarm-printer');
 import printfarmServer = require('../../nodes/printfarm-server');
+import queue = require('../../nodes/printfarm-queue');
 import stats = require('../../nodes/printfarm-stats');
 
 /** The part of node-red-node-test-helper the tests use (its DefinitelyTyped package pulls the DOM types into the whole program). */
@@ -87,7 +88,7 @@ const withCatalogs = (fn: NodeModule): NodeModule => (RED) => {
 };
 
 /** Every node type of the pack. */
-export const NODES = [printfarmServer, printer, jobWatcher, fileDownload, gcodePreview, stats].map((fn) => withCatalogs(fn as unknown as NodeModule));
+export const NODES = [printfarmServer, printer, jobWatcher, fileDownload, gcodePreview, stats, queue].map((fn) => withCatalogs(fn as unknown as NodeModule));
 
 const madeDirs: string[] = [];
 /** A fresh temp dir, removed after the test file. */

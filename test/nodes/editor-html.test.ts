@@ -37,7 +37,7 @@ function register(js: string): Map<string, Definition> {
   const found = new Map<string, Definition>();
   const RED = {
     nodes: { registerType: (type: string, def: Definition) => found.set(type, def) },
-    validators: { number: () => () => true, regex: () => () => true },
+    validators: { number: () => () => true, regex: () => () => true, typedInput: () => () => true },
     _: (k: string) => k,
   };
   vm.runInNewContext(js, { RED, window: {}, $: () => ({ on() {}, val() {}, toggle() {} }) });
@@ -68,8 +68,8 @@ function keysOf(obj: unknown, prefix = ''): string[] {
 }
 
 describeBuilt('editor files', () => {
-  test('package.json declares the six node sets, a Node-RED version without upper bound and the node-red keyword', () => {
-    expect(sets.map(([name]) => name)).toEqual(['printfarm-server', 'printfarm-printer', 'printfarm-job-watcher', 'printfarm-file-download', 'printfarm-gcode-preview', 'printfarm-stats']);
+  test('package.json declares the seven node sets, a Node-RED version without upper bound and the node-red keyword', () => {
+    expect(sets.map(([name]) => name)).toEqual(['printfarm-server', 'printfarm-printer', 'printfarm-job-watcher', 'printfarm-file-download', 'printfarm-gcode-preview', 'printfarm-stats', 'printfarm-queue']);
     expect(pkg['node-red'].version).toBe('>=4.0.0');
     expect(pkg.keywords).toContain('node-red');
     for (const [name, file] of sets) {

@@ -20,7 +20,7 @@ import { startNodeRed, type RunningNodeRed } from '../helpers/launcher';
 import { collect, control, helper, NODES, SERVICE_OPTIONS, simState, statusOf, tempDir, until, type FlowNode } from '../helpers/node-red';
 
 const root = path.join(__dirname, '..', '..');
-const PACK_TYPES = ['printfarm-server', 'printfarm-printer', 'printfarm-job-watcher', 'printfarm-file-download', 'printfarm-gcode-preview', 'printfarm-stats'];
+const PACK_TYPES = ['printfarm-server', 'printfarm-printer', 'printfarm-job-watcher', 'printfarm-file-download', 'printfarm-gcode-preview', 'printfarm-stats', 'printfarm-queue'];
 const readJson = (file: string) => JSON.parse(fs.readFileSync(file, 'utf8')) as FlowNode[];
 /** Every flow file the package ships: whatever is in examples/ and flows/ (new ones are checked without listing them here). */
 const shipped = ['examples', 'flows'].flatMap((dir) =>
@@ -35,7 +35,7 @@ function editorDefaults(type: string): string[] {
   const html = fs.readFileSync(path.join(root, 'nodes', `${type}.html`), 'utf8');
   const js = /<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(html)![1];
   let defaults: Record<string, unknown> = {};
-  const RED = { nodes: { registerType: (_t: string, def: { defaults: Record<string, unknown> }) => (defaults = def.defaults) }, validators: { number: () => () => true } };
+  const RED = { nodes: { registerType: (_t: string, def: { defaults: Record<string, unknown> }) => (defaults = def.defaults) }, validators: { number: () => () => true, typedInput: () => () => true } };
   vm.runInNewContext(js, { RED, window: {}, $: () => ({}) });
   return Object.keys(defaults);
 }

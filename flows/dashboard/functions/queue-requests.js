@@ -1,0 +1,10 @@
+// The queue page's reads: GET /queue every tick; the files that have a local copy (what a queue item
+// can print) every tenth tick and whenever asked (msg.topic files).
+const tick = (context.get('tick') || 0) + 1;
+context.set('tick', tick);
+const out = [{ kind: 'queue', path: '/queue?limit=100' }];
+if (tick % 10 === 1 || msg.topic === 'files') {
+  out.push({ kind: 'files', status: 'downloaded', path: '/files?status=downloaded&limit=100' });
+  out.push({ kind: 'files', status: 'local', path: '/files?status=local&limit=100' });
+}
+return [out];
