@@ -72,7 +72,7 @@ function parseArgs(argv: string[]): Options {
 }
 
 /** A printer that is never reached: the bench measures the database, not the network. */
-class InertDriver extends EventEmitter implements PrinterDriver {
+export class InertDriver extends EventEmitter implements PrinterDriver {
   readonly state = null;
   readonly connection = 'disconnected' as const;
   constructor(readonly config: DriverConfig) {
