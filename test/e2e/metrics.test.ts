@@ -158,7 +158,7 @@ describe('GET /metrics', () => {
     expect(value(done, 'printfarm_info', { version: VERSION })).toBe(1);
   });
 
-  test('every metric of the README table is there, with its type, and the standard process metrics beside them', async () => {
+  test('every metric of the docs/api.md table is there, with its type, and the standard process metrics beside them', async () => {
     const { types } = await scrape();
     const expected: Record<string, string> = {
       printfarm_info: 'gauge',
