@@ -110,10 +110,10 @@ export = function (RED: NodeAPI) {
       if (c.processing || c.queued) node.status({ fill: 'blue', shape: 'dot', text: t('printfarm-file-download.status.busy', { processing: c.processing, queued: c.queued }) });
       else node.status({ fill: 'green', shape: 'dot', text: t('printfarm-file-download.status.idle', { completed: c.completed, failed: c.failed }) });
     };
-    node.onServerState = (state: ConnectionState) => {
+    node.onServerState = (state: ConnectionState, error?: Error) => {
       online = state === 'connected' || state === 'polling';
       if (online) showStatus();
-      else node.status(connectionStatus(t, TYPE, state));
+      else node.status(connectionStatus(t, TYPE, state, error));
     };
 
     queue.on('task', showStatus);

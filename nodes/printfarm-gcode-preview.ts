@@ -41,8 +41,8 @@ export = function (RED: NodeAPI) {
     let server: ServerNode | null = null;
     let busy = 0;
 
-    node.onServerState = (state: ConnectionState) => {
-      if (!busy) node.status(state === 'connected' || state === 'polling' ? {} : connectionStatus(t, TYPE, state));
+    node.onServerState = (state: ConnectionState, error?: Error) => {
+      if (!busy) node.status(state === 'connected' || state === 'polling' ? {} : connectionStatus(t, TYPE, state, error));
     };
     if (def.server) {
       server = useServer(RED, node, def.server, TYPE);

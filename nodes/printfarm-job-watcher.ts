@@ -43,9 +43,9 @@ export = function (RED: NodeAPI) {
     let closed = false;
     let stopFlagging: (() => void) | null = null;
 
-    node.onServerState = (state: ConnectionState) => {
+    node.onServerState = (state: ConnectionState, error?: Error) => {
       if ((state === 'connected' || state === 'polling') && last) return;
-      node.status(connectionStatus(t, TYPE, state));
+      node.status(connectionStatus(t, TYPE, state, error));
     };
 
     const deliver = async (e: JobEvent) => {

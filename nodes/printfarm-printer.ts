@@ -111,10 +111,10 @@ export = function (RED: NodeAPI) {
       if (matches(id)) showStatus();
     };
 
-    node.onServerState = (state: ConnectionState) => {
+    node.onServerState = (state: ConnectionState, error?: Error) => {
       online = state === 'connected' || state === 'polling';
       if (online) showStatus();
-      else node.status(connectionStatus(t, TYPE, state));
+      else node.status(connectionStatus(t, TYPE, state, error));
     };
 
     server = useServer(RED, node, def.server, TYPE, () => {
@@ -162,7 +162,11 @@ export = function (RED: NodeAPI) {
             showStatus();
             return;
           }
-          await client.printers.command(target, command as PrinterCommand);
+          await client.printers.command(target, command as PrinterCommand).catch((err) => {
+            // A viewer token may read but not control: say so instead of a bare "forbidden".
+            if ((err as { status?: unknown }).status === 403) throw new Error(t('printfarm-printer.errors.role-too-low', { command, message: asError(err).message }));
+            throw err;
+          });
         })
         .then(
           () => done(),

@@ -84,12 +84,12 @@ export = function (RED: NodeAPI) {
         );
     };
 
-    node.onServerState = (state: ConnectionState) => {
+    node.onServerState = (state: ConnectionState, error?: Error) => {
       const back = state === 'connected' && lastState !== null && lastState !== 'connected' && counted;
       lastState = state;
       if (back) return recount();
       if ((state === 'connected' || state === 'polling') && counted) return showCounts();
-      node.status(connectionStatus(t, TYPE, state));
+      node.status(connectionStatus(t, TYPE, state, error));
     };
 
     const onFrame = (frame: Frame) => {

@@ -17,7 +17,7 @@
 import type { NodeAPI, NodeDef } from '@node-red/registry';
 import { FarmConnection, type ConnectionState } from '../service/client';
 import type { EmbeddedOptions } from '../service/embedded';
-import { embeddedOptions, pollSeconds, remoteUrl, type ServerDef } from './server-options';
+import { embeddedAccessControl, embeddedOptions, pollSeconds, remoteUrl, type ServerCredentials, type ServerDef } from './server-options';
 import { keeperFor, type Claim } from './embedded-keeper';
 import { registerAdminRoutes } from './server-admin';
 import type { ServiceLogLine } from './service-log';
@@ -28,9 +28,11 @@ const TYPE = 'printfarm-server';
 export = function (RED: NodeAPI) {
   const keeper = keeperFor(RED.events as unknown as Parameters<typeof keeperFor>[0], (line) => RED.log[line.method === 'log' ? 'info' : line.method](`[printfarm] ${line.text}`));
 
-  function PrintfarmServerNode(this: ServerNode, def: ServerDef) {
+  function PrintfarmServerNode(this: ServerNode & { credentials?: ServerCredentials }, def: ServerDef) {
     RED.nodes.createNode(this, def);
     const node = this;
+    // Kept only in this closure and the client's headers: never logged, shown or sent elsewhere.
+    const token = String(node.credentials?.token ?? '').trim() || undefined;
     node.users = {};
     const t = (key: string, subs?: Record<string, string | number>) => RED._(key, subs);
     node.mode = def.mode === 'remote' ? 'remote' : 'embedded';
@@ -41,7 +43,7 @@ export = function (RED: NodeAPI) {
       const pollIntervalMs = pollSeconds(def.pollInterval) * 1000;
       if (def.mode === 'remote') {
         node.address = remoteUrl(def.url);
-        node.connection = new FarmConnection({ baseUrl: node.address, pollIntervalMs });
+        node.connection = new FarmConnection({ baseUrl: node.address, pollIntervalMs, client: { token } });
       } else {
         const userDir = (RED.settings as { userDir?: string }).userDir ?? process.cwd();
         const uiPort = (RED.settings as { uiPort?: number | string }).uiPort;
@@ -49,6 +51,8 @@ export = function (RED: NodeAPI) {
         const options = embeddedOptions(def, userDir, extra, uiPort);
         node.overridden = Object.keys(extra);
         const log = (line: ServiceLogLine) => node[line.method](line.text);
+        // The embedded service only takes the token when its access control is on (AUTH_TOKENS or tokens.json).
+        const embeddedToken = embeddedAccessControl(options) ? token : undefined;
         const held = keeper.claim(options, log);
         claim = held;
         node.connection = new FarmConnection({
@@ -59,6 +63,7 @@ export = function (RED: NodeAPI) {
             return started;
           },
           pollIntervalMs,
+          client: { token: embeddedToken },
         });
       }
     } catch (err) {
@@ -69,7 +74,7 @@ export = function (RED: NodeAPI) {
 
     const tell = (user: ServerUser, state: ConnectionState, error?: Error) => {
       if (user.onServerState) user.onServerState(state, error);
-      else user.status(connectionStatus(t, TYPE, state));
+      else user.status(connectionStatus(t, TYPE, state, error));
     };
 
     node.register = (user) => {
@@ -82,7 +87,7 @@ export = function (RED: NodeAPI) {
     };
 
     node.connection.on('state', (state: ConnectionState, error?: Error) => {
-      node.status(connectionStatus(t, TYPE, state));
+      node.status(connectionStatus(t, TYPE, state, error));
       for (const user of Object.values(node.users)) tell(user, state, error);
     });
 
@@ -118,6 +123,6 @@ export = function (RED: NodeAPI) {
     });
   }
 
-  RED.nodes.registerType(TYPE, PrintfarmServerNode);
+  RED.nodes.registerType<ServerNode & { credentials?: ServerCredentials }, ServerDef, object, ServerCredentials>(TYPE, PrintfarmServerNode, { credentials: { token: { type: 'password' } } });
   registerAdminRoutes(RED);
 };

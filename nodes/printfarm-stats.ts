@@ -39,9 +39,9 @@ export = function (RED: NodeAPI) {
       return e;
     };
 
-    node.onServerState = (state: ConnectionState) => {
+    node.onServerState = (state: ConnectionState, error?: Error) => {
       if ((state === 'connected' || state === 'polling') && shown) return;
-      node.status(connectionStatus(t, TYPE, state));
+      node.status(connectionStatus(t, TYPE, state, error));
     };
 
     /** Reads the statistics the node (or the msg) asks for. */

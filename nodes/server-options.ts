@@ -2,6 +2,7 @@
  * What a printfarm-server dialog's values mean, checked with the limits the
  * service enforces (the editor checks the same ones; see printfarm-server.html).
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import type { NodeDef } from '@node-red/registry';
 import type { EmbeddedOptions } from '../service/embedded';
@@ -62,3 +63,28 @@ export function remoteUrl(value: string | undefined): string {
   return url;
 }
 
+
+/** The config node's credentials (kept by Node-RED apart from the flow, never exported). */
+export interface ServerCredentials {
+  /** API token of a service with access control on (sent as `Authorization: Bearer`). */
+  token?: string;
+}
+
+/**
+ * Whether the embedded service will ask for a token: `AUTH_TOKENS` is set (in
+ * printfarmServerOptions.env, or the process environment when that gives none)
+ * or its data dir holds tokens made with `printfarm token create`.
+ */
+export function embeddedAccessControl(options: EmbeddedOptions): boolean {
+  const env = options.env ?? process.env;
+  if (String(env.AUTH_TOKENS ?? '').trim()) return true;
+  try {
+    // Bounded: a token file is small; a huge one is the service's problem, not the dialog's.
+    const text = fs.readFileSync(path.join(options.dataDir ?? '', 'tokens.json'), 'utf8').slice(0, 1_000_000);
+    const parsed = JSON.parse(text) as unknown;
+    const list = (parsed as { tokens?: unknown } | null)?.tokens;
+    return Array.isArray(list) && list.length > 0;
+  } catch {
+    return false;
+  }
+}

@@ -26,8 +26,11 @@ export interface ServerNode extends Node {
   deregister(user: ServerUser, done: () => void): void;
 }
 
-/** The status light of a connection state. */
-export function connectionStatus(t: Translate, type: string, state: ConnectionState): NodeStatus {
+/** The status light of a connection state; with the error, a refused token says why ("token refused (401)", "role too low (403)"). */
+export function connectionStatus(t: Translate, type: string, state: ConnectionState, error?: Error): NodeStatus {
+  const status = (error as { status?: unknown } | undefined)?.status;
+  if (state === 'error' && status === 401) return { fill: 'red', shape: 'ring', text: t(`${type}.status.token-refused`) };
+  if (state === 'error' && status === 403) return { fill: 'red', shape: 'ring', text: t(`${type}.status.role-too-low`) };
   switch (state) {
     case 'starting':
       return { fill: 'yellow', shape: 'ring', text: t(`${type}.status.starting`) };
@@ -112,7 +115,7 @@ export function flagUnknownPrinter(node: ServerUser, server: ServerNode, printer
   const check = () => {
     const known = monitor.printers.has(printerId);
     if (!known && !flagged) node.status({ fill: 'red', shape: 'ring', text: t(`${type}.status.unknown-printer`, { printer: printerId }) });
-    else if (known && flagged) node.status(connectionStatus(t, type, server.connection.state));
+    else if (known && flagged) node.status(connectionStatus(t, type, server.connection.state, server.connection.error));
     flagged = !known;
   };
   monitor.on('printer', check).on('removed', check);

@@ -36,6 +36,12 @@ const STATE_OF_MODE: Record<MonitorMode, ConnectionState> = {
   stopped: 'closed',
 };
 
+/** A 401 (no or an unknown token) or 403 (a role too low) from the service. */
+export function isAuthError(err: unknown): boolean {
+  const status = (err as { status?: unknown } | undefined)?.status;
+  return status === 401 || status === 403;
+}
+
 export class FarmConnection extends EventEmitter {
   private _state: ConnectionState = 'closed';
   private _error: Error | undefined;
@@ -99,9 +105,16 @@ export class FarmConnection extends EventEmitter {
       }
       const client = new PrintfarmClient(url!, this.options.client);
       const monitor = new FarmMonitor(client, { pollIntervalMs: this.options.pollIntervalMs, realtimeOptions: this.options.realtime });
-      monitor.on('mode', (mode: MonitorMode) => this.setState(STATE_OF_MODE[mode]));
-      // Listened to so that a failed poll never becomes an unhandled 'error'; the mode tells the user.
-      monitor.on('poll-error', () => undefined);
+      monitor.on('mode', (mode: MonitorMode) => {
+        // A refused token stays the reason until the service answers again (it is no network problem).
+        if (this._state === 'error' && isAuthError(this._error) && (mode === 'unreachable' || mode === 'connecting')) return;
+        this.setState(STATE_OF_MODE[mode]);
+      });
+      // Listened to so that a failed poll never becomes an unhandled 'error'; the mode tells the user,
+      // except for 401/403: the service answers but refuses the token, which the user must fix.
+      monitor.on('poll-error', (err: unknown) => {
+        if (isAuthError(err)) this.setState('error', err as Error);
+      });
       this.client = client;
       this.monitor = monitor;
       await monitor.start();
