@@ -161,10 +161,25 @@ export async function json(base: string, method: string, urlPath: string, body?:
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
 
+/**
+ * Polls until `probe` holds. A probe that throws (a connection reset while a
+ * loaded machine closes an idle keep-alive socket) counts as "not yet"; the
+ * last error is named if the deadline passes.
+ */
 export async function waitFor(what: string | (() => string), probe: () => Promise<boolean> | boolean, ms: number): Promise<void> {
   const deadline = Date.now() + ms;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`);
+  let lastError: unknown = null;
+  for (;;) {
+    try {
+      if (await probe()) return;
+      lastError = null;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > deadline) {
+      const why = lastError ? ` (last error: ${(lastError as Error).message}${(lastError as { cause?: Error }).cause ? `: ${(lastError as { cause: Error }).cause.message}` : ''})` : '';
+      throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}${why}`);
+    }
     await sleep(200);
   }
 }

@@ -75,10 +75,10 @@ describe('preview limits', () => {
     await until(() => running().size === 1, 'the preview to start');
     client.abort();
     expect(await request).toMatchObject({ name: 'AbortError' });
-    await until(() => running().size === 0, 'the preview to stop', 20_000);
+    await until(() => running().size === 0, 'the preview to stop', 50_000);
     expect(fs.existsSync(h.service.context.previews.thumbnailPath(id))).toBe(false);
     expect((await h.get(`/api/v1/files/${id}`)).body.metadata).not.toHaveProperty('has_thumbnail');
     // The service answers at once again.
     expect((await h.get('/api/v1/health')).status).toBe(200);
-  });
+  }, 60_000);
 });
