@@ -28,8 +28,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { WebSocket } from 'ws';
-import { BENCH_NOZZLE_BASE, BENCH_NOZZLE_STEPS, BambuSimulator, type SimReportInfo, type SimTlsCredentials } from '../service/simulators/bambu';
+import { BambuSimulator, type SimTlsCredentials } from '../service/simulators/bambu';
+import { Ledger, percentile } from './fleet-ledger';
 import type { BenchPrinter, WorkerCommand, WorkerEvent } from './fleet-worker';
+
+// Kept importable from here (bench/nodered.ts uses them).
+export { Ledger, percentile };
 
 export interface Options {
   sizes: number[];
@@ -95,12 +99,6 @@ function parseArgs(argv: string[]): Options {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return NaN;
-  const at = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[at];
-}
-
 /** Runs `fn` over `items` with at most `limit` in flight. */
 async function pool<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
@@ -114,66 +112,6 @@ async function pool<T, R>(items: T[], limit: number, fn: (item: T, index: number
     }),
   );
   return out;
-}
-
-// ---------------------------------------------------------------------------
-// Send times and frame matching
-// ---------------------------------------------------------------------------
-
-/**
- * When each report left, by printer and nozzle temperature. The sawtooth has
- * BENCH_NOZZLE_STEPS values, so a slot is reused only after that many reports
- * (100 s at one report a second): a frame finds the report that caused it.
- */
-export class Ledger {
-  private readonly sent = new Map<string, Float64Array>();
-  windowStart = Infinity;
-  windowEnd = Infinity;
-  reportsInWindow = 0;
-  framesInWindow = 0;
-  latencies: number[] = [];
-  unmatched = 0;
-
-  onReport(info: SimReportInfo): void {
-    const now = performance.now();
-    let slots = this.sent.get(info.id);
-    if (!slots) this.sent.set(info.id, (slots = new Float64Array(BENCH_NOZZLE_STEPS)));
-    const slot = info.nozzle - BENCH_NOZZLE_BASE;
-    if (slot >= 0 && slot < BENCH_NOZZLE_STEPS) slots[slot] = now;
-    if (now >= this.windowStart && now < this.windowEnd) this.reportsInWindow++;
-  }
-
-  onFrame(text: string): void {
-    const now = performance.now();
-    let frame: { type?: string; data?: { printer_id?: string; temperatures?: { nozzle?: number } } };
-    try {
-      frame = JSON.parse(text);
-    } catch {
-      return;
-    }
-    if (frame.type !== 'printer_status') return;
-    if (now >= this.windowStart && now < this.windowEnd) this.framesInWindow++;
-    const id = frame.data?.printer_id;
-    const nozzle = frame.data?.temperatures?.nozzle;
-    const slots = id ? this.sent.get(id) : undefined;
-    const slot = typeof nozzle === 'number' ? nozzle - BENCH_NOZZLE_BASE : -1;
-    const sentAt = slots && Number.isInteger(slot) && slot >= 0 && slot < BENCH_NOZZLE_STEPS ? slots[slot] : 0;
-    if (!slots || !sentAt) {
-      this.unmatched++;
-      return;
-    }
-    slots[slot] = 0; // one frame per report
-    if (sentAt >= this.windowStart && sentAt < this.windowEnd) this.latencies.push(now - sentAt);
-  }
-
-  open(start: number, end: number): void {
-    this.windowStart = start;
-    this.windowEnd = end;
-    this.reportsInWindow = 0;
-    this.framesInWindow = 0;
-    this.latencies = [];
-    this.unmatched = 0;
-  }
 }
 
 // ---------------------------------------------------------------------------

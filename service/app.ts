@@ -15,7 +15,7 @@ import { authorize } from './api/auth';
 import { TOKENS_FILE, TokenRegistry } from './auth/tokens';
 import { ConfigError, runtimeDefaults, startupOptions, VERSION, type StartupOptions } from './config';
 import type { ServiceContext } from './context';
-import { DB_FILENAME, openStore, type Store } from './db';
+import { DB_FILENAME, openStore, type Store, type StoreOptions } from './db';
 import { EventBus } from './events';
 import { JobService } from './jobs/service';
 import { FileCatalog } from './files/catalog';
@@ -55,6 +55,8 @@ export interface ServiceOptions {
   updateCheckUrl?: string;
   /** Seconds. */
   updateCheckTimeout?: number;
+  /** postgres://... (default DATABASE_URL; empty: SQLite in the data dir). */
+  databaseUrl?: string;
   /** WebSocket heartbeat period in ms (default 30 s). */
   heartbeatMs?: number;
   /** Printer connection timings (tests shorten them). */
@@ -85,8 +87,8 @@ export interface Service {
   close(): Promise<void>;
 }
 
-async function openStorage(dataDir: string, env: NodeJS.ProcessEnv): Promise<{ store: Store; settings: SettingsService }> {
-  const store = await openStore(dataDir);
+async function openStorage(dataDir: string, env: NodeJS.ProcessEnv, db: StoreOptions): Promise<{ store: Store; settings: SettingsService }> {
+  const store = await openStore(dataDir, db);
   try {
     return { store, settings: await SettingsService.load(store.settings, env) };
   } catch (err) {
@@ -107,6 +109,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     log_level: options.logLevel,
     update_check_url: options.updateCheckUrl,
     update_check_timeout: str(options.updateCheckTimeout),
+    database_url: options.databaseUrl,
   });
   const env = options.env ?? process.env;
   // Fail on a bad environment variable before anything is opened.
@@ -173,7 +176,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     throw err;
   });
 
-  const { store, settings } = await openStorage(dataDir, env).catch(async (err) => {
+  const { store, settings } = await openStorage(dataDir, env, { databaseUrl: config.database_url || undefined, poolMax: config.database_pool_max }).catch(async (err) => {
     metrics.close();
     limiter.close();
     await new Promise((resolve) => server.close(resolve));

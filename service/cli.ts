@@ -9,16 +9,19 @@ import type * as AggregatorConfig from './aggregator/config';
 import { createService, type Service } from './app';
 import { createToken, ROLES, type Role } from './auth/tokens';
 import { ConfigError, startupOptions, VERSION } from './config';
+import { copyDatabase, CopyError } from './db/copy';
+import { isPostgresUrl, redactUrl } from './db/dialect';
 import { startDemoFarm } from './embedded';
 import { startFarm } from './simulators';
 
 const USAGE = `Printfarm ${VERSION}
 
 Usage:
-  printfarm serve [--port 8000] [--host 0.0.0.0] [--data-dir ./data] [--demo]
+  printfarm serve [--port 8000] [--host 0.0.0.0] [--data-dir ./data] [--database-url postgres://...] [--demo]
   printfarm simulate [--bambu N] [--prusa N] [--speed X] [--json]
   printfarm aggregator [--port 8100] [--host 0.0.0.0] [--data-dir ./aggregator-data] [--api-key KEY]...
-                       [--rate-limit 10] [--tls-key FILE --tls-cert FILE]
+                       [--rate-limit 10] [--tls-key FILE --tls-cert FILE] [--database-url postgres://...]
+  printfarm db copy --from ./data/printfarm.db --to postgres://...
   printfarm token create --role viewer|operator|admin [--name TEXT] [--data-dir ./data]
   printfarm --version
   printfarm <command> --help   (or -h) prints this usage
@@ -30,10 +33,11 @@ aggregator    runs the aggregation service for opt-in usage statistics (own data
               API keys from --api-key (repeatable) or AGGREGATOR_API_KEY (comma-separated), mail
               reports from AGGREGATOR_SMTP_* (see the README).
 
+db copy       moves a farm's SQLite database into an empty PostgreSQL database (ids kept, counts checked).
 token create  makes an API token, prints it once and stores only its hash in DATA_DIR/tokens.json;
               the first token turns on access control (Authorization: Bearer) for /api/v1 and /ws.
 
-Environment: PORT, HOST, DATA_DIR, LOG_LEVEL and the settings listed in the README.
+Environment: PORT, HOST, DATA_DIR, DATABASE_URL, DATABASE_POOL_MAX, LOG_LEVEL and the settings listed in the README.
 `;
 
 async function serve(args: string[]): Promise<void> {
@@ -43,6 +47,7 @@ async function serve(args: string[]): Promise<void> {
       port: { type: 'string', short: 'p' },
       host: { type: 'string' },
       'data-dir': { type: 'string', short: 'd' },
+      'database-url': { type: 'string' },
       demo: { type: 'boolean' },
     },
     strict: true,
@@ -51,6 +56,7 @@ async function serve(args: string[]): Promise<void> {
     port: values.port,
     host: values.host,
     dataDir: values['data-dir'],
+    databaseUrl: values['database-url'],
     // The demo polls its simulated PrusaLink printers every 2 s instead of monitoring_interval, so it looks alive.
     fleet: values.demo ? { pollMs: 2000 } : undefined,
   });
@@ -127,6 +133,7 @@ async function aggregator(args: string[]): Promise<void> {
       'rate-limit': { type: 'string' },
       'tls-key': { type: 'string' },
       'tls-cert': { type: 'string' },
+      'database-url': { type: 'string' },
     },
     strict: true,
   });
@@ -150,6 +157,40 @@ async function aggregator(args: string[]): Promise<void> {
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+}
+
+/** `printfarm db copy --from FILE --to URL`: an SQLite database into an empty PostgreSQL one. */
+async function db(args: string[]): Promise<void> {
+  const [sub, ...rest] = args;
+  if (sub !== 'copy') throw new ConfigError(`unknown db command "${sub ?? ''}": printfarm db copy --from ./data/printfarm.db --to postgres://...`);
+  const { values } = parseArgs({
+    args: rest,
+    options: { from: { type: 'string' }, to: { type: 'string' }, batch: { type: 'string' } },
+    strict: true,
+  });
+  if (!values.from || !values.to) throw new ConfigError('db copy needs --from (the SQLite file) and --to (a postgres:// URL)');
+  if (!isPostgresUrl(values.to)) throw new ConfigError('--to must be a postgres:// URL');
+  if (values.batch !== undefined && !(/^\d+$/.test(values.batch) && Number(values.batch) >= 1 && Number(values.batch) <= 10_000)) {
+    throw new ConfigError(`--batch must be a whole number from 1 to 10000, got "${values.batch}"`);
+  }
+  const started = Date.now();
+  let shown = '';
+  const result = await copyDatabase(values.from, values.to, {
+    batchSize: values.batch === undefined ? undefined : Number(values.batch),
+    onProgress: (table, copied, total) => {
+      // One line per table, rewritten in place while it copies when stdout is a terminal.
+      if (process.stdout.isTTY) process.stdout.write(`\r  ${table}: ${copied} / ${total}`);
+      shown = table;
+    },
+  }).catch((err) => {
+    if (shown && process.stdout.isTTY) process.stdout.write('\n');
+    throw err instanceof CopyError ? new ConfigError(err.message) : err;
+  });
+  if (process.stdout.isTTY && shown) process.stdout.write('\n');
+  for (const { table, rows } of result.tables) process.stdout.write(`${table.padEnd(28)} ${String(rows).padStart(10)} rows\n`);
+  process.stdout.write(
+    `Copied the ${result.schema} database ${values.from} into ${redactUrl(values.to)} in ${((Date.now() - started) / 1000).toFixed(1)} s; row counts verified.\n`,
+  );
 }
 
 async function simulate(args: string[]): Promise<void> {
@@ -187,7 +228,7 @@ async function simulate(args: string[]): Promise<void> {
 }
 
 /** The subcommands; each also answers `--help`/`-h` (anywhere before a `--`) with the usage. */
-const SUBCOMMANDS: Record<string, (args: string[]) => Promise<void>> = { serve, simulate, aggregator, token: async (args) => token(args) };
+const SUBCOMMANDS: Record<string, (args: string[]) => Promise<void>> = { serve, simulate, aggregator, db, token: async (args) => token(args) };
 
 /** `--help` or `-h` among a subcommand's options (what follows `--` is an argument, not an option). */
 function asksForHelp(args: string[]): boolean {

@@ -52,6 +52,14 @@ export const STARTUP_OPTIONS = {
   },
   update_check_timeout: { type: 'integer', default: 3, env: 'UPDATE_CHECK_TIMEOUT', min: 1, max: 30, description: 'Seconds before an unreachable update source counts as "no update"' },
   trust_proxy: { type: 'boolean', default: false, env: 'TRUST_PROXY', description: 'Behind a reverse proxy: take the client address from X-Forwarded-For (rate limits count per client address)' },
+  database_url: {
+    type: 'string',
+    default: '',
+    env: 'DATABASE_URL',
+    secret: true,
+    description: 'postgres://user:password@host:5432/printfarm: keep the data in PostgreSQL instead of DATA_DIR/printfarm.db (see Scaling out)',
+  },
+  database_pool_max: { type: 'integer', default: 10, env: 'DATABASE_POOL_MAX', min: 1, max: 1000, description: 'Connections in the PostgreSQL pool (with DATABASE_URL)' },
   ws_max_clients: { type: 'integer', default: 1000, env: 'WS_MAX_CLIENTS', min: 1, max: 100_000, description: 'Most /ws connections open at once, in total (more are refused with 503, rate limits on or off)' },
   ws_max_clients_per_ip: { type: 'integer', default: 50, env: 'WS_MAX_CLIENTS_PER_IP', min: 1, max: 100_000, description: 'Most /ws connections open at once from one client address (503 beyond)' },
   max_download_size_mb: {
@@ -186,6 +194,8 @@ export function parseSettingValue(key: string, def: SettingDef, raw: string): bo
     default:
       // The API refuses unknown zones (PUT /settings); the environment must not smuggle one in.
       if (key === 'timezone' && !isValidTimeZone(raw)) throw fail('must be an IANA time zone such as Europe/Berlin');
+      // Named without its value: a connection string holds a password.
+      if (key === 'database_url' && !/^postgres(ql)?:\/\/./i.test(raw)) throw new ConfigError(`${def.env} must be a postgres:// URL`);
       return raw;
   }
 }
@@ -212,6 +222,8 @@ export interface StartupOptions {
   update_check_url: string;
   update_check_timeout: number;
   trust_proxy: boolean;
+  database_url: string;
+  database_pool_max: number;
   ws_max_clients: number;
   ws_max_clients_per_ip: number;
   max_download_size_mb: number;

@@ -19,6 +19,7 @@ import { answerClientError, ApiError, errorHandler, sendError, unknownRoute } fr
 import { buildOpenApi } from '../api/openapi';
 import { defineRoute, mountRoutes, type AnyRoute } from '../http/route';
 import { ConfigError, VERSION } from '../config';
+import { redactUrl } from '../db/dialect';
 import { openAggregatorDatabase } from './db';
 import { Mailer, type SmtpOptions } from './reports';
 import { AggregatorRepository } from './repository';
@@ -38,6 +39,10 @@ export interface AggregatorOptions {
   tls?: { key: string | Buffer; cert: string | Buffer };
   logLevel?: string;
   logStream?: DestinationStream;
+  /** postgres://... : the database several instances share (default: SQLite, aggregator.db in dataDir). */
+  databaseUrl?: string;
+  /** Connections of the PostgreSQL pool (default 10). */
+  poolMax?: number;
   /** The clock (ms): tests place submissions in time. */
   now?: () => number;
 }
@@ -113,7 +118,7 @@ export async function createAggregator(options: AggregatorOptions): Promise<Aggr
   }
   const log: Logger = pino({ level: options.logLevel ?? 'info', base: { service: 'printfarm-aggregator' } }, options.logStream ?? pino.destination(1));
   const dataDir = path.resolve(options.dataDir ?? './aggregator-data');
-  const connection = await openAggregatorDatabase(dataDir);
+  const connection = await openAggregatorDatabase(dataDir, { url: options.databaseUrl, poolMax: options.poolMax });
   const now = options.now ?? Date.now;
   const repo = new AggregatorRepository(connection.db);
   const stats = new AggregatorStats(repo, now);
@@ -128,14 +133,7 @@ export async function createAggregator(options: AggregatorOptions): Promise<Aggr
     startedAt,
     rateLimitPerHour,
     now,
-    dbOk: () => {
-      try {
-        connection.sqlite.prepare('SELECT 1').get();
-        return true;
-      } catch {
-        return false;
-      }
-    },
+    dbOk: () => connection.ping(),
   });
   let document: object | undefined;
   routes.push(
@@ -186,7 +184,7 @@ export async function createAggregator(options: AggregatorOptions): Promise<Aggr
   const host = options.host ?? '0.0.0.0';
   const shownHost = ['0.0.0.0', '::'].includes(host) ? 'localhost' : host.includes(':') ? `[${host}]` : host;
   const url = `${options.tls ? 'https' : 'http'}://${shownHost}:${port}`;
-  log.info({ url, data_dir: dataDir, rate_limit_per_hour: rateLimitPerHour, api_keys: apiKeys.length, email: mailer.configured }, 'printfarm aggregator ready');
+  log.info({ url, data_dir: dataDir, database: options.databaseUrl ? redactUrl(options.databaseUrl) : 'sqlite', rate_limit_per_hour: rateLimitPerHour, api_keys: apiKeys.length, email: mailer.configured }, 'printfarm aggregator ready');
 
   let closing: Promise<void> | undefined;
   const close = () =>

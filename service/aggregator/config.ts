@@ -9,6 +9,8 @@
  * | --api-key (repeatable, or comma-separated) | AGGREGATOR_API_KEY (comma-separated) | required |
  * | --rate-limit | AGGREGATOR_RATE_LIMIT_PER_HOUR | 10 |
  * | --tls-key / --tls-cert (PEM files) | AGGREGATOR_TLS_KEY / AGGREGATOR_TLS_CERT | plain HTTP |
+ * | --database-url | DATABASE_URL | SQLite (aggregator.db in the data dir) |
+ * | | DATABASE_POOL_MAX | 10 |
  * | | AGGREGATOR_SMTP_HOST, _PORT, _SECURE, _USER, _PASS, _FROM; AGGREGATOR_REPORT_TO (comma-separated) | no mail |
  */
 import fs from 'node:fs';
@@ -24,6 +26,7 @@ export interface AggregatorFlags {
   'rate-limit'?: string;
   'tls-key'?: string;
   'tls-cert'?: string;
+  'database-url'?: string;
 }
 
 const list = (v: string | undefined) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -49,6 +52,10 @@ export function aggregatorOptions(flags: AggregatorFlags, env: NodeJS.ProcessEnv
   const tlsKey = flags['tls-key'] ?? env.AGGREGATOR_TLS_KEY;
   const tlsCert = flags['tls-cert'] ?? env.AGGREGATOR_TLS_CERT;
   if (!!tlsKey !== !!tlsCert) throw new ConfigError('--tls-key and --tls-cert go together');
+  const databaseUrl = flags['database-url'] ?? env.DATABASE_URL;
+  // Named without its value: a connection string holds a password.
+  if (databaseUrl && !/^postgres(ql)?:\/\/./i.test(databaseUrl)) throw new ConfigError('--database-url (DATABASE_URL) must be a postgres:// URL');
+  const poolMax = env.DATABASE_POOL_MAX;
   let smtp: SmtpOptions | undefined;
   if (env.AGGREGATOR_SMTP_HOST) {
     smtp = {
@@ -68,5 +75,7 @@ export function aggregatorOptions(flags: AggregatorFlags, env: NodeJS.ProcessEnv
     ...(rate === undefined ? {} : { rateLimitPerHour: integer('--rate-limit', rate, 1, 100_000) }),
     ...(tlsKey && tlsCert ? { tls: { key: readPem('--tls-key', tlsKey), cert: readPem('--tls-cert', tlsCert) } } : {}),
     ...(smtp ? { smtp } : {}),
+    ...(databaseUrl ? { databaseUrl } : {}),
+    ...(poolMax ? { poolMax: integer('DATABASE_POOL_MAX', poolMax, 1, 1000) } : {}),
   };
 }

@@ -1,12 +1,15 @@
 /**
- * The aggregation service's own database: SQLite through kysely (so that a
- * PostgreSQL dialect can follow), with its own numbered migrations. Times are
+ * The aggregation service's own database: SQLite through kysely for one
+ * instance, PostgreSQL for several behind a load balancer (everything they
+ * must agree on, rate limits and duplicates included, lives here), with its
+ * own numbered migrations (written once, see db/ddl.ts). Times are
  * kept twice: ISO text to show, epoch milliseconds to bucket by integer
  * division (the same SQL in SQLite and PostgreSQL).
  */
 import path from 'node:path';
-import { openSqlite, type SqliteConnection } from '../db/connection';
-import { Kysely, sql, type Generated, type Migration } from 'kysely';
+import { openTarget, type AnyConnection } from '../db/connection';
+import { ddl } from '../db/ddl';
+import { Kysely, type Generated, type Migration } from 'kysely';
 
 export interface InstallationsTable {
   installation_id: string;
@@ -73,7 +76,7 @@ export type AggregatorDb = Kysely<AggregatorDB>;
 
 const m001: Migration = {
   async up(db: Kysely<unknown>) {
-    await sql`CREATE TABLE installations (
+    await ddl(db)`CREATE TABLE installations (
       installation_id TEXT PRIMARY KEY,
       first_seen_at TEXT NOT NULL,
       first_seen_ms INTEGER NOT NULL,
@@ -86,8 +89,8 @@ const m001: Migration = {
       country_code TEXT NOT NULL,
       printer_count INTEGER NOT NULL
     ) STRICT`.execute(db);
-    await sql`CREATE INDEX installations_first_seen ON installations (first_seen_ms)`.execute(db);
-    await sql`CREATE TABLE submissions (
+    await ddl(db)`CREATE INDEX installations_first_seen ON installations (first_seen_ms)`.execute(db);
+    await ddl(db)`CREATE TABLE submissions (
       id INTEGER PRIMARY KEY AUTOINCREMENT,
       installation_id TEXT NOT NULL,
       received_at TEXT NOT NULL,
@@ -114,10 +117,10 @@ const m001: Migration = {
       error_count INTEGER NOT NULL
     ) STRICT`.execute(db);
     // A client that retries a submission the server did store (its answer was lost) sends the same submitted_at.
-    await sql`CREATE UNIQUE INDEX submissions_once ON submissions (installation_id, submitted_at)`.execute(db);
-    await sql`CREATE INDEX submissions_received ON submissions (received_ms)`.execute(db);
-    await sql`CREATE INDEX submissions_installation ON submissions (installation_id, received_ms)`.execute(db);
-    await sql`CREATE TABLE rate_limits (
+    await ddl(db)`CREATE UNIQUE INDEX submissions_once ON submissions (installation_id, submitted_at)`.execute(db);
+    await ddl(db)`CREATE INDEX submissions_received ON submissions (received_ms)`.execute(db);
+    await ddl(db)`CREATE INDEX submissions_installation ON submissions (installation_id, received_ms)`.execute(db);
+    await ddl(db)`CREATE TABLE rate_limits (
       installation_id TEXT PRIMARY KEY,
       last_submission_at TEXT NOT NULL,
       submission_count INTEGER NOT NULL,
@@ -129,10 +132,11 @@ const m001: Migration = {
 
 export const AGGREGATOR_MIGRATIONS: Record<string, Migration> = { '001_aggregator': m001 };
 
-export type AggregatorConnection = SqliteConnection<AggregatorDB>;
+export type AggregatorConnection = AnyConnection<AggregatorDB>;
 
 export const AGGREGATOR_DB_FILENAME = 'aggregator.db';
 
-export function openAggregatorDatabase(dataDir: string): Promise<AggregatorConnection> {
-  return openSqlite<AggregatorDB>(path.join(dataDir, AGGREGATOR_DB_FILENAME), AGGREGATOR_MIGRATIONS);
+/** SQLite (aggregator.db in `dataDir`) for one instance; PostgreSQL (`url`) for several sharing one database. */
+export function openAggregatorDatabase(dataDir: string, options: { url?: string; poolMax?: number } = {}): Promise<AggregatorConnection> {
+  return openTarget<AggregatorDB>({ file: path.join(dataDir, AGGREGATOR_DB_FILENAME), url: options.url, poolMax: options.poolMax }, AGGREGATOR_MIGRATIONS);
 }

@@ -5,6 +5,8 @@
  */
 import { sql, type Selectable } from 'kysely';
 import type { UsageSubmission } from '../schemas/usage';
+import { isUniqueViolation } from '../db/connection';
+import { dialectOf } from '../db/dialect';
 import type { AggregatorDb, InstallationsTable, SubmissionsTable } from './db';
 
 export const HOUR_MS = 60 * 60 * 1000;
@@ -59,8 +61,41 @@ export class AggregatorRepository {
    * (installation_id, submitted_at) is a duplicate: nothing changes and no quota is used.
    */
   async accept(s: UsageSubmission, nowMs: number, limit: number, windowMs: number): Promise<AcceptOutcome> {
+    try {
+      return await this.acceptOnce(s, nowMs, limit, windowMs);
+    } catch (err) {
+      // The unique index (installation_id, submitted_at) is the last guard: a copy that got past the check
+      // (it cannot under the lock below, but a guard costs nothing) is a duplicate, not an error.
+      if (!isUniqueViolation(err)) throw err;
+      const [dup, rate] = await Promise.all([
+        this.db.selectFrom('submissions').select('id').where('installation_id', '=', s.installation_id).where('submitted_at', '=', s.submitted_at).executeTakeFirst(),
+        this.rateLimit(s.installation_id),
+      ]);
+      if (!dup) throw err;
+      return { kind: 'duplicate', id: dup.id, count: rate?.submission_count ?? 0, windowStartMs: rate?.window_start_ms ?? nowMs };
+    }
+  }
+
+  /**
+   * One installation's submissions are taken one at a time, whichever instance receives them: on PostgreSQL
+   * the transaction first makes sure the installation's rate-limit row exists, then locks it (FOR UPDATE)
+   * until it commits, so a second submission of the same installation (on this or another instance) waits
+   * and then sees the first one's count and submission. SQLite has one writer at a time anyway.
+   */
+  private acceptOnce(s: UsageSubmission, nowMs: number, limit: number, windowMs: number): Promise<AcceptOutcome> {
+    const postgres = dialectOf(this.db) === 'postgres';
     return this.db.transaction().execute(async (trx) => {
-      const rate = await trx.selectFrom('rate_limits').selectAll().where('installation_id', '=', s.installation_id).executeTakeFirst();
+      let rateQuery = trx.selectFrom('rate_limits').selectAll().where('installation_id', '=', s.installation_id);
+      if (postgres) {
+        const at = new Date(nowMs).toISOString();
+        await trx
+          .insertInto('rate_limits')
+          .values({ installation_id: s.installation_id, last_submission_at: at, submission_count: 0, window_start: at, window_start_ms: nowMs })
+          .onConflict((oc) => oc.column('installation_id').doNothing())
+          .execute();
+        rateQuery = rateQuery.forUpdate();
+      }
+      const rate = await rateQuery.executeTakeFirst();
       const fresh = !rate || nowMs - rate.window_start_ms >= windowMs;
       const windowStartMs = fresh ? nowMs : rate.window_start_ms;
       const count = fresh ? 0 : rate.submission_count;
@@ -74,7 +109,7 @@ export class AggregatorRepository {
       if (count >= limit) return { kind: 'limited', count, windowStartMs };
       const now = new Date(nowMs).toISOString();
       const errors = s.event_counts.error ?? 0;
-      const { insertId } = await trx
+      const { id } = await trx
         .insertInto('submissions')
         .values({
           installation_id: s.installation_id,
@@ -101,6 +136,7 @@ export class AggregatorRepository {
           event_counts: JSON.stringify(s.event_counts),
           error_count: errors,
         })
+        .returning('id')
         .executeTakeFirstOrThrow();
       const latest = {
         last_seen_at: now,
@@ -114,7 +150,7 @@ export class AggregatorRepository {
       await trx
         .insertInto('installations')
         .values({ installation_id: s.installation_id, first_seen_at: now, first_seen_ms: nowMs, submissions: 1, ...latest })
-        .onConflict((oc) => oc.column('installation_id').doUpdateSet({ ...latest, submissions: sql`submissions + 1` }))
+        .onConflict((oc) => oc.column('installation_id').doUpdateSet({ ...latest, submissions: sql`installations.submissions + 1` }))
         .execute();
       const record = { last_submission_at: now, submission_count: count + 1, window_start: new Date(windowStartMs).toISOString(), window_start_ms: windowStartMs };
       await trx
@@ -122,7 +158,7 @@ export class AggregatorRepository {
         .values({ installation_id: s.installation_id, ...record })
         .onConflict((oc) => oc.column('installation_id').doUpdateSet(record))
         .execute();
-      return { kind: 'accepted', id: Number(insertId), count: count + 1, windowStartMs };
+      return { kind: 'accepted', id: Number(id), count: count + 1, windowStartMs };
     });
   }
 

@@ -41,7 +41,7 @@ export interface RouteDeps {
   startedAt: number;
   rateLimitPerHour: number;
   now: () => number;
-  dbOk(): boolean;
+  dbOk(): Promise<boolean>;
 }
 
 const STATS = 'Statistics';
@@ -60,8 +60,8 @@ export function aggregatorRoutes(d: RouteDeps): AnyRoute[] {
       tag: 'Health',
       summary: 'Health of the aggregation service',
       response: Health,
-      handler: () => {
-        const ok = d.dbOk();
+      handler: async () => {
+        const ok = await d.dbOk();
         const body = {
           status: ok ? 'healthy' : 'unhealthy',
           service: 'printfarm-aggregator',
@@ -88,8 +88,8 @@ export function aggregatorRoutes(d: RouteDeps): AnyRoute[] {
       tag: 'Health',
       summary: 'Readiness: the database answers (503 otherwise)',
       response: Readiness,
-      handler: () => {
-        const ok = d.dbOk();
+      handler: async () => {
+        const ok = await d.dbOk();
         const body = { ready: ok, database: ok ? 'ok' : 'error', timestamp: new Date().toISOString() };
         return ok ? body : new Reply(503, body);
       },

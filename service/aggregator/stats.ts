@@ -15,76 +15,13 @@
  *    errors: high.
  */
 import type { z } from 'zod';
-import type { Anomaly as AnomalySchema, ReportData } from './schemas';
+import type { ReportData } from './schemas';
 import { DAY_MS, type AggregatorRepository, type StoredSubmission } from './repository';
+import { findAnomalies, installationsWithErrors } from './anomalies';
+import { byCountThenName, change, compareVersions, direction, featureCounts, fleetSize, iso, pct, round2, tally, WEEK_MS, type Interval } from './stats-math';
 
-type Anomaly = z.infer<typeof AnomalySchema>;
-type Interval = 'day' | 'week';
-
-const WEEK_MS = 7 * DAY_MS;
-const round1 = (v: number) => Math.round(v * 10) / 10;
-const round2 = (v: number) => Math.round(v * 100) / 100;
-const pct = (part: number, whole: number) => (whole > 0 ? round1((part / whole) * 100) : 0);
-const change = (current: number, previous: number): number | null => (previous > 0 ? round1(((current - previous) / previous) * 100) : null);
-const direction = (c: number | null): 'up' | 'down' | 'stable' => (c === null || Math.abs(c) <= 5 ? 'stable' : c > 0 ? 'up' : 'down');
-const iso = (ms: number) => new Date(ms).toISOString();
-
-/** Compares dotted versions numerically (1.10.0 > 1.9.3); pre-release suffixes sort before the release. */
-export function compareVersions(a: string, b: string): number {
-  const split = (v: string) => {
-    const [core, pre] = v.replace(/^v/, '').split('-', 2);
-    return { parts: core.split('.').map((p) => Number.parseInt(p, 10) || 0), pre };
-  };
-  const x = split(a);
-  const y = split(b);
-  for (let i = 0; i < Math.max(x.parts.length, y.parts.length); i++) {
-    const d = (x.parts[i] ?? 0) - (y.parts[i] ?? 0);
-    if (d !== 0) return d;
-  }
-  if (x.pre === y.pre) return 0;
-  if (x.pre === undefined) return 1;
-  if (y.pre === undefined) return -1;
-  return x.pre < y.pre ? -1 : 1;
-}
-
-function tally<T>(rows: T[], keyOf: (row: T) => string): { key: string; n: number }[] {
-  const counts = new Map<string, number>();
-  for (const row of rows) counts.set(keyOf(row), (counts.get(keyOf(row)) ?? 0) + 1);
-  return [...counts].map(([key, n]) => ({ key, n }));
-}
-
-const byCountThenName = (a: { key: string; n: number }, b: { key: string; n: number }) => b.n - a.n || a.key.localeCompare(b.key);
-
-function featureCounts(rows: StoredSubmission[]) {
-  const counts = new Map<string, { enabled: number; disabled: number }>();
-  for (const row of rows) {
-    for (const [feature, on] of Object.entries(row.feature_usage)) {
-      const c = counts.get(feature) ?? { enabled: 0, disabled: 0 };
-      if (on) c.enabled++;
-      else c.disabled++;
-      counts.set(feature, c);
-    }
-  }
-  return [...counts]
-    .map(([feature, c]) => ({ feature, enabled: c.enabled, disabled: c.disabled, adoption: pct(c.enabled, c.enabled + c.disabled) }))
-    .sort((a, b) => b.enabled - a.enabled || a.feature.localeCompare(b.feature));
-}
-
-function fleetSize(n: number): '0' | '1' | '2-5' | '6-10' | '11-50' | '51+' {
-  if (n <= 0) return '0';
-  if (n === 1) return '1';
-  if (n <= 5) return '2-5';
-  if (n <= 10) return '6-10';
-  if (n <= 50) return '11-50';
-  return '51+';
-}
-
-const ANOMALY_RULES = [
-  'active installations (7 days vs the 7 before): down >= 20 % medium, down >= 50 % high, up >= 50 % spike (medium)',
-  'submissions in the last 24 h vs the daily mean of the 30 days before (needs 7 days of history): > 3x spike (medium), < 0.2x drop (high)',
-  'errors (7 days vs the 7 before): up >= 50 % medium, up >= 100 % high',
-  'installations reporting errors in the last 7 days: > 30 % high',
-];
+// Kept importable from here, where it has always been.
+export { compareVersions };
 
 export class AggregatorStats {
   constructor(
@@ -298,7 +235,7 @@ export class AggregatorStats {
     const [window, reporting, withErrors, buckets, types, week, previousWeek] = await Promise.all([
       this.repo.totals(start, end),
       this.repo.activeCount(start, end),
-      this.installationsWithErrors(start, end),
+      installationsWithErrors(this.repo, start, end),
       this.repo.buckets(end, size, count),
       this.repo.errorsIn(start, end),
       this.repo.totals(end - WEEK_MS, end),
@@ -328,89 +265,8 @@ export class AggregatorStats {
     };
   }
 
-  private async installationsWithErrors(startMs: number, endMs: number): Promise<number> {
-    const [row] = await this.repo.buckets(endMs, endMs - startMs, 1);
-    return row?.with_errors ?? 0;
-  }
-
   async anomalies() {
-    const now = this.now();
-    const at = iso(now);
-    const found: Anomaly[] = [];
-    const [active, previous, last24, baseline, range, errorsWeek, errorsPrevious, withErrors] = await Promise.all([
-      this.repo.activeCount(now - WEEK_MS, now),
-      this.repo.activeCount(now - 2 * WEEK_MS, now - WEEK_MS),
-      this.repo.totals(now - DAY_MS, now),
-      this.repo.totals(now - 31 * DAY_MS, now - DAY_MS),
-      this.repo.receivedRange(),
-      this.repo.totals(now - WEEK_MS, now),
-      this.repo.totals(now - 2 * WEEK_MS, now - WEEK_MS),
-      this.installationsWithErrors(now - WEEK_MS, now),
-    ]);
-
-    const activeChange = change(active, previous);
-    if (activeChange !== null) {
-      const base = { metric: 'active_installations_7d', current_value: active, baseline_value: previous, change_percent: activeChange, detected_at: at };
-      if (activeChange <= -50) {
-        found.push({ ...base, type: 'active_installations_drop', severity: 'high', threshold: 'down >= 50 % week over week', message: `Active installations fell by ${-activeChange} % week over week (${previous} -> ${active})` });
-      } else if (activeChange <= -20) {
-        found.push({ ...base, type: 'active_installations_drop', severity: 'medium', threshold: 'down >= 20 % week over week', message: `Active installations fell by ${-activeChange} % week over week (${previous} -> ${active})` });
-      } else if (activeChange >= 50) {
-        found.push({ ...base, type: 'active_installations_spike', severity: 'medium', threshold: 'up >= 50 % week over week', message: `Active installations rose by ${activeChange} % week over week (${previous} -> ${active})` });
-      }
-    }
-
-    // The daily mean over the 30 days before the last 24 h, over the days the service has data for.
-    if (range.first !== null) {
-      const historyDays = Math.min(30, (now - DAY_MS - range.first) / DAY_MS);
-      if (historyDays >= 7) {
-        const mean = baseline.submissions / historyDays;
-        const base = { metric: 'submissions_24h', current_value: last24.submissions, baseline_value: round2(mean), change_percent: mean > 0 ? change(last24.submissions, mean) : null, detected_at: at };
-        if (mean > 0 && last24.submissions > 3 * mean) {
-          found.push({ ...base, type: 'submission_spike', severity: 'medium', threshold: '> 3x the 30-day daily mean', message: `${last24.submissions} submissions in the last 24 h, more than 3x the daily mean of ${round2(mean)}` });
-        } else if (mean > 0 && last24.submissions < 0.2 * mean) {
-          found.push({ ...base, type: 'submission_drop', severity: 'high', threshold: '< 0.2x the 30-day daily mean', message: `${last24.submissions} submissions in the last 24 h, below 0.2x the daily mean of ${round2(mean)}` });
-        }
-      }
-    }
-
-    const errorChange = change(errorsWeek.errors, errorsPrevious.errors);
-    if (errorChange !== null && errorChange >= 50) {
-      found.push({
-        type: 'error_increase',
-        severity: errorChange >= 100 ? 'high' : 'medium',
-        metric: 'errors_7d',
-        message: `Reported errors rose by ${errorChange} % week over week (${errorsPrevious.errors} -> ${errorsWeek.errors})`,
-        current_value: errorsWeek.errors,
-        baseline_value: errorsPrevious.errors,
-        change_percent: errorChange,
-        threshold: errorChange >= 100 ? 'up >= 100 % week over week' : 'up >= 50 % week over week',
-        detected_at: at,
-      });
-    }
-
-    if (active > 0 && withErrors / active > 0.3) {
-      found.push({
-        type: 'error_prevalence',
-        severity: 'high',
-        metric: 'installations_with_errors_7d',
-        message: `${pct(withErrors, active)} % of the installations active in the last 7 days reported errors (${withErrors} of ${active})`,
-        current_value: pct(withErrors, active),
-        baseline_value: 30,
-        change_percent: null,
-        threshold: '> 30 % of active installations',
-        detected_at: at,
-      });
-    }
-
-    const order = { high: 0, medium: 1, low: 2 };
-    found.sort((a, b) => order[a.severity] - order[b.severity]);
-    return {
-      generated_at: at,
-      anomalies: found,
-      counts: { high: found.filter((a) => a.severity === 'high').length, medium: found.filter((a) => a.severity === 'medium').length, low: found.filter((a) => a.severity === 'low').length },
-      rules: ANOMALY_RULES,
-    };
+    return findAnomalies(this.repo, this.now());
   }
 
   async overview(days: number) {

@@ -9,7 +9,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { isDatabaseError } from '../db/connection';
+import { isDatabaseError, isUnstorableText } from '../db/connection';
 import { DomainError as ApiError, notFound } from '../errors';
 
 /** The API's error is the domain's error: one class, so `instanceof` holds on both floors. */
@@ -52,9 +52,17 @@ function toApiError(err: unknown, req: Request, log: Logger): ApiError {
   if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {
     return new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', e.message ?? 'Unsupported body encoding', { location: 'body' });
   }
+  if (isUnstorableText(err)) {
+    return new ApiError(422, 'VALIDATION_ERROR', 'Text must not contain the NUL character (U+0000): the PostgreSQL database cannot store it', {
+      location: 'body',
+      reason: 'nul_character',
+    });
+  }
   if (isDatabaseError(err)) {
     log.error({ err, req_id: req.res?.locals.requestId }, 'database error');
-    return new ApiError(500, 'DATABASE_ERROR', 'A database operation failed', { sqlite_code: (err as { code?: string }).code });
+    const code = (err as { code?: string }).code;
+    // SQLite's code (SQLITE_...), or PostgreSQL's SQLSTATE (five characters).
+    return new ApiError(500, 'DATABASE_ERROR', 'A database operation failed', code?.startsWith('SQLITE_') ? { sqlite_code: code } : { sqlstate: code ?? null });
   }
   // The router's percent-decoding of a path parameter (e.g. /printers/%E0%A4%A) fails like any other bad path parameter.
   if ((err as Error | undefined)?.name === 'URIError' && e.status === 400) {

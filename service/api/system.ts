@@ -14,7 +14,7 @@ export function systemRoutes(ctx: ServiceContext): AnyRoute[] {
         'Answers 200 while the database answers and its file is still the one the service opened; 503 (same body, status "unhealthy", database "error") when it does not, e.g. when printfarm.db was deleted or replaced while the service runs (writes would be lost: restart the service).',
       response: Health,
       async handler() {
-        const dbOk = ctx.store.ping();
+        const dbOk = await ctx.store.ping();
         const active = dbOk ? (await ctx.store.printers.counts()).active : 0;
         const body = {
           status: dbOk ? 'healthy' : 'unhealthy',
@@ -38,7 +38,7 @@ export function systemRoutes(ctx: ServiceContext): AnyRoute[] {
         const s = ctx.settings;
         return {
           system: { version: ctx.version, timezone: s.get('timezone'), language: s.get('language'), business_mode: s.get('business_mode') },
-          database: { type: 'sqlite', jobs_count: jobs, files_count: files, printers_count: printers.total },
+          database: { type: ctx.store.connection.dialect === 'postgres' ? 'postgresql' : 'sqlite', jobs_count: jobs, files_count: files, printers_count: printers.total },
           features: {
             job_monitoring: s.get('job_creation_auto_create'),
             file_management: true,

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, Migrator, SqliteDialect, type Migration } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Migration } from 'kysely';
+import pg from 'pg';
 import type { DB } from './schema';
 import { ConfigError } from '../config';
 import { MIGRATIONS } from './migrations';
@@ -9,14 +10,39 @@ import { MIGRATIONS } from './migrations';
 export type Db = Kysely<DB>;
 
 export interface SqliteConnection<T> {
+  dialect: 'sqlite';
   db: Kysely<T>;
   /** The raw handle, for pragmas and tests that need to break the database on purpose. */
   sqlite: BetterSqlite3.Database;
   file: string;
+  /** True while the database answers a trivial query. */
+  ping(): Promise<boolean>;
   close(): Promise<void>;
 }
 
-export type Connection = SqliteConnection<DB>;
+export interface PostgresConnection<T> {
+  dialect: 'postgres';
+  db: Kysely<T>;
+  pool: pg.Pool;
+  /** Called with every statement sent (SQL and parameters): the query-plan test reads EXPLAIN of each. */
+  queryListeners: Set<(sql: string, parameters: readonly unknown[]) => void>;
+  /** The connection string, for a second pool (the statistics reader). */
+  url: string;
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export type AnyConnection<T> = SqliteConnection<T> | PostgresConnection<T>;
+export type Connection = AnyConnection<DB>;
+
+/** Where a database lives: an SQLite file, or a PostgreSQL server when `url` is set. */
+export interface DatabaseTarget {
+  file: string;
+  /** postgres://... ; when set, `file` is not used. */
+  url?: string;
+  /** Connections of the pool (PostgreSQL). */
+  poolMax?: number;
+}
 
 /**
  * Opens (creating if needed) an SQLite file with WAL and foreign keys, and applies pending migrations.
@@ -44,12 +70,87 @@ export async function openSqlite<T>(file: string, migrations: Record<string, Mig
     await db.destroy();
     throw unusableDatabase(file, err);
   }
-  return { db, sqlite, file, close: () => db.destroy() };
+  const ping = async () => {
+    try {
+      sqlite.prepare('SELECT 1').get();
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  return { dialect: 'sqlite', db, sqlite, file, ping, close: () => db.destroy() };
+}
+
+/**
+ * int8 (count(*), BIGINT columns) and numeric (sum() of BIGINT) arrive from pg as strings, to be safe past
+ * 2^53. Printfarm's counts, ids, sizes and milliseconds stay far below that: they are parsed as numbers, so
+ * the repositories see the same values as on SQLite.
+ */
+const PG_TYPES = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === pg.types.builtins.INT8 || oid === pg.types.builtins.NUMERIC) return (value: string) => Number(value);
+    return pg.types.getTypeParser(oid, format);
+  },
+} as unknown as pg.CustomTypesConfig;
+
+/** A pool of connections to PostgreSQL (no migrations): the main one, or a read-only reader beside it. */
+export function postgresPool(url: string, max: number, options: { readOnly?: boolean } = {}): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    types: PG_TYPES,
+    // Every connection speaks UTC, and a read-only one refuses writes on the server's side.
+    options: `-c TimeZone=UTC${options.readOnly ? ' -c default_transaction_read_only=on' : ''}`,
+    // Also the longest a query waits for a free connection of the pool under a burst (then a DATABASE_ERROR).
+    connectionTimeoutMillis: 30_000,
+    idleTimeoutMillis: 30_000,
+  });
+  // A connection that drops while idle (server restart) is replaced on the next query; it must not crash the process.
+  pool.on('error', () => {});
+  // Nor while a query runs on it: pg-pool takes its own error listener off a client it lends out, and an
+  // 'error' event without a listener would end the process. The query itself fails (DATABASE_ERROR) and the
+  // pool drops the broken client when it comes back.
+  pool.on('connect', (client) => client.on('error', () => {}));
+  return pool;
+}
+
+/** Connects to PostgreSQL and applies pending migrations (under kysely's migration lock: several processes may start at once). */
+export async function openPostgres<T>(url: string, migrations: Record<string, Migration>, poolMax = 10): Promise<PostgresConnection<T>> {
+  const pool = postgresPool(url, poolMax);
+  const queryListeners = new Set<(sql: string, parameters: readonly unknown[]) => void>();
+  const db = new Kysely<T>({
+    dialect: new PostgresDialect({ pool }),
+    log: (event) => {
+      if (event.level === 'query') for (const listener of queryListeners) listener(event.query.sql, event.query.parameters);
+    },
+  });
+  try {
+    const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+    const { error } = await migrator.migrateToLatest();
+    if (error) throw error;
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  const ping = async () => {
+    try {
+      await sql`SELECT 1`.execute(db);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  return { dialect: 'postgres', db, pool, url, queryListeners, ping, close: () => db.destroy() };
+}
+
+/** Opens the database of `target` with `migrations`: PostgreSQL when it has a URL, else the SQLite file. */
+export function openTarget<T>(target: DatabaseTarget, migrations: Record<string, Migration>): Promise<AnyConnection<T>> {
+  return target.url ? openPostgres<T>(target.url, migrations, target.poolMax) : openSqlite<T>(target.file, migrations);
 }
 
 /** The service's database, with its migrations. */
-export function openDatabase(file: string): Promise<Connection> {
-  return openSqlite<DB>(file, MIGRATIONS);
+export function openDatabase(target: DatabaseTarget | string): Promise<Connection> {
+  return openTarget<DB>(typeof target === 'string' ? { file: target } : target, MIGRATIONS);
 }
 
 /**
@@ -60,7 +161,26 @@ export function openDatabase(file: string): Promise<Connection> {
 export function isDatabaseError(err: unknown): err is Error & { code: string } {
   if (typeof err !== 'object' || err === null) return false;
   const e = err as { name?: unknown; code?: unknown };
-  return err instanceof BetterSqlite3.SqliteError || (e.name === 'SqliteError' && typeof e.code === 'string' && e.code.startsWith('SQLITE_'));
+  return err instanceof BetterSqlite3.SqliteError || (e.name === 'SqliteError' && typeof e.code === 'string' && e.code.startsWith('SQLITE_')) || isPostgresError(err);
+}
+
+/**
+ * An error PostgreSQL answered (pg's DatabaseError: a five-character SQLSTATE code), or the pool's failure to
+ * reach the server at all (a connection refused, a timeout): either way the database, not the request.
+ */
+function isPostgresError(err: object): boolean {
+  const e = err as { name?: unknown; code?: unknown; message?: unknown };
+  if (err instanceof pg.DatabaseError || (e.name === 'error' && typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code))) return true;
+  return typeof e.message === 'string' && /Connection terminated|connection timeout|timeout exceeded when trying to connect|Cannot use a pool after calling end|ECONNREFUSED/.test(e.message);
+}
+
+/**
+ * PostgreSQL's text cannot hold U+0000 (SQLite's can): such a value is refused by the server before anything
+ * is written (SQLSTATE 22021 / 22P05). The API answers it as the client's mistake, not a database failure.
+ */
+export function isUnstorableText(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return isPostgresError(Object(err)) && (e?.code === '22P05' || (e?.code === '22021' && typeof e.message === 'string' && /0x00/.test(e.message)));
 }
 
 /**
@@ -92,5 +212,8 @@ function unusableDatabase(file: string, err: unknown): unknown {
 }
 
 export function isUniqueViolation(err: unknown): boolean {
+  if (err instanceof pg.DatabaseError || (typeof err === 'object' && err !== null && (err as { name?: unknown }).name === 'error')) {
+    return (err as { code?: unknown }).code === '23505';
+  }
   return isDatabaseError(err) && /^SQLITE_CONSTRAINT_(PRIMARYKEY|UNIQUE)$/.test(err.code);
 }

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { openDatabase, type Connection } from './connection';
-import { ReadWorker } from './read-worker';
+import { PostgresReader, ReadWorker } from './read-worker';
 import { FilesRepository } from './repositories/files';
 import { IdeasRepository, TrendingRepository } from './repositories/ideas';
 import { JobsRepository } from './repositories/jobs';
@@ -33,19 +33,30 @@ export interface Store {
   trending: TrendingRepository;
   /** The print queue: items and their dispatches. */
   queue: QueueRepository;
-  /** A trivial query: true while the database answers and its file is still the one opened (not deleted or replaced). */
-  ping(): boolean;
+  /**
+   * A trivial query: true while the database answers and, on SQLite, its file is still the one opened (not
+   * deleted or replaced); on PostgreSQL a `SELECT 1`.
+   */
+  ping(): Promise<boolean>;
   close(): Promise<void>;
 }
 
 export const DB_FILENAME = 'printfarm.db';
 
-export async function openStore(dataDir: string): Promise<Store> {
-  const connection = await openDatabase(path.join(dataDir, DB_FILENAME));
+export interface StoreOptions {
+  /** postgres://... : the service's tables live in this PostgreSQL database instead of `<dataDir>/printfarm.db`. */
+  databaseUrl?: string;
+  /** Connections of the PostgreSQL pool (default 10). */
+  poolMax?: number;
+}
+
+export async function openStore(dataDir: string, options: StoreOptions = {}): Promise<Store> {
+  const connection = await openDatabase({ file: path.join(dataDir, DB_FILENAME), url: options.databaseUrl, poolMax: options.poolMax });
   const { db } = connection;
-  // The file as opened: deleted or replaced underneath (a cleanup script, a restore) the service writes into a ghost.
-  const opened = fs.statSync(connection.file);
+  // SQLite: the file as opened; deleted or replaced underneath (a cleanup script, a restore) the service writes into a ghost.
+  const opened = connection.dialect === 'sqlite' ? fs.statSync(connection.file) : null;
   const sameFile = () => {
+    if (connection.dialect !== 'sqlite' || !opened) return true;
     try {
       const now = fs.statSync(connection.file);
       return now.ino === opened.ino && now.dev === opened.dev;
@@ -53,8 +64,9 @@ export async function openStore(dataDir: string): Promise<Store> {
       return false;
     }
   };
-  // Statistics over a large farm take seconds: they run on their own connection in a worker thread.
-  const reader = new ReadWorker(connection.file);
+  // Statistics over a large farm take seconds: on SQLite they run on their own connection in a worker thread,
+  // on PostgreSQL on a pool of their own (the server does the work; the event loop only waits).
+  const reader = connection.dialect === 'sqlite' ? new ReadWorker(connection.file) : new PostgresReader(connection.url);
   return {
     connection,
     printers: new PrintersRepository(db),
@@ -68,14 +80,7 @@ export async function openStore(dataDir: string): Promise<Store> {
     ideas: new IdeasRepository(db),
     trending: new TrendingRepository(db),
     queue: new QueueRepository(db),
-    ping() {
-      try {
-        connection.sqlite.prepare('SELECT 1').get();
-        return sameFile();
-      } catch {
-        return false;
-      }
-    },
+    ping: async () => (await connection.ping()) && sameFile(),
     close: async () => {
       await reader.close();
       await connection.close();

@@ -10,7 +10,8 @@
  * the first query and runs one query at a time.
  */
 import { Worker } from 'node:worker_threads';
-import type { CompiledQuery } from 'kysely';
+import { Kysely, PostgresDialect, type CompiledQuery } from 'kysely';
+import { postgresPool } from './connection';
 
 /** Runs in the worker (plain JavaScript, evaluated: it must work from the TypeScript sources and from dist/). */
 const WORKER_SOURCE = `
@@ -92,5 +93,31 @@ export class ReadWorker {
   private failAll(err: Error): void {
     for (const waiter of this.pending.values()) waiter.reject(err);
     this.pending.clear();
+  }
+}
+
+/**
+ * The PostgreSQL counterpart: a small read-only pool of its own beside the main one, so that a long
+ * aggregation never takes a connection the printers' writes are waiting for. No thread is needed: the
+ * server does the work and the event loop only waits for the answer.
+ */
+export class PostgresReader {
+  private readonly db: Kysely<unknown>;
+
+  constructor(url: string, connections = 2) {
+    this.db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: postgresPool(url, connections, { readOnly: true }) }) });
+  }
+
+  private closed = false;
+
+  async all<R>(query: CompiledQuery<R>): Promise<R[]> {
+    // Like the SQLite worker: a query after close fails as a database error (SQLSTATE 08003, no connection).
+    if (this.closed) throw Object.assign(new Error('database closed'), { name: 'error', code: '08003' });
+    return (await this.db.executeQuery(query)).rows;
+  }
+
+  close(): Promise<void> {
+    this.closed = true;
+    return this.db.destroy();
   }
 }

@@ -81,7 +81,9 @@ export class Fleet {
 
   /** Connects every active printer (without waiting for them). */
   async start(): Promise<void> {
-    for (const record of await this.store.printers.list({ active: true })) this.launch(record);
+    const launched = (await this.store.printers.list({ active: true })).map((record) => this.launch(record));
+    // Ready once each printer's start is in its history (immediate on SQLite; a round trip on PostgreSQL).
+    await Promise.all(launched.map((member) => member.writes));
   }
 
   /** Brings the running driver in line with the stored configuration: start, restart or stop. */

@@ -13,7 +13,7 @@ export const Health = z.object({
 export const SystemInfo = z.object({
   system: z.object({ version: z.string(), timezone: z.string(), language: z.string(), business_mode: z.boolean() }),
   database: z.object({
-    type: z.string(),
+    type: z.string().meta({ description: 'sqlite, or postgresql when DATABASE_URL is set' }),
     jobs_count: z.number().int(),
     files_count: z.number().int(),
     printers_count: z.number().int(),

@@ -16,18 +16,20 @@
  *    and logged.
  */
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
 import type { Logger } from 'pino';
 import { DomainError } from '../errors';
 import type { Store } from '../db';
 import type { UsageEventRecord, UsageState, UsageStatePatch } from '../db/repositories/usage';
 import type { EventBus } from '../events';
-import { DEPLOYMENT_MODES, USAGE_SCHEMA_VERSION, type DeploymentMode, type UsageSubmission } from '../schemas/usage';
+import type { DeploymentMode, UsageSubmission } from '../schemas/usage';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
 import { UPTIME_TYPE, UsageCollector } from './collector';
-import { countryFromTimeZone } from './country';
+import { assemblePayload, detectDeploymentMode } from './payload';
 import { AttemptError, httpsUrl, requestJson, statusReason, submitWithRetry, SubmissionError, type HttpsTarget } from './submitter';
+
+// Kept importable from here, where it has always been.
+export { detectDeploymentMode };
 
 export interface UsageOptions {
   /** Extra CA certificate(s) (PEM) trusted for the aggregation service, besides the system CAs: a private aggregator, tests. */
@@ -55,16 +57,6 @@ interface Deps {
   settings: SettingsService;
   log: Logger;
   version: string;
-}
-
-export function detectDeploymentMode(option?: DeploymentMode): DeploymentMode {
-  if (option && DEPLOYMENT_MODES.includes(option)) return option;
-  try {
-    if (fs.existsSync('/.dockerenv')) return 'docker';
-  } catch {
-    // Not knowable: standalone.
-  }
-  return 'standalone';
 }
 
 export class UsageService {
@@ -198,49 +190,13 @@ export class UsageService {
     };
   }
 
-  /** Start of the period the next submission covers. */
-  private periodStart(now: string): string {
-    const { last_submission_at: last, opted_in_at: optedIn } = this.state;
-    const candidates = [last, optedIn].filter((v): v is string => !!v).sort();
-    return candidates.at(-1) ?? now;
-  }
-
   /** What would be sent now, and the counter rows it covers. */
   private async buildPayload(): Promise<{ payload: UsageSubmission; captured: { id: number; count: number }[] }> {
     await this.settle();
     const { store, settings, version } = this.deps;
     const events = await store.usage.pending();
-    const counts: Record<string, number> = {};
-    for (const e of events) counts[e.type] = (counts[e.type] ?? 0) + e.count;
     const typeCounts = await store.usage.printerTypeCounts();
-    const { [UPTIME_TYPE]: uptimeSeconds = 0, ...eventCounts } = counts;
-    const now = nowIso();
-    const payload: UsageSubmission = {
-      installation_id: this.state.installation_id!,
-      submitted_at: now,
-      schema_version: USAGE_SCHEMA_VERSION,
-      period_start: this.periodStart(now),
-      period_end: now,
-      app_version: version,
-      platform: process.platform,
-      deployment_mode: this.deploymentMode,
-      country_code: countryFromTimeZone(settings.get('timezone')),
-      printer_count: Object.values(typeCounts).reduce((a, b) => a + b, 0),
-      printer_types: Object.keys(typeCounts).sort(),
-      printer_type_counts: typeCounts,
-      total_jobs_created: eventCounts.job_created ?? 0,
-      total_jobs_completed: eventCounts.job_completed ?? 0,
-      total_jobs_failed: eventCounts.job_failed ?? 0,
-      total_files_downloaded: eventCounts.file_downloaded ?? 0,
-      total_files_uploaded: eventCounts.file_uploaded ?? 0,
-      uptime_hours: Math.round((uptimeSeconds / 3600) * 100) / 100,
-      feature_usage: {
-        job_creation_auto_create: settings.get('job_creation_auto_create'),
-        business_mode: settings.get('business_mode'),
-        gcode_optimize_print_only: settings.get('gcode_optimize_print_only'),
-      },
-      event_counts: eventCounts,
-    };
+    const payload = assemblePayload({ state: this.state, settings, version, deploymentMode: this.deploymentMode, events, typeCounts, now: nowIso() });
     return { payload, captured: events.map((e) => ({ id: e.id, count: e.count })) };
   }
 

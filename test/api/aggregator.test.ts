@@ -13,6 +13,8 @@ import { SMTPServer } from 'smtp-server';
 import { DAY_MS, HOUR_MS } from '../../service/aggregator/repository';
 import { compareVersions } from '../../service/aggregator/stats';
 import type { UsageSubmission } from '../../service/schemas/usage';
+import { aggregatorOptions } from '../../service/aggregator/config';
+import { describeDialects } from '../helpers/dialects';
 import { API_KEY, httpsJson, startAggregator, type AggregatorHarness, type JsonReply } from '../helpers/usage';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
@@ -50,11 +52,11 @@ function expectErrorBody(res: JsonReply, status: number, code: string) {
   return res.body.error;
 }
 
-describe('aggregation service', () => {
+describeDialects('aggregation service', (db) => {
   let clock = NOW;
   let a: AggregatorHarness;
   beforeAll(async () => {
-    a = await startAggregator({ now: () => clock, rateLimitPerHour: 3 });
+    a = await startAggregator({ now: () => clock, rateLimitPerHour: 3, databaseUrl: await db.url() });
   });
   afterAll(() => a.close());
 
@@ -224,7 +226,7 @@ describe('aggregation service', () => {
   });
 });
 
-describe('aggregation service statistics', () => {
+describeDialects('aggregation service statistics', (db) => {
   let clock = NOW;
   let a: AggregatorHarness;
   const A = randomUUID();
@@ -233,7 +235,7 @@ describe('aggregation service statistics', () => {
   const D = randomUUID();
 
   beforeAll(async () => {
-    a = await startAggregator({ now: () => clock });
+    a = await startAggregator({ now: () => clock, databaseUrl: await db.url() });
     const at = async (ms: number, s: UsageSubmission) => {
       clock = ms;
       const res = await a.call('POST', '/submit', { ...s, submitted_at: new Date(ms).toISOString(), period_start: new Date(ms - 7 * DAY_MS).toISOString(), period_end: new Date(ms).toISOString() });
@@ -696,4 +698,13 @@ test('the aggregator refuses to start without an API key', async () => {
   await expect(startAggregator({ apiKeys: [' '] })).rejects.toThrow(/API key/);
   void httpsJson;
   void API_KEY;
+});
+
+test('aggregator options: --database-url (or DATABASE_URL) and DATABASE_POOL_MAX; a non-PostgreSQL URL is refused without echoing it', () => {
+  const env = { AGGREGATOR_API_KEY: 'k', DATABASE_URL: 'postgres://agg:pw@db:5432/aggregator', DATABASE_POOL_MAX: '20' };
+  expect(aggregatorOptions({}, env)).toMatchObject({ databaseUrl: 'postgres://agg:pw@db:5432/aggregator', poolMax: 20 });
+  expect(aggregatorOptions({ 'database-url': 'postgresql://other/db' }, env)).toMatchObject({ databaseUrl: 'postgresql://other/db' });
+  expect(aggregatorOptions({}, { AGGREGATOR_API_KEY: 'k' })).not.toHaveProperty('databaseUrl');
+  expect(() => aggregatorOptions({ 'database-url': 'sqlite://secret-pw' }, env)).toThrow(/must be a postgres:\/\/ URL$/);
+  expect(() => aggregatorOptions({}, { ...env, DATABASE_POOL_MAX: '0' })).toThrow(/DATABASE_POOL_MAX/);
 });

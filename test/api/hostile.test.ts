@@ -3,6 +3,7 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { bambu, expectError, prusa, startService, type Harness, type JsonResponse } from '../helpers/service';
+import { sqliteOf } from '../helpers/dialects';
 
 const MB = 1024 * 1024;
 
@@ -470,7 +471,7 @@ describe('hostile input', () => {
   describe('a failing database', () => {
     test('gives 500 DATABASE_ERROR without a stack, changes nothing, and recovers', async () => {
       await h.post('/api/v1/printers', prusa());
-      const sqlite = h.service.context.store.connection.sqlite;
+      const sqlite = sqliteOf(h.service.context.store.connection);
       sqlite.pragma('query_only = ON');
       try {
         const res = await h.post('/api/v1/printers', bambu());

@@ -1,3 +1,5 @@
+
+import { describeDialects } from '../helpers/dialects';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FetchFn } from '../../service/ideas/fetcher';
@@ -181,7 +183,7 @@ async function waitFor(check: () => Promise<boolean>, what: string, ms = 5000) {
   }
 }
 
-describe('ideas API', () => {
+describeDialects('ideas API', (db) => {
   let pages: http.Server;
   let pagesBase: string;
   /** Every URL the service asked the injected fetch for. */
@@ -220,7 +222,7 @@ describe('ideas API', () => {
   });
 
   let h: Harness;
-  const start = () => startService({ ideas: { fetch: localFetch, timeoutMs: 1000, metadataRetryMs: 0 } });
+  const start = async () => startService({ ideas: { fetch: localFetch, timeoutMs: 1000, metadataRetryMs: 0 }, ...(await db.options()) });
   beforeEach(() => {
     asked.length = 0;
     online = true;
@@ -881,7 +883,7 @@ describe('ideas API', () => {
 
     async function withSource(source: TrendingSource, ttlMs?: number) {
       await h.close();
-      h = await startService({ ideas: { fetch: localFetch, metadataRetryMs: 0, trending: { source, ttlMs, checkEveryMs: 0 } } });
+      h = await startService({ ideas: { fetch: localFetch, metadataRetryMs: 0, trending: { source, ttlMs, checkEveryMs: 0 } }, ...(await db.options()) });
     }
 
     test('fetch failures are logged, never shown; the previous items stay', async () => {

@@ -1,5 +1,6 @@
 import type { JobPatch } from '../../service/db/repositories/jobs';
 import { calendarDate } from '../../service/util/time';
+import { describeDialects } from '../helpers/dialects';
 import { bambu, expectError, prusa, startService, type Harness } from '../helpers/service';
 
 const TZ = 'Europe/Berlin';
@@ -53,10 +54,10 @@ const fullJob = (extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-describe('jobs API', () => {
+describeDialects('jobs API', (db) => {
   let h: Harness;
   beforeEach(async () => {
-    h = await startService({ env: { TIMEZONE: TZ } });
+    h = await startService({ env: { TIMEZONE: TZ }, ...(await db.options()) });
     // Inactive printers: the service does not connect to them, so a cancel changes the job in the db only
     // (cancels that reach a printer are proven against the simulators in test/e2e).
     expect((await h.post('/api/v1/printers', bambu('x1c-01', { is_active: false }))).status).toBe(201);

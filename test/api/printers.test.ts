@@ -1,9 +1,11 @@
+
+import { describeDialects } from '../helpers/dialects';
 import { bambu, expectError, prusa, startService, type Harness } from '../helpers/service';
 
-describe('printers API', () => {
+describeDialects('printers API', (db) => {
   let h: Harness;
   beforeEach(async () => {
-    h = await startService();
+    h = await startService(await db.options());
   });
   afterEach(() => h.close());
 
@@ -190,5 +192,16 @@ describe('printers API', () => {
     expect(JSON.stringify(h.logs)).not.toContain('TOPSECRET1');
     const line = h.logs.find((l) => l.msg === 'request' && l.method === 'POST');
     expect(line).toMatchObject({ method: 'POST', path: '/api/v1/printers', status: 201, ms: expect.any(Number), req_id: expect.any(String) });
+  });
+
+  test('a name with a NUL character round-trips on SQLite; PostgreSQL cannot store it, which is a 422 with nothing written', async () => {
+    const res = await h.post('/api/v1/printers', prusa('nul-1', { name: 'before\u0000after' }));
+    if (db.name === 'sqlite') {
+      expect(res.status).toBe(201);
+      expect((await h.get('/api/v1/printers/nul-1')).body.name).toBe('before\u0000after');
+    } else {
+      expect(expectError(res, 422, 'VALIDATION_ERROR').details).toEqual({ location: 'body', reason: 'nul_character' });
+      expect((await h.get('/api/v1/printers/nul-1')).status).toBe(404);
+    }
   });
 });

@@ -8,6 +8,7 @@ import { bambu3mf, prusaGcode } from '../../service/simulators/seed-files';
 import { bambu, expectError, startService, type Harness } from '../helpers/service';
 import { until } from '../helpers/farm';
 import { connectWs, type WsClient } from '../helpers/ws';
+import { describeDialects } from '../helpers/dialects';
 
 async function upload(h: Harness, name: string, data: Buffer): Promise<string> {
   const form = new FormData();
@@ -17,13 +18,13 @@ async function upload(h: Harness, name: string, data: Buffer): Promise<string> {
   return ((await res.json()) as { id: string }).id;
 }
 
-describe('print queue API', () => {
+describeDialects('print queue API', (db) => {
   let h: Harness;
   let ws: WsClient;
   let x1cFile: string;
   let a1File: string;
   beforeAll(async () => {
-    h = await startService();
+    h = await startService(await db.options());
     ws = await connectWs(h.base);
     x1cFile = await upload(h, 'Cube X1C.gcode.3mf', bambu3mf({ model: 'X1C' }));
     a1File = await upload(h, 'Cube A1.gcode.3mf', bambu3mf({ model: 'A1' }));

@@ -1,3 +1,5 @@
+
+import { describeDialects } from '../helpers/dialects';
 import fs from 'node:fs';
 import { ConfigError } from '../../service/config';
 import { expectError, startService, tempDir, type Harness } from '../helpers/service';
@@ -19,7 +21,7 @@ const DEFAULTS = {
 const fieldsOf = (err: { details: { fields: { field: string }[] } }) =>
   [...new Set(err.details.fields.map((f) => f.field).filter((f) => f !== '(root)'))].sort();
 
-describe('settings API', () => {
+describeDialects('settings API', (db) => {
   let h: Harness;
   afterEach(async () => {
     await h?.close();
@@ -28,7 +30,7 @@ describe('settings API', () => {
 
   describe('with the built-in defaults', () => {
     beforeEach(async () => {
-      h = await startService();
+      h = await startService(await db.options());
     });
 
     test('GET /settings has the spec keys with their defaults', async () => {
@@ -230,7 +232,7 @@ describe('settings API', () => {
     };
 
     test('are the defaults of the settings', async () => {
-      h = await startService({ env });
+      h = await startService({ env, ...(await db.options()) });
       const res = await h.get('/api/v1/settings');
       expect(res.body).toMatchObject({
         job_creation_auto_create: false,

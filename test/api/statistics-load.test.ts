@@ -48,6 +48,6 @@ describe('statistics under a large history', () => {
       name: 'SqliteError',
     });
     await other.close().catch(() => undefined);
-    expect(store.ping()).toBe(true);
+    expect(await store.ping()).toBe(true);
   });
 });

@@ -1,3 +1,5 @@
+
+import { describeDialects } from '../helpers/dialects';
 import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -30,10 +32,11 @@ const json = (res: http.ServerResponse, status: number, body: unknown) => {
   res.end(JSON.stringify(body));
 };
 
-describe('health and system info', () => {
+describeDialects('health and system info', (db) => {
   let h: Harness;
+  const type = db.name === 'postgres' ? 'postgresql' : 'sqlite';
   beforeEach(async () => {
-    h = await startService();
+    h = await startService(await db.options());
   });
   afterEach(() => h.close());
 
@@ -76,7 +79,7 @@ describe('health and system info', () => {
     expect(empty.status).toBe(200);
     expect(empty.body).toEqual({
       system: { version: VERSION, timezone: expect.any(String), language: 'en', business_mode: false },
-      database: { type: 'sqlite', jobs_count: 0, files_count: 0, printers_count: 0 },
+      database: { type, jobs_count: 0, files_count: 0, printers_count: 0 },
       features: { job_monitoring: true, file_management: true, business_analytics: false, preview_system: true },
     });
 
@@ -88,7 +91,7 @@ describe('health and system info', () => {
     await h.put('/api/v1/settings', { business_mode: true, job_creation_auto_create: false, language: 'de', timezone: 'Europe/Berlin' });
 
     const info = (await h.get('/api/v1/system/info')).body;
-    expect(info.database).toEqual({ type: 'sqlite', jobs_count: 3, files_count: 0, printers_count: 2 });
+    expect(info.database).toEqual({ type, jobs_count: 3, files_count: 0, printers_count: 2 });
     expect(info.system).toEqual({ version: VERSION, timezone: 'Europe/Berlin', language: 'de', business_mode: true });
     expect(info.features).toEqual({ job_monitoring: false, file_management: true, business_analytics: true, preview_system: true });
     for (const key of ['jobs_count', 'files_count', 'printers_count']) expect(Number.isInteger(info.database[key])).toBe(true);

@@ -1,3 +1,4 @@
+
 /**
  * Opt-in usage statistics on the service side: opted out by default with
  * nothing collected, opt-in/out, the local view, export and deletion, the
@@ -5,6 +6,7 @@
  * and the scheduler driven by fake timers. Submissions go over HTTPS (test
  * CA) to a stub endpoint that records what arrives.
  */
+import { describeDialects } from '../helpers/dialects';
 import fs from 'node:fs';
 import { countryFromTimeZone } from '../../service/usage/country';
 import { detectDeploymentMode } from '../../service/usage/service';
@@ -68,12 +70,12 @@ const ACTIVITY = {
   error_download_failed: 1,
 };
 
-describe('usage statistics (client side)', () => {
+describeDialects('usage statistics (client side)', (db) => {
   let h: Harness;
   beforeEach(async () => {
     stub.attempts.length = 0;
     stub.script([], { status: 201, body: { status: 'accepted' } });
-    h = await startService(serviceOptions());
+    h = await startService({ ...serviceOptions(), ...(await db.options()) });
   });
   afterEach(() => h.close());
 

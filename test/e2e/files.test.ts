@@ -3,6 +3,7 @@
  * a printer connects, download in the background with progress, survive no
  * interruption half-written, and local copies can be deleted and cleaned up.
  */
+import { describeDialects } from '../helpers/dialects';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -18,7 +19,7 @@ const sha = (b: Buffer) => `sha256:${createHash('sha256').update(b).digest('hex'
 // Simulators hold files sliced for their model: printer 0 is the farm's X1C, printer 1 an MK4S (with the default 3MF).
 const seed = (suffix: string, index = 0) => seedFiles(index === 0 ? { bambu: 'X1C' } : { prusa: 'MK4S' }).find((f) => f.name.endsWith(suffix))!.data;
 
-describe('files on simulated printers', () => {
+describeDialects('files on simulated printers', (db) => {
   let farm: SimulatedFarm;
   let h: Harness;
   beforeAll(async () => {
@@ -30,6 +31,7 @@ describe('files on simulated printers', () => {
       driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),
       fleet: { watchdogMs: 1500, commandTimeoutMs: 3000, pollMs: 200, connectTimeoutMs: 4000 },
       downloads: { attempts: 2, retryDelayMs: 100, frameIntervalMs: 50 },
+      ...(await db.options()),
     });
   });
   afterEach(async () => {

@@ -1,5 +1,5 @@
 /**
- * The job tracker against a real SQLite store, fed the states a driver would
+ * The job tracker against a real store (SQLite and PostgreSQL), fed the states a driver would
  * emit: one print is one job, whatever the spelling of its file name, the
  * number of updates, wiped caches or restarts.
  */
@@ -11,6 +11,7 @@ import { JobTracker } from '../../service/monitoring/job-tracker';
 import { normaliseFileName } from '../../service/monitoring/print-identity';
 import type { MachineState, PrinterState } from '../../service/printers/driver';
 import { SettingsService } from '../../service/settings';
+import { describeDialects, sqliteOf } from '../helpers/dialects';
 import { tempDir } from '../helpers/service';
 
 const log = pino({ level: 'silent' });
@@ -28,7 +29,7 @@ function state(s: MachineState, file: string | null, progress = 10, extra: Parti
   };
 }
 
-describe('job tracker', () => {
+describeDialects('job tracker', (db) => {
   let dir: string;
   let store: Store;
   let bus: EventBus;
@@ -40,7 +41,7 @@ describe('job tracker', () => {
 
   beforeEach(async () => {
     dir = tempDir();
-    store = await openStore(dir);
+    store = await openStore(dir, await db.options());
     bus = new EventBus();
     events = [];
     bus.onAny((type, data) => events.push({ type, data }));
@@ -169,11 +170,12 @@ describe('job tracker', () => {
     expect(await jobs()).toHaveLength(1);
   });
 
-  test('a database fault during creation is retried at the next update, and then creates the job once', async () => {
-    store.connection.sqlite.pragma('query_only = ON');
+  // Breaking the database on purpose needs SQLite's query_only switch.
+  (db.name === 'sqlite' ? test : test.skip)('a database fault during creation is retried at the next update, and then creates the job once', async () => {
+    sqliteOf(store.connection).pragma('query_only = ON');
     await feed(state('printing', 'Cube.gcode', 5));
     expect(await jobs()).toHaveLength(0);
-    store.connection.sqlite.pragma('query_only = OFF');
+    sqliteOf(store.connection).pragma('query_only = OFF');
     await feed(state('printing', 'Cube.gcode', 6));
     await feed(state('printing', 'Cube.gcode', 7));
     expect(await jobs()).toHaveLength(1);

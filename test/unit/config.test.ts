@@ -30,6 +30,14 @@ describe('configuration', () => {
     expect(() => startupOptions({}, { port: '70000' })).toThrow(/PORT/);
   });
 
+  test('DATABASE_URL takes a postgres:// URL only, and is never echoed in the error (it holds a password)', () => {
+    expect(startupOptions({ DATABASE_URL: 'postgres://u:pw@db:5432/farm', DATABASE_POOL_MAX: '25' })).toMatchObject({ database_url: 'postgres://u:pw@db:5432/farm', database_pool_max: 25 });
+    expect(startupOptions({})).toMatchObject({ database_url: '', database_pool_max: 10 });
+    expect(() => startupOptions({ DATABASE_URL: 'mysql://u:secret-pw@db/farm' })).toThrow(/DATABASE_URL must be a postgres:\/\/ URL/);
+    expect(() => startupOptions({ DATABASE_URL: 'mysql://u:secret-pw@db/farm' })).not.toThrow(/secret-pw/);
+    expect(() => startupOptions({ DATABASE_POOL_MAX: '0' })).toThrow(/DATABASE_POOL_MAX.*between 1 and 1000/);
+  });
+
   test('booleans accept the usual spellings', () => {
     const def = RUNTIME_SETTINGS.business_mode;
     expect(['true', '1', 'YES', 'on'].map((v) => parseSettingValue('b', def, v))).toEqual([true, true, true, true]);

@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { ddl, onPostgres } from '../ddl';
 
 /**
  * Printers, jobs, settings and the file catalog.
@@ -7,7 +8,7 @@ import { sql, type Kysely } from 'kysely';
  * printer's name is kept on the job for that case.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await sql`CREATE TABLE printers (
+  await ddl(db)`CREATE TABLE printers (
     id TEXT PRIMARY KEY NOT NULL,
     name TEXT NOT NULL,
     type TEXT NOT NULL CHECK (type IN ('bambu_lab', 'prusa_core')),
@@ -25,7 +26,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     updated_at TEXT NOT NULL
   ) STRICT`.execute(db);
 
-  await sql`CREATE TABLE jobs (
+  await ddl(db)`CREATE TABLE jobs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     printer_id TEXT NOT NULL,
     printer_name TEXT,
@@ -61,19 +62,19 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL
   ) STRICT`.execute(db);
-  await sql`CREATE INDEX jobs_printer_status ON jobs (printer_id, status)`.execute(db);
-  await sql`CREATE INDEX jobs_status ON jobs (status)`.execute(db);
-  await sql`CREATE INDEX jobs_created_at ON jobs (created_at)`.execute(db);
-  await sql`CREATE INDEX jobs_start_time ON jobs (start_time)`.execute(db);
-  await sql`CREATE INDEX jobs_end_time ON jobs (end_time)`.execute(db);
+  await ddl(db)`CREATE INDEX jobs_printer_status ON jobs (printer_id, status)`.execute(db);
+  await ddl(db)`CREATE INDEX jobs_status ON jobs (status)`.execute(db);
+  await ddl(db)`CREATE INDEX jobs_created_at ON jobs (created_at)`.execute(db);
+  await ddl(db)`CREATE INDEX jobs_start_time ON jobs (start_time)`.execute(db);
+  await ddl(db)`CREATE INDEX jobs_end_time ON jobs (end_time)`.execute(db);
 
-  await sql`CREATE TABLE settings (
+  await ddl(db)`CREATE TABLE settings (
     key TEXT PRIMARY KEY NOT NULL,
     value TEXT NOT NULL,
     updated_at TEXT NOT NULL
   ) STRICT`.execute(db);
 
-  await sql`CREATE TABLE files (
+  await ddl(db)`CREATE TABLE files (
     id TEXT PRIMARY KEY NOT NULL,
     printer_id TEXT REFERENCES printers (id) ON DELETE CASCADE,
     filename TEXT NOT NULL,
@@ -91,6 +92,18 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL
   ) STRICT`.execute(db);
-  await sql`CREATE INDEX files_printer ON files (printer_id)`.execute(db);
-  await sql`CREATE INDEX files_status ON files (status)`.execute(db);
+  await ddl(db)`CREATE INDEX files_printer ON files (printer_id)`.execute(db);
+  await ddl(db)`CREATE INDEX files_status ON files (status)`.execute(db);
+
+  // JSON columns are text in both databases; SQLite's json_valid() has no PostgreSQL 15 twin, so a cast
+  // that answers NULL for text that is not JSON (the statistics read quality_metrics through it).
+  await onPostgres(
+    db,
+    sql`CREATE FUNCTION printfarm_try_jsonb(value text) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $$
+      BEGIN
+        RETURN value::jsonb;
+      EXCEPTION WHEN others THEN
+        RETURN NULL;
+      END $$`,
+  );
 }

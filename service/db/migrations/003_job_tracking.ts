@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
+import { ddl } from '../ddl';
 
 /**
  * Job tracking: the identity of a print (normalised file name + start minute)
@@ -6,8 +7,8 @@ import { sql, type Kysely } from 'kysely';
  * the printer's own job id, and a per-printer power draw for power costs.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await sql`ALTER TABLE jobs ADD COLUMN print_key TEXT`.execute(db);
-  await sql`ALTER TABLE jobs ADD COLUMN printer_job_id TEXT`.execute(db);
-  await sql`CREATE UNIQUE INDEX jobs_print_identity ON jobs (printer_id, print_key) WHERE print_key IS NOT NULL`.execute(db);
-  await sql`ALTER TABLE printers ADD COLUMN power_watts INTEGER CHECK (power_watts BETWEEN 1 AND 10000)`.execute(db);
+  await ddl(db)`ALTER TABLE jobs ADD COLUMN print_key TEXT`.execute(db);
+  await ddl(db)`ALTER TABLE jobs ADD COLUMN printer_job_id TEXT`.execute(db);
+  await ddl(db)`CREATE UNIQUE INDEX jobs_print_identity ON jobs (printer_id, print_key) WHERE print_key IS NOT NULL`.execute(db);
+  await ddl(db)`ALTER TABLE printers ADD COLUMN power_watts INTEGER CHECK (power_watts BETWEEN 1 AND 10000)`.execute(db);
 }

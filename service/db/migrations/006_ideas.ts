@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
+import { ddl } from '../ddl';
 
 /**
  * Ideas (bookmarks of models from the five platforms, or made by hand) and the
@@ -14,7 +15,7 @@ import { sql, type Kysely } from 'kysely';
  *   platform plus one row per platform with when it was filled and when it expires.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await sql`CREATE TABLE ideas (
+  await ddl(db)`CREATE TABLE ideas (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     title TEXT NOT NULL,
     creator_name TEXT,
@@ -36,13 +37,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL
   ) STRICT`.execute(db);
-  await sql`CREATE UNIQUE INDEX ideas_source_model ON ideas (source_platform, model_id) WHERE model_id IS NOT NULL`.execute(db);
-  await sql`CREATE INDEX ideas_status ON ideas (status)`.execute(db);
-  await sql`CREATE INDEX ideas_created_at ON ideas (created_at)`.execute(db);
-  await sql`CREATE INDEX ideas_job ON ideas (job_id) WHERE job_id IS NOT NULL`.execute(db);
-  await sql`CREATE INDEX ideas_refresh ON ideas (metadata_attempted_at) WHERE metadata_refresh_needed = 1`.execute(db);
+  await ddl(db)`CREATE UNIQUE INDEX ideas_source_model ON ideas (source_platform, model_id) WHERE model_id IS NOT NULL`.execute(db);
+  await ddl(db)`CREATE INDEX ideas_status ON ideas (status)`.execute(db);
+  await ddl(db)`CREATE INDEX ideas_created_at ON ideas (created_at)`.execute(db);
+  await ddl(db)`CREATE INDEX ideas_job ON ideas (job_id) WHERE job_id IS NOT NULL`.execute(db);
+  await ddl(db)`CREATE INDEX ideas_refresh ON ideas (metadata_attempted_at) WHERE metadata_refresh_needed = 1`.execute(db);
 
-  await sql`CREATE TABLE trending_items (
+  await ddl(db)`CREATE TABLE trending_items (
     id TEXT PRIMARY KEY NOT NULL,
     platform TEXT NOT NULL,
     model_id TEXT NOT NULL,
@@ -55,9 +56,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     stats TEXT,
     fetched_at TEXT NOT NULL
   ) STRICT`.execute(db);
-  await sql`CREATE INDEX trending_items_platform ON trending_items (platform, rank)`.execute(db);
+  await ddl(db)`CREATE INDEX trending_items_platform ON trending_items (platform, rank)`.execute(db);
 
-  await sql`CREATE TABLE trending_cache (
+  await ddl(db)`CREATE TABLE trending_cache (
     platform TEXT PRIMARY KEY NOT NULL,
     cached_at TEXT NOT NULL,
     expires_at TEXT NOT NULL

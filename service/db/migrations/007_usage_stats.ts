@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
+import { ddl } from '../ddl';
 
 /**
  * Opt-in usage statistics (client side). Nothing is written to these tables
@@ -11,7 +12,7 @@ import { sql, type Kysely } from 'kysely';
  * and the submission bookkeeping.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await sql`CREATE TABLE usage_events (
+  await ddl(db)`CREATE TABLE usage_events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     type TEXT NOT NULL,
     bucket TEXT NOT NULL,
@@ -22,10 +23,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     submitted_at TEXT
   ) STRICT`.execute(db);
   // One open (unsubmitted) counter per type and hour: recording an event is an upsert.
-  await sql`CREATE UNIQUE INDEX usage_events_open ON usage_events (type, bucket) WHERE submitted = 0`.execute(db);
-  await sql`CREATE INDEX usage_events_submitted ON usage_events (submitted, id)`.execute(db);
+  await ddl(db)`CREATE UNIQUE INDEX usage_events_open ON usage_events (type, bucket) WHERE submitted = 0`.execute(db);
+  await ddl(db)`CREATE INDEX usage_events_submitted ON usage_events (submitted, id)`.execute(db);
 
-  await sql`CREATE TABLE usage_state (
+  await ddl(db)`CREATE TABLE usage_state (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     opted_in INTEGER NOT NULL DEFAULT 0 CHECK (opted_in IN (0, 1)),
     installation_id TEXT,
@@ -38,5 +39,5 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     uploads_seen_at TEXT,
     updated_at TEXT NOT NULL
   ) STRICT`.execute(db);
-  await sql`INSERT INTO usage_state (id, opted_in, updated_at) VALUES (1, 0, ${new Date().toISOString()})`.execute(db);
+  await ddl(db)`INSERT INTO usage_state (id, opted_in, updated_at) VALUES (1, 0, ${new Date().toISOString()})`.execute(db);
 }

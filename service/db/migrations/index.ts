@@ -1,6 +1,12 @@
 /**
  * Numbered migrations, applied in order at start. Add a file `NNN_what.ts`
  * with an `up(db)` and list it here; never edit one that has shipped.
+ *
+ * Every migration runs on SQLite and on PostgreSQL (DATABASE_URL): raw SQL
+ * goes through `ddl(db)` (SQLite's DDL, translated), schema-builder
+ * migrations take their id column from `autoIncrementId(db)` and their STRICT
+ * from `strict(db)` (see ../ddl.ts); anything one database alone needs goes
+ * through `onPostgres(db, ...)` or a `dialectOf(db)` test.
  */
 import type { Migration } from 'kysely';
 import * as m001 from './001_initial';

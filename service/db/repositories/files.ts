@@ -1,5 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../connection';
+import { flavourOf } from '../dialect';
 import type { FilesTable } from '../schema';
 
 export type FileStatus = 'available' | 'downloading' | 'downloaded' | 'local' | 'error';
@@ -132,7 +133,7 @@ export class FilesRepository {
     if (q.printer_id !== undefined) base = base.where('files.printer_id', '=', q.printer_id);
     if (q.status !== undefined) base = base.where('files.status', '=', q.status);
     if (q.file_type !== undefined) base = base.where('files.file_type', '=', q.file_type);
-    if (q.search) base = base.where(sql<boolean>`files.filename LIKE ${`%${likeEscape(q.search)}%`} ESCAPE '\\'`);
+    if (q.search) base = base.where(flavourOf(this.db).likeCi(sql.ref('files.filename'), `%${likeEscape(q.search)}%`));
     const { total } = await base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
     const rows = await base
       .leftJoin('printers', 'printers.id', 'files.printer_id')
@@ -150,11 +151,11 @@ export class FilesRepository {
     const row = await this.db
       .selectFrom('files')
       .select([
-        sql<number>`coalesce(sum(status = 'available'), 0)`.as('available_count'),
-        sql<number>`coalesce(sum(status = 'downloaded'), 0)`.as('downloaded_count'),
-        sql<number>`coalesce(sum(status = 'local'), 0)`.as('local_count'),
+        sql<number>`coalesce(sum(CASE WHEN status = 'available' THEN 1 ELSE 0 END), 0)`.as('available_count'),
+        sql<number>`coalesce(sum(CASE WHEN status = 'downloaded' THEN 1 ELSE 0 END), 0)`.as('downloaded_count'),
+        sql<number>`coalesce(sum(CASE WHEN status = 'local' THEN 1 ELSE 0 END), 0)`.as('local_count'),
         sql<number>`coalesce(sum(file_size), 0)`.as('total_size'),
-        sql<number>`coalesce(sum(status = 'error'), 0)`.as('error_count'),
+        sql<number>`coalesce(sum(CASE WHEN status = 'error' THEN 1 ELSE 0 END), 0)`.as('error_count'),
       ])
       .executeTakeFirstOrThrow();
     const downloaded = Number(row.downloaded_count);

@@ -1,5 +1,6 @@
 import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Db } from '../connection';
+import { flavourOf } from '../dialect';
 import type { IdeasTable, TrendingItemsTable } from '../schema';
 
 export interface IdeaFileInfo {
@@ -73,8 +74,9 @@ export class IdeasRepository {
     const result = await this.db
       .insertInto('ideas')
       .values(toRow(idea) as Insertable<IdeasTable>)
+      .returning('id')
       .executeTakeFirstOrThrow();
-    return Number(result.insertId);
+    return Number(result.id);
   }
 
   async update(id: number, patch: IdeaPatch): Promise<boolean> {
@@ -94,22 +96,23 @@ export class IdeasRepository {
   }
 
   async list(q: IdeaQuery): Promise<{ ideas: IdeaRecord[]; total: number }> {
+    const flavour = flavourOf(this.db);
     let base = this.db.selectFrom('ideas');
     if (q.status !== undefined) base = base.where('status', '=', q.status);
     if (q.source_platform !== undefined) base = base.where('source_platform', '=', q.source_platform);
     if (q.is_business !== undefined) base = base.where('is_business', '=', q.is_business ? 1 : 0);
     for (const tag of q.tags ?? []) {
-      base = base.where(sql<boolean>`exists (select 1 from json_each(ideas.tags) as t where lower(t.value) = lower(${tag}))`);
+      base = base.where(flavour.jsonArrayHasCi(sql.ref('ideas.tags'), tag));
     }
     if (q.search !== undefined) {
       const p = likePattern(q.search);
       base = base.where(
-        sql<boolean>`(ideas.title like ${p} escape '\\' or ideas.creator_name like ${p} escape '\\' or ideas.description like ${p} escape '\\' or ideas.notes like ${p} escape '\\')`,
+        sql<boolean>`(${sql.join(['title', 'creator_name', 'description', 'notes'].map((c) => flavour.likeCi(sql.ref(`ideas.${c}`), p)), sql` or `)})`,
       );
     }
     const { total } = await base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
     const dir = q.order_dir === 'asc' ? sql`asc` : sql`desc`;
-    const key = q.order_by === 'title' ? sql`ideas.title collate nocase` : sql.ref(`ideas.${q.order_by}`);
+    const key = q.order_by === 'title' ? sql`lower(ideas.title)` : sql.ref(`ideas.${q.order_by}`);
     const rows = await base
       .selectAll()
       .orderBy(sql`${key} ${dir}`)

@@ -1,5 +1,6 @@
 import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Db } from '../connection';
+import { flavourOf } from '../dialect';
 import type { JobsTable } from '../schema';
 
 type JsonObject = Record<string, unknown>;
@@ -78,8 +79,9 @@ export class JobsRepository {
     const result = await this.db
       .insertInto('jobs')
       .values(toRow(job) as Insertable<JobsTable>)
+      .returning('id')
       .executeTakeFirstOrThrow();
-    return Number(result.insertId);
+    return Number(result.id);
   }
 
   async update(id: number, patch: JobPatch): Promise<boolean> {
@@ -117,16 +119,19 @@ export class JobsRepository {
           ? sql`jobs.start_time`
           : sql`jobs.created_at`;
     // Jobs without the sort key (not started, no duration) go last in either direction. created_at is never
-    // null, and SQLite puts nulls last when descending: those orders need no extra term and read straight
-    // off an index (migration 008) instead of sorting every match.
-    const nullsLastNeeded = q.order_by === 'duration' || (q.order_by === 'start_time' && q.order_dir === 'asc');
+    // null, and SQLite puts nulls last when descending (PostgreSQL when ascending): those orders need no extra
+    // term and read straight off an index (migration 008) instead of sorting every match. PostgreSQL's
+    // newest-first by start time says NULLS LAST, which its index jobs_start_time_desc (008) serves.
+    const pg = flavourOf(this.db).name === 'postgres';
+    const startTimeNullsLast = pg && q.order_by === 'start_time' && q.order_dir === 'desc';
+    const nullsLastNeeded = q.order_by === 'duration' || (q.order_by === 'start_time' && q.order_dir === 'asc' && !pg);
     let page = base
       .leftJoin('printers', 'printers.id', 'jobs.printer_id')
       .selectAll('jobs')
       .select(sql<string | null>`coalesce(printers.name, jobs.printer_name)`.as('printer_display_name'));
     if (nullsLastNeeded) page = page.orderBy(sql`${key} is null`);
     const rows = await page
-      .orderBy(sql`${key} ${dir}`)
+      .orderBy(startTimeNullsLast ? sql`${key} desc nulls last` : sql`${key} ${dir}`)
       .orderBy(sql`jobs.id ${dir}`)
       .limit(q.limit)
       .offset((q.page - 1) * q.limit)
@@ -165,8 +170,8 @@ export class JobsRepository {
       .where('printer_id', '=', printerId)
       .select([
         sql<number>`count(*)`.as('total_jobs'),
-        sql<number>`coalesce(sum(status = 'completed'), 0)`.as('successful_jobs'),
-        sql<number>`coalesce(sum(status = 'failed'), 0)`.as('failed_jobs'),
+        sql<number>`coalesce(sum(CASE WHEN status = 'completed' THEN 1 ELSE 0 END), 0)`.as('successful_jobs'),
+        sql<number>`coalesce(sum(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), 0)`.as('failed_jobs'),
         sql<number>`coalesce(sum(actual_duration), 0)`.as('total_print_time'),
         sql<number>`coalesce(sum(coalesce(material_actual_usage, case when status = 'completed' then material_estimated_usage end)), 0)`.as(
           'material_used_total',

@@ -23,8 +23,8 @@ export class MaintenanceRepository {
   }
 
   async insert(event: NewMaintenance): Promise<MaintenanceRecord> {
-    const result = await this.db.insertInto('maintenance_events').values(event).executeTakeFirstOrThrow();
-    return { id: Number(result.insertId), ...event };
+    const result = await this.db.insertInto('maintenance_events').values(event).returning('id').executeTakeFirstOrThrow();
+    return { id: Number(result.id), ...event };
   }
 
   /** Newest first (by performed_at, then id). */
@@ -53,8 +53,8 @@ export class MaintenanceRepository {
       .where('performed_at', '<', to)
       .select([
         sql<string | null>`max(performed_at)`.as('last'),
-        sql<number>`coalesce(sum(kind = 'nozzle_change' AND performed_at >= ${from}), 0)`.as('nozzle_changes'),
-        sql<number>`coalesce(sum(kind = 'bed_calibration' AND performed_at >= ${from}), 0)`.as('bed_calibrations'),
+        sql<number>`coalesce(sum(CASE WHEN kind = 'nozzle_change' AND performed_at >= ${from} THEN 1 ELSE 0 END), 0)`.as('nozzle_changes'),
+        sql<number>`coalesce(sum(CASE WHEN kind = 'bed_calibration' AND performed_at >= ${from} THEN 1 ELSE 0 END), 0)`.as('bed_calibrations'),
       ])
       .executeTakeFirstOrThrow();
     return { last: row.last ?? null, nozzle_changes: Number(row.nozzle_changes), bed_calibrations: Number(row.bed_calibrations) };

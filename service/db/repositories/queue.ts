@@ -6,6 +6,7 @@
 import type { Selectable } from 'kysely';
 import type { Db } from '../connection';
 import type { QueueDispatchesTable, QueueItemsTable } from '../schema';
+import { dialectOf } from '../dialect';
 
 export const QUEUE_ITEM_STATUSES = ['queued', 'held', 'printing', 'completed', 'failed', 'cancelled'] as const;
 export type QueueItemStatus = (typeof QUEUE_ITEM_STATUSES)[number];
@@ -166,7 +167,11 @@ export class QueueRepository {
    * transaction (a second process or a racing pass cannot claim the same printer). False when taken.
    */
   async claim(dispatch: DispatchRecord): Promise<boolean> {
+    const postgres = dialectOf(this.db) === 'postgres';
     return this.db.transaction().execute(async (trx) => {
+      // PostgreSQL runs transactions side by side: the printer's row is locked first, so that a second claim
+      // of the same printer waits and then sees the first one's dispatch (SQLite has one writer anyway).
+      if (postgres) await trx.selectFrom('printers').select('id').where('id', '=', dispatch.printer_id).forUpdate().execute();
       const busy = await trx
         .selectFrom('queue_dispatches')
         .select('id')

@@ -11,6 +11,7 @@
  */
 import { sql, type CompiledQuery, type RawBuilder } from 'kysely';
 import type { Db } from '../connection';
+import { flavourOf } from '../dialect';
 
 /** [from, to) as ISO timestamps (UTC, the stored format), and `now` for jobs still running. */
 export interface StatsRange {
@@ -76,12 +77,12 @@ const WHEN = sql.raw('coalesce(start_time, created_at)');
 /** Grams a job used: what was measured, else the estimate of a job that completed. */
 const USED = sql.raw(`coalesce(material_actual_usage, CASE WHEN status = 'completed' THEN material_estimated_usage END)`);
 
-function score(path: string): RawBuilder<number | null> {
-  const value = `lower(trim(CAST(json_extract(quality_metrics, '${path}') AS TEXT)))`;
+/** The 1..5 score of a rating given as text (a word of QUALITY_SCALE or a digit), NULL for anything else. */
+function score(text: RawBuilder<unknown>): RawBuilder<number | null> {
   const words = Object.entries(QUALITY_SCALE)
     .map(([word, n]) => `WHEN '${word}' THEN ${n}`)
     .join(' ');
-  return sql.raw(`CASE ${value} ${words} WHEN '1' THEN 1 WHEN '2' THEN 2 WHEN '3' THEN 3 WHEN '4' THEN 4 WHEN '5' THEN 5 END`);
+  return sql`CASE lower(trim(${text})) ${sql.raw(words)} WHEN '1' THEN 1 WHEN '2' THEN 2 WHEN '3' THEN 3 WHEN '4' THEN 4 WHEN '5' THEN 5 END`;
 }
 
 /** Runs a compiled read-only query somewhere else than the main connection (the read worker). */
@@ -111,13 +112,15 @@ export class StatisticsRepository {
    */
   periodQuery(r: StatsRange, printerId?: string): CompiledQuery<PeriodGroupRow> {
     const until = r.to < r.now ? r.to : r.now;
-    const counted = printerId === undefined ? sql`printer_id IN (SELECT id FROM printers WHERE is_active = 1)` : sql`1`;
+    const f = flavourOf(this.db);
+    const counted = printerId === undefined ? sql`printer_id IN (SELECT id FROM printers WHERE is_active = 1)` : sql`1 = 1`;
+    const ranUntil = f.least(sql`coalesce(end_time, CASE WHEN status IN ('printing', 'paused') THEN ${r.now} END)`, sql`${until}`);
     return sql<PeriodGroupRow>`
       SELECT material_type AS material,
         count(*) AS total_jobs,
-        coalesce(sum(status = 'completed'), 0) AS completed_jobs,
-        coalesce(sum(status = 'failed'), 0) AS failed_jobs,
-        coalesce(sum(status = 'cancelled'), 0) AS cancelled_jobs,
+        coalesce(sum(CASE WHEN status = 'completed' THEN 1 ELSE 0 END), 0) AS completed_jobs,
+        coalesce(sum(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), 0) AS failed_jobs,
+        coalesce(sum(CASE WHEN status = 'cancelled' THEN 1 ELSE 0 END), 0) AS cancelled_jobs,
         coalesce(sum(actual_duration), 0) AS total_print_time,
         count(actual_duration) AS timed_jobs,
         coalesce(sum(${USED}), 0) AS used_grams,
@@ -127,7 +130,7 @@ export class StatisticsRepository {
         coalesce(sum(CASE WHEN is_business = 1 THEN coalesce(material_cost, 0) + coalesce(power_cost, 0) + coalesce(labor_cost, 0) END), 0) AS business_total_cost,
         coalesce(sum(CASE WHEN ${counted} THEN
           CASE WHEN end_time <= ${until} AND actual_duration IS NOT NULL THEN actual_duration
-          ELSE max(0, julianday(min(coalesce(end_time, CASE WHEN status IN ('printing', 'paused') THEN ${r.now} END), ${until})) - julianday(start_time)) * 86400.0 END
+          ELSE ${f.greatest(sql`0`, f.secondsBetween(sql`start_time`, ranUntil))} END
         END), 0) AS busy_seconds
       FROM jobs WHERE ${this.inRange(r, printerId)}
       GROUP BY material_type`.compile(this.db);
@@ -139,14 +142,16 @@ export class StatisticsRepository {
    */
   edgeBusyQuery(r: StatsRange, printerId?: string): CompiledQuery<{ seconds: number }> {
     const until = r.to < r.now ? r.to : r.now;
+    const f = flavourOf(this.db);
     const printers = printerId === undefined ? sql`printer_id IN (SELECT id FROM printers WHERE is_active = 1)` : sql`printer_id = ${printerId}`;
+    const seconds = f.greatest(sql`0`, f.secondsBetween(sql`${r.from}`, f.least(sql`coalesce(end_time, ${r.now})`, sql`${until}`)));
     return sql<{ seconds: number }>`
-      SELECT coalesce(sum(max(0, julianday(min(coalesce(end_time, ${r.now}), ${until})) - julianday(${r.from}))), 0) * 86400.0 AS seconds
+      SELECT coalesce(sum(${seconds}), 0) AS seconds
       FROM (
         SELECT end_time FROM jobs WHERE end_time > ${r.from} AND start_time < ${r.from} AND ${printers}
         UNION ALL
         SELECT end_time FROM jobs WHERE end_time IS NULL AND start_time < ${r.from} AND status IN ('printing', 'paused') AND ${printers}
-      )`.compile(this.db);
+      ) AS edge`.compile(this.db);
   }
 
   /**
@@ -155,10 +160,12 @@ export class StatisticsRepository {
    */
   printerCountsQuery(r: StatsRange): CompiledQuery<{ total_active: number; online_count: number; available_seconds: number }> {
     const until = r.to < r.now ? r.to : r.now;
+    const f = flavourOf(this.db);
+    const existed = f.greatest(sql`0`, f.secondsBetween(f.greatest(sql`${r.from}`, sql`created_at`), sql`${until}`));
     return sql<{ total_active: number; online_count: number; available_seconds: number }>`
       SELECT coalesce(sum(is_active), 0) AS total_active,
-        coalesce(sum(is_active = 1 AND connection_status = 'connected'), 0) AS online_count,
-        coalesce(sum(CASE WHEN is_active = 1 THEN max(0, julianday(${until}) - julianday(max(${r.from}, created_at))) END), 0) * 86400.0 AS available_seconds
+        coalesce(sum(CASE WHEN is_active = 1 AND connection_status = 'connected' THEN 1 ELSE 0 END), 0) AS online_count,
+        coalesce(sum(CASE WHEN is_active = 1 THEN ${existed} END), 0) AS available_seconds
       FROM printers`.compile(this.db);
   }
 
@@ -166,26 +173,29 @@ export class StatisticsRepository {
   fileTotalsQuery(): CompiledQuery<FileTotalsRow> {
     return sql<FileTotalsRow>`
       SELECT count(*) AS total_files,
-        coalesce(sum(status = 'downloaded'), 0) AS downloaded_files,
-        coalesce(sum(status = 'local'), 0) AS local_only_files,
-        coalesce(sum(status = 'error'), 0) AS error_files,
+        coalesce(sum(CASE WHEN status = 'downloaded' THEN 1 ELSE 0 END), 0) AS downloaded_files,
+        coalesce(sum(CASE WHEN status = 'local' THEN 1 ELSE 0 END), 0) AS local_only_files,
+        coalesce(sum(CASE WHEN status = 'error' THEN 1 ELSE 0 END), 0) AS error_files,
         coalesce(sum(CASE WHEN status IN ('downloaded', 'local') THEN file_size END), 0) AS stored_bytes
       FROM files`.compile(this.db);
   }
 
   /** Quality ratings of a printer's jobs in a range (see QUALITY_SCALE). */
   qualityQuery(r: StatsRange, printerId: string): CompiledQuery<QualityRow> {
-    const accuracy = sql.raw(`json_extract(quality_metrics, '$.dimensional_accuracy')`);
+    const f = flavourOf(this.db);
+    const q = sql.ref('q');
     return sql<QualityRow>`
       SELECT count(first_layer) AS rated_first_layers,
-        coalesce(sum(first_layer >= ${FIRST_LAYER_SUCCESS_SCORE}), 0) AS good_first_layers,
+        coalesce(sum(CASE WHEN first_layer >= ${FIRST_LAYER_SUCCESS_SCORE} THEN 1 ELSE 0 END), 0) AS good_first_layers,
         avg(surface) AS surface_quality,
         avg(accuracy) AS dimensional_accuracy
       FROM (
-        SELECT ${score('$.first_layer_adhesion')} AS first_layer, ${score('$.surface_finish')} AS surface,
-          CASE WHEN json_type(quality_metrics, '$.dimensional_accuracy') IN ('integer', 'real') THEN ${accuracy} END AS accuracy
-        FROM jobs WHERE ${this.inRange(r, printerId)} AND quality_metrics IS NOT NULL AND json_valid(quality_metrics)
-      )`.compile(this.db);
+        SELECT ${score(f.jsonText(q, 'first_layer_adhesion'))} AS first_layer, ${score(f.jsonText(q, 'surface_finish'))} AS surface,
+          ${f.jsonNumber(q, 'dimensional_accuracy')} AS accuracy
+        FROM (
+          SELECT ${f.json(sql.ref('quality_metrics'))} AS q FROM jobs WHERE ${this.inRange(r, printerId)} AND quality_metrics IS NOT NULL
+        ) AS parsed WHERE q IS NOT NULL
+      ) AS rated`.compile(this.db);
   }
 
   /** The queries behind the overview, in the order `overview()` runs them. */

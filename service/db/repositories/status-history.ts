@@ -1,5 +1,6 @@
 import { sql, type Generated } from 'kysely';
 import type { Db } from '../connection';
+import { flavourOf } from '../dialect';
 
 /** Table types of migration 004 (kept here rather than in schema.ts; repositories reach them through `withTables`). */
 export interface PrinterStatusHistoryTable {
@@ -86,6 +87,8 @@ export class StatusHistoryRepository {
    */
   async connectedSeconds(printerId: string, from: string, to: string): Promise<number> {
     if (!(from < to)) return 0;
+    const f = flavourOf(this.db);
+    const span = f.greatest(sql`0`, f.secondsBetween(f.greatest(sql`at`, sql`${from}`), f.least(sql`coalesce(next_at, ${to})`, sql`${to}`)));
     const { rows } = await sql<{ seconds: number }>`
       WITH spans AS (
         SELECT connection_status, at, lead(at) OVER (ORDER BY at, id) AS next_at
@@ -94,7 +97,7 @@ export class StatusHistoryRepository {
           AND at >= coalesce((SELECT max(at) FROM printer_status_history WHERE printer_id = ${printerId} AND at <= ${from}), ${from})
           AND at < ${to}
       )
-      SELECT coalesce(sum(max(0, julianday(min(coalesce(next_at, ${to}), ${to})) - julianday(max(at, ${from})))), 0) * 86400.0 AS seconds
+      SELECT coalesce(sum(${span}), 0) AS seconds
       FROM spans WHERE connection_status = 'connected'`.execute(this.db);
     return Number(rows[0]?.seconds ?? 0);
   }

@@ -89,7 +89,7 @@ export class UsageRepository {
           .columns(['type', 'bucket'])
           // The partial index's predicate, as a literal: SQLite matches it textually (a bound 0 would not do).
           .where('submitted', '=', sql.lit(0))
-          .doUpdateSet({ count: sql`count + excluded.count`, last_at: sql`excluded.last_at` }),
+          .doUpdateSet({ count: sql`usage_events.count + excluded.count`, last_at: sql`excluded.last_at` }),
       )
       .execute();
   }

@@ -5,7 +5,7 @@
  * screen, and not while a job runs, a dialog is BUSY, or an ATTENTION or an
  * unacknowledged ERROR waits; everything else is 409 (QUEUE.md).
  */
-import type { PrusaFaults, PrusaMaterial } from './simulator';
+import type { PrusaFaults, PrusaMaterial } from './types';
 import type { SimPrinter } from './printer';
 
 /** Why a start would get 409 now, or null when the printer would take it. */

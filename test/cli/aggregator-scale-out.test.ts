@@ -1,0 +1,166 @@
+/**
+ * Several `printfarm aggregator` processes on one PostgreSQL database answer
+ * like one: 50 installations submit concurrently to two instances (each
+ * submission and its retries spread over both), and the counts are exact, the
+ * hourly limit holds across both, and a retry is a duplicate wherever it lands.
+ * Needs dist/ (npm run build) and PostgreSQL (see test/helpers/postgres.ts).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { postgresUnavailable, usePostgres } from '../helpers/postgres';
+import { tempDir } from '../helpers/service';
+
+const BIN = path.join(__dirname, '../../bin/printfarm.js');
+const KEY = 'scale-out-key';
+const INSTALLATIONS = 50;
+const LIMIT = 10;
+/** Distinct submissions per installation: two more than the hourly limit. */
+const PER_INSTALLATION = LIMIT + 2;
+
+interface Instance {
+  url: string;
+  child: ChildProcess;
+  stop(): Promise<number | null>;
+}
+
+function startAggregator(databaseUrl: string, dataDir: string): Promise<Instance> {
+  const child = spawn(process.execPath, [BIN, 'aggregator', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, '--database-url', databaseUrl], {
+    env: { PATH: process.env.PATH, AGGREGATOR_API_KEY: KEY, AGGREGATOR_RATE_LIMIT_PER_HOUR: String(LIMIT), DATABASE_POOL_MAX: '10', LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`aggregator did not start:\n${out}`));
+    }, 30_000);
+    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = out.match(/Health\s+(http:\/\/\S+)\/health/);
+      if (!m) return;
+      clearTimeout(timer);
+      resolve({
+        url: m[1],
+        child,
+        stop: async () => {
+          if (child.exitCode === null) child.kill('SIGTERM');
+          return exited;
+        },
+      });
+    });
+    exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`aggregator exited (${code}):\n${out}`));
+    });
+  });
+}
+
+function submission(installationId: string, n: number) {
+  const at = Date.parse('2026-03-01T12:00:00.000Z') + n * 60_000;
+  return {
+    installation_id: installationId,
+    submitted_at: new Date(at).toISOString(),
+    schema_version: '1.0',
+    period_start: new Date(at - 7 * 86_400_000).toISOString(),
+    period_end: new Date(at).toISOString(),
+    app_version: '1.2.0',
+    platform: 'linux',
+    deployment_mode: 'standalone',
+    country_code: 'DE',
+    printer_count: 3,
+    printer_types: ['bambu_lab'],
+    printer_type_counts: { bambu_lab: 3 },
+    total_jobs_created: 7,
+    total_jobs_completed: 5,
+    total_jobs_failed: 1,
+    total_files_downloaded: 2,
+    total_files_uploaded: 0,
+    uptime_hours: 1.5,
+    feature_usage: { queue: true },
+    event_counts: { error: 1 },
+  };
+}
+
+async function submit(base: string, body: unknown): Promise<number> {
+  const res = await fetch(`${base}/submit`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': KEY }, body: JSON.stringify(body) });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+const missing = postgresUnavailable();
+(missing ? describe.skip : describe)(`two aggregator processes on one PostgreSQL${missing ? ` (skipped: ${missing})` : ''}`, () => {
+  const server = missing ? null : usePostgres();
+  let dirs: string[] = [];
+  let instances: Instance[] = [];
+  let databaseUrl: string;
+
+  beforeAll(async () => {
+    databaseUrl = await (await server!()).createDatabase('scale');
+    dirs = [tempDir('printfarm-agg-a-'), tempDir('printfarm-agg-b-')];
+    // Both start at once: the migrations run once, under the migration lock.
+    instances = await Promise.all(dirs.map((dir) => startAggregator(databaseUrl, dir)));
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all(instances.map((i) => i.stop()));
+    for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('50 installations submitting to both at once: exact counts, the hourly limit across both, retries are duplicates', async () => {
+    const ids = Array.from({ length: INSTALLATIONS }, () => randomUUID());
+    // Every submission goes to both instances at the same moment (a client retry landing on the other one).
+    // Up to 50 pairs in flight at once (100 requests): concurrent, without queueing a thousand on a loaded machine.
+    const pairs = Array.from({ length: PER_INSTALLATION }, (_, n) => ids.map((id) => ({ id, n }))).flat();
+    const results: { id: string; n: number; status: number }[] = [];
+    const worker = async () => {
+      for (let pair = pairs.shift(); pair; pair = pairs.shift()) {
+        const { id, n } = pair;
+        results.push(...(await Promise.all(instances.map(async (instance) => ({ id, n, status: await submit(instance.url, submission(id, n)) })))));
+      }
+    };
+    await Promise.all(Array.from({ length: 50 }, worker));
+
+    const per = new Map<string, number[]>();
+    for (const r of results) per.set(r.id, [...(per.get(r.id) ?? []), r.status]);
+    for (const [id, statuses] of per) {
+      const count = (s: number) => statuses.filter((x) => x === s).length;
+      // Of each pair the copy taken first decides: 10 are accepted (their other copy is a duplicate, 200,
+      // wherever it landed), the 2 past the hourly limit are refused on both instances.
+      expect([id, count(201), count(200), count(429)]).toEqual([id, LIMIT, LIMIT, 2 * (PER_INSTALLATION - LIMIT)]);
+    }
+
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    try {
+      const q = async (text: string) => (await client.query(text)).rows;
+      expect(await q('SELECT count(*)::int AS n, count(DISTINCT installation_id)::int AS installations FROM submissions')).toEqual([
+        { n: INSTALLATIONS * LIMIT, installations: INSTALLATIONS },
+      ]);
+      expect(await q('SELECT count(*)::int AS n FROM (SELECT installation_id FROM submissions GROUP BY installation_id HAVING count(*) <> 10) AS off')).toEqual([{ n: 0 }]);
+      expect(await q('SELECT count(*)::int AS n, min(submissions)::int AS lo, max(submissions)::int AS hi FROM installations')).toEqual([{ n: INSTALLATIONS, lo: LIMIT, hi: LIMIT }]);
+      expect(await q('SELECT min(submission_count)::int AS lo, max(submission_count)::int AS hi FROM rate_limits')).toEqual([{ lo: LIMIT, hi: LIMIT }]);
+    } finally {
+      await client.end();
+    }
+
+    // Both instances show the same summary, with sums exact to the submission.
+    const summaries = await Promise.all(
+      instances.map(async (i) => (await (await fetch(`${i.url}/stats/summary`, { headers: { 'x-api-key': KEY } })).json()) as Record<string, unknown>),
+    );
+    const stored = INSTALLATIONS * LIMIT;
+    for (const s of summaries) {
+      expect(s).toMatchObject({
+        total_installations: INSTALLATIONS,
+        total_submissions: stored,
+        totals: { jobs_created: 7 * stored, jobs_completed: 5 * stored, jobs_failed: stored, files_downloaded: 2 * stored, errors: stored, uptime_hours: 1.5 * stored },
+      });
+    }
+    const { generated_at: _a, ...first } = summaries[0];
+    const { generated_at: _b, ...second } = summaries[1];
+    expect(second).toEqual(first);
+  }, 180_000);
+});

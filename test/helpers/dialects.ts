@@ -1,0 +1,49 @@
+/**
+ * One set of tests, run on both databases: `describeDialects(title, (db) => ...)`
+ * declares the block once for SQLite and once for PostgreSQL (a server of the
+ * test file's own, see postgres.ts). `db.options()` gives a fresh database per
+ * call: `{}` on SQLite (the service's file in its temp data dir), a new
+ * PostgreSQL database's URL (`databaseUrl`) otherwise.
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import type { AnyConnection } from '../../service/db/connection';
+import { postgresUnavailable, usePostgres } from './postgres';
+
+export type DialectName = 'sqlite' | 'postgres';
+
+export interface DialectUnderTest {
+  name: DialectName;
+  /** Options for startService: a fresh database each call (`{}` on SQLite: the file in the service's temp data dir). */
+  options(): Promise<{ databaseUrl?: string }>;
+  /** A fresh database's URL (PostgreSQL), undefined on SQLite. */
+  url(): Promise<string | undefined>;
+}
+
+export const DIALECTS: DialectName[] = ['sqlite', 'postgres'];
+
+export function describeDialects(title: string, body: (db: DialectUnderTest) => void): void {
+  for (const name of DIALECTS) {
+    if (name === 'sqlite') {
+      describe(`${title} [sqlite]`, () => body({ name, options: async () => ({}), url: async () => undefined }));
+      continue;
+    }
+    const missing = postgresUnavailable();
+    if (missing) {
+      describe.skip(`${title} [postgres] (skipped: ${missing})`, () => body({ name, options: async () => ({}), url: async () => undefined }));
+      // Said once per file, where a developer sees it.
+      process.stderr.write(`note: ${title} [postgres] skipped: ${missing}\n`);
+      continue;
+    }
+    describe(`${title} [postgres]`, () => {
+      const server = usePostgres();
+      const url = async () => (await server()).createDatabase();
+      body({ name, url, options: async () => ({ databaseUrl: await url() }) });
+    });
+  }
+}
+
+/** The raw SQLite handle of a connection, for tests that break the database on purpose (SQLite only). */
+export function sqliteOf<T>(connection: AnyConnection<T>): BetterSqlite3.Database {
+  if (connection.dialect !== 'sqlite') throw new Error('this test needs the SQLite database');
+  return connection.sqlite;
+}
