@@ -293,7 +293,7 @@ export function exposureWarning(host: string, port: number, accessControl: boole
   const loopback = host === 'localhost' || host === '::1' || /^127\./.test(host);
   if (accessControl || loopback) return null;
   const where = host === '0.0.0.0' || host === '::' ? 'any address of this machine' : host;
-  return `the API is open: anyone who can reach port ${port} on ${where} can control the printers and read their access codes; set HOST=127.0.0.1, or AUTH_TOKENS / printfarm token create (see README, Security)`;
+  return `the API is open: anyone who can reach port ${port} on ${where} can control the printers and read their access codes; set HOST=127.0.0.1, or AUTH_TOKENS / printfarm token create (see docs/security.md)`;
 }
 
 /**

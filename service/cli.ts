@@ -31,13 +31,13 @@ simulate      starts simulated printers on 127.0.0.1 (real MQTT/FTPS and PrusaLi
               --json prints one line {"printers":[{"printer":{...},"control_url":"..."}]}.
 aggregator    runs the aggregation service for opt-in usage statistics (own database in --data-dir);
               API keys from --api-key (repeatable) or AGGREGATOR_API_KEY (comma-separated), mail
-              reports from AGGREGATOR_SMTP_* (see the README).
+              reports from AGGREGATOR_SMTP_* (see docs/usage-statistics.md).
 
 db copy       moves a farm's SQLite database into an empty PostgreSQL database (ids kept, counts checked).
 token create  makes an API token, prints it once and stores only its hash in DATA_DIR/tokens.json;
               the first token turns on access control (Authorization: Bearer) for /api/v1 and /ws.
 
-Environment: PORT, HOST, DATA_DIR, DATABASE_URL, DATABASE_POOL_MAX, LOG_LEVEL and the settings listed in the README.
+Environment: PORT, HOST, DATA_DIR, DATABASE_URL, DATABASE_POOL_MAX, LOG_LEVEL and the settings listed in docs/configuration.md.
 `;
 
 async function serve(args: string[]): Promise<void> {

@@ -4,7 +4,7 @@
  *  - startup options (port, data dir...) are read once when the service starts;
  *  - runtime settings live in the database, can be changed through
  *    `PUT /api/v1/settings`, and take their environment variable as default.
- * The README's configuration table and the settings schemas are derived from
+ * The configuration table of docs/configuration.md (a test compares them) and the settings schemas are derived from
  * these tables, so they cannot drift apart.
  */
 import fs from 'node:fs';

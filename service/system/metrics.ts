@@ -141,7 +141,7 @@ export class ServiceMetrics {
     gauge('printfarm_database_size_bytes', 'Size of the SQLite database with its WAL', () => databaseBytes(sources.databaseFile));
     // process_resident_memory_bytes, process_cpu_seconds_total, process_start_time_seconds and the other
     // standard process and Node.js metrics come from prom-client (util/prometheus.ts); these two stay by
-    // their names of before, which dashboards and the README use.
+    // their names of before, which dashboards and docs/api.md use.
     gauge('nodejs_heap_used_bytes', 'V8 heap in use in bytes', () => process.memoryUsage().heapUsed);
     gauge(
       'nodejs_eventloop_delay_seconds',

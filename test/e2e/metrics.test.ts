@@ -81,7 +81,10 @@ describe('GET /metrics', () => {
 
     const before = value(connected, 'printfarm_printer_reports_total')!;
     expect(before).toBeGreaterThan(0);
+    // An idle simulated printer goes quiet once its temperatures settle: loading a spool makes it report again.
+    const bambu = farm.printers.find((p) => p.printer.type === 'bambu_lab')!;
     const later = await until(async () => {
+      await control(bambu.control_url, 'materials', { materials: [{ slot: 0, type: 'PLA', color: '#FFFFFF' }] });
       const { samples } = await scrape();
       return value(samples, 'printfarm_printer_reports_total')! > before && value(samples, 'printfarm_printer_reports_per_second')! > 0 ? samples : null;
     }, 'more reports and a positive rate');
@@ -158,7 +161,7 @@ describe('GET /metrics', () => {
     expect(value(done, 'printfarm_info', { version: VERSION })).toBe(1);
   });
 
-  test('every metric of the README table is there, with its type, and the standard process metrics beside them', async () => {
+  test('every metric of the docs/api.md table is there, with its type, and the standard process metrics beside them', async () => {
     const { types } = await scrape();
     const expected: Record<string, string> = {
       printfarm_info: 'gauge',

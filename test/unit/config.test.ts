@@ -3,10 +3,10 @@ import path from 'node:path';
 import { ConfigError, parseSettingValue, RUNTIME_SETTINGS, runtimeDefaults, STARTUP_OPTIONS, startupOptions } from '../../service/config';
 
 describe('configuration', () => {
-  test('the README documents every setting with its environment variable, default and range', () => {
-    const readme = fs.readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
+  test('docs/configuration.md documents every setting with its environment variable, default and range', () => {
+    const page = fs.readFileSync(path.join(__dirname, '../../docs/configuration.md'), 'utf8');
     for (const [key, def] of Object.entries({ ...STARTUP_OPTIONS, ...RUNTIME_SETTINGS })) {
-      const row = readme.split('\n').find((line) => line.startsWith(`| \`${key}\` |`));
+      const row = page.split('\n').find((line) => line.startsWith(`| \`${key}\` |`));
       expect([key, row]).toEqual([key, expect.stringContaining(`\`${def.env}\``)]);
       if (key !== 'timezone') expect(row).toContain(def.default === '' ? '(empty)' : String(def.default));
       if ('min' in def) expect(row).toContain(`${def.min} to ${def.max}`);

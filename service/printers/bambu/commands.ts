@@ -1,5 +1,5 @@
 /**
- * Bambu commands: the `project_file` body that starts a .3mf (PROTOCOLS.md §1)
+ * Bambu commands: which command starts a file, the `project_file` body that starts a .3mf (PROTOCOLS.md §1)
  * and the bookkeeping of commands waiting for the printer's answer.
  */
 import { DriverError } from '../driver';
@@ -33,6 +33,19 @@ export function projectFileFields(absolute: string, model: string | null, useAms
     use_ams: useAms,
     ams_mapping: [0],
   };
+}
+
+/**
+ * The command that starts a file stored on the printer: `project_file` for
+ * .3mf (plate 1, the AMS when the printer has one, slot mapping [0]),
+ * `gcode_file` for .gcode. Anything else is refused here (the printer would refuse it too).
+ */
+export function startCommandOf(path: string, model: string | null, hasAms: boolean): { command: string; fields: Json } {
+  const absolute = path.startsWith('/') ? path : `/${path}`;
+  const name = absolute.slice(absolute.lastIndexOf('/') + 1);
+  if (/\.3mf$/i.test(name)) return { command: 'project_file', fields: projectFileFields(absolute, model, hasAms) };
+  if (/\.gcode$/i.test(name)) return { command: 'gcode_file', fields: { param: absolute } };
+  throw new DriverError('REJECTED', `a Bambu printer prints .3mf and .gcode files, not "${name}"`, { path });
 }
 
 interface PendingCommand {

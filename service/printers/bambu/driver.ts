@@ -20,9 +20,7 @@
  * The access code is never logged, emitted or put in an error.
  */
 import { EventEmitter } from 'node:events';
-import { connect as mqttConnect, type MqttClient } from 'mqtt';
 import {
-  backoffDelay,
   DriverError,
   type ConnectionChange,
   type ConnectionState,
@@ -34,12 +32,13 @@ import {
   type QueuedStartHooks,
 } from '../driver';
 import { guardWith, reasonOf } from '../guard';
-import { PendingCommands, projectFileFields } from './commands';
+import { PendingCommands, startCommandOf } from './commands';
 import { BambuFtp } from './ftp';
 import { sendQueuedStart } from './project-file';
-import { MAX_PACKET_BYTES, MqttPacketGuard } from './limits';
-import { mqttErrorOf, mqttOptions, type BambuDriverLogger, type BambuDriverOptions } from './link';
+import { mqttOptions, type BambuDriverLogger, type BambuDriverOptions } from './link';
+import { Reconnects } from './reconnects';
 import { BambuReports } from './reports';
+import { BambuSession } from './session';
 import { modelFromSerial, type Json } from './state';
 
 export type { BambuDriverLogger, BambuDriverOptions } from './link';
@@ -54,26 +53,17 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   private linkMessage: string | null = null;
   private readonly reports = new BambuReports();
   private serial: string | null;
-  private client: MqttClient | null = null;
-  /** CONNACK and SUBACK received on `client`. */
-  private linkUp = false;
-  private attempt = 0;
-  private reconnectTimer: NodeJS.Timeout | null = null;
-  private connectTimer: NodeJS.Timeout | null = null;
-  private watchdog: NodeJS.Timeout | null = null;
-  private lastMessageAt = 0;
+  /** The MQTT client of the current attempt or link (session.ts); null between attempts. */
+  private session: BambuSession | null = null;
+  private readonly reconnects: Reconnects;
   private readonly waiters: Waiter[] = [];
   private readonly commands = new PendingCommands();
   private sequence: number;
   private closed = false;
   private faults = 0;
   private readonly ftp: BambuFtp;
-  private readonly backoffBaseMs: number;
-  private readonly backoffMaxMs: number;
-  private readonly authRetryMs: number;
   private readonly connectTimeoutMs: number;
   private readonly keepaliveSeconds: number;
-  private readonly random: () => number;
   private readonly log: BambuDriverLogger | null;
   /** Every callback of the network or a timer: whatever goes wrong marks this printer `error`, never the process. */
   private readonly guard = guardWith((err) => this.fault(`the service could not handle what the printer sent (${reasonOf(err)})`));
@@ -84,14 +74,14 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   ) {
     super();
     this.serial = config.serial_number?.trim() || null;
-    this.backoffBaseMs = options.backoffBaseMs ?? 1000;
-    this.backoffMaxMs = options.backoffMaxMs ?? 60_000;
-    this.authRetryMs = options.authRetryMs ?? this.backoffMaxMs;
+    const backoffMaxMs = options.backoffMaxMs ?? 60_000;
+    const random = options.random ?? Math.random;
+    const timings = { backoffBaseMs: options.backoffBaseMs ?? 1000, backoffMaxMs, authRetryMs: options.authRetryMs ?? backoffMaxMs, random };
+    this.reconnects = new Reconnects(timings, this.guard, () => this.attemptConnect());
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     this.keepaliveSeconds = options.keepaliveSeconds ?? 30;
-    this.random = options.random ?? Math.random;
     this.log = options.logger ?? null;
-    this.sequence = 20_000 + Math.floor(this.random() * 60_000);
+    this.sequence = 20_000 + Math.floor(random() * 60_000);
     this.ftp = new BambuFtp({
       host: config.ip_address,
       port: config.ports.ftps ?? 990,
@@ -112,6 +102,11 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     return this.config.ports.mqtt ?? 8883;
   }
 
+  /** The printer model as far as known (report, version answer, else the serial's prefix). */
+  private get model(): string | null {
+    return this.reports.current?.model ?? this.reports.version?.model ?? modelFromSerial(this.serial);
+  }
+
   private get where(): string {
     return `${this.config.ip_address}:${this.mqttPort}`;
   }
@@ -122,53 +117,42 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     if (this.closed) return Promise.reject(new DriverError('OFFLINE', 'driver closed'));
     if (this.link === 'connected') return Promise.resolve();
     const result = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
-    if (!this.client) {
+    if (!this.session) {
       // An explicit connect() does not wait out a pending backoff.
-      this.clearReconnectTimer();
+      this.reconnects.clear();
       this.attemptConnect();
     }
     return result;
   }
 
   private attemptConnect(): void {
-    if (this.closed || this.client) return;
+    if (this.closed || this.session) return;
     if (!this.config.access_code) {
       this.failWithoutClient(new DriverError('AUTH', 'no access code configured'));
       return;
     }
     this.log?.debug({ printer: this.config.id, address: this.where }, 'bambu: connecting');
     const options = mqttOptions(this.config, this.serial, this.mqttPort, { keepaliveSeconds: this.keepaliveSeconds, connectTimeoutMs: this.connectTimeoutMs });
-    const client = mqttConnect(options);
-    this.client = client;
-    this.linkUp = false;
-    let lastError: DriverError | null = null;
-    // mqtt.js enforces no packet size for MQTT 3.1.1: refuse an oversized packet by its header, before it is buffered.
-    const packets = new MqttPacketGuard(MAX_PACKET_BYTES);
-    client.stream?.on('data', this.guard((chunk: Buffer) => {
-      const size = packets.feed(chunk);
-      if (size !== null && client === this.client) this.fault(`the printer sent an MQTT packet of ${size} bytes (limit ${MAX_PACKET_BYTES})`);
-    }));
-    const timeout = new DriverError('TIMEOUT', `no MQTT answer from ${this.where} within ${Math.round(this.connectTimeoutMs / 1000)} s`);
-    this.connectTimer = setTimeout(this.guard(() => this.attemptFailed(client, timeout)), this.connectTimeoutMs);
-    client.on('connect', this.guard(() => this.onConnack(client)));
-    client.on('message', this.guard((topic: string, payload: Buffer) => this.onMessage(client, topic, payload)));
-    client.on(
-      'error',
-      this.guard((err: Error & { code?: unknown }) => {
-        if (client !== this.client) return;
-        const mapped = mqttErrorOf(err, this.where);
-        if (mapped.code === 'AUTH') this.attemptFailed(client, mapped);
-        else lastError = mapped;
-      }),
-    );
-    client.on(
-      'close',
-      this.guard(() => {
-        if (client !== this.client) return;
-        if (this.linkUp) this.linkLost(client, lastError?.message ?? 'connection lost');
-        else this.attemptFailed(client, lastError ?? new DriverError('OFFLINE', `connection to ${this.where} closed before the printer accepted it`));
-      }),
-    );
+    // The handlers name their own session: a late event of an ended session never touches a newer link.
+    const session: BambuSession = new BambuSession(options, {
+      where: this.where,
+      reportTopic: this.serial ? `device/${this.serial}/report` : 'device/+/report',
+      connectTimeoutMs: this.connectTimeoutMs,
+      watchdogMs: this.config.watchdog_ms,
+      guard: this.guard,
+      events: {
+        up: () => this.onLinkUp(session),
+        message: (topic, payload) => this.onMessage(session, topic, payload),
+        failed: (err) => this.attemptFailed(session, err),
+        lost: (message) => this.linkLost(session, message),
+        silent: (seconds) => {
+          this.log?.warn({ printer: this.config.id, silent_s: seconds }, 'bambu: watchdog, reconnecting');
+          this.linkLost(session, `no report for ${seconds} s`);
+        },
+        fault: (reason) => this.fault(reason),
+      },
+    });
+    this.session = session;
   }
 
   /**
@@ -193,53 +177,34 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     return { dropped_reports: this.reports.dropped, faults: this.faults };
   }
 
-  private onConnack(client: MqttClient): void {
-    if (client !== this.client) return;
-    const topic = this.serial ? `device/${this.serial}/report` : 'device/+/report';
-    client.subscribe(topic, { qos: 0 }, this.guard((err: Error | null, granted?: Array<{ qos: number }>) => {
-      if (client !== this.client) return;
-      if (err || !granted || granted.some((g) => g.qos === 128)) {
-        this.attemptFailed(client, new DriverError('PROTOCOL', `the printer refused the subscription to ${topic}`));
-        return;
-      }
-      this.clearConnectTimer();
-      this.linkUp = true;
-      this.lastMessageAt = Date.now();
-      this.requestFullStatus(client);
-      this.watchdog = setTimeout(this.guard(() => this.onWatchdog(client)), this.config.watchdog_ms);
-      this.setLink('connected', null);
-      this.log?.debug({ printer: this.config.id }, 'bambu: connected');
-      for (const w of this.waiters.splice(0)) w.resolve();
-    }));
+  private onLinkUp(session: BambuSession): void {
+    if (session !== this.session) return;
+    this.requestFullStatus(session);
+    this.setLink('connected', null);
+    this.log?.debug({ printer: this.config.id }, 'bambu: connected');
+    for (const w of this.waiters.splice(0)) w.resolve();
   }
 
   /** pushall + get_version: only here, i.e. once per (re)connect. */
-  private requestFullStatus(client: MqttClient): void {
+  private requestFullStatus(session: BambuSession): void {
     if (!this.serial) return; // learnt from the first report; that one is then asked for below
     const topic = `device/${this.serial}/request`;
-    client.publish(topic, JSON.stringify({ pushing: { sequence_id: String(++this.sequence), command: 'pushall', version: 1, push_target: 1 } }), { qos: 0 });
-    client.publish(topic, JSON.stringify({ info: { sequence_id: String(++this.sequence), command: 'get_version' } }), { qos: 0 });
-  }
-
-  private onWatchdog(client: MqttClient): void {
-    if (client !== this.client || !this.linkUp) return;
-    const silent = Math.round((Date.now() - this.lastMessageAt) / 1000);
-    this.log?.warn({ printer: this.config.id, silent_s: silent }, 'bambu: watchdog, reconnecting');
-    this.linkLost(client, `no report for ${silent} s`);
+    session.publish(topic, JSON.stringify({ pushing: { sequence_id: String(++this.sequence), command: 'pushall', version: 1, push_target: 1 } }), 0);
+    session.publish(topic, JSON.stringify({ info: { sequence_id: String(++this.sequence), command: 'get_version' } }), 0);
   }
 
   /** A connection that was up went away (socket closed, watchdog). */
-  private linkLost(client: MqttClient, message: string): void {
-    if (client !== this.client) return;
+  private linkLost(session: BambuSession, message: string): void {
+    if (session !== this.session) return;
     this.teardown();
     this.commands.rejectAll(new DriverError('OFFLINE', `connection to the printer was lost (${message})`));
     this.setLink('disconnected', message);
-    this.scheduleReconnect(backoffDelay(this.attempt++, this.random, this.backoffBaseMs, this.backoffMaxMs));
+    this.reconnects.backoff();
   }
 
   /** A connection attempt failed before the link was up. */
-  private attemptFailed(client: MqttClient, err: DriverError): void {
-    if (client !== this.client) return;
+  private attemptFailed(session: BambuSession, err: DriverError): void {
+    if (session !== this.session) return;
     this.teardown();
     this.failWithoutClient(err);
   }
@@ -248,53 +213,19 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     for (const w of this.waiters.splice(0)) w.reject(err);
     if (err.code === 'AUTH' || err.details.fault) {
       this.setLink('error', err.message);
-      // A wrong code stays wrong until someone changes it: retry slowly, never in a tight loop.
-      this.scheduleReconnect(backoffDelay(30, this.random, this.backoffBaseMs, Math.max(this.backoffBaseMs, this.authRetryMs)));
+      this.reconnects.slowly();
     } else {
       this.setLink('disconnected', err.message);
-      this.scheduleReconnect(backoffDelay(this.attempt++, this.random, this.backoffBaseMs, this.backoffMaxMs));
+      this.reconnects.backoff();
     }
     this.log?.debug({ printer: this.config.id, code: err.code, reason: err.message }, 'bambu: connection attempt failed');
   }
 
-  private scheduleReconnect(delayMs: number): void {
-    if (this.closed) return;
-    this.clearReconnectTimer();
-    this.reconnectTimer = setTimeout(
-      this.guard(() => {
-        this.reconnectTimer = null;
-        this.attemptConnect();
-      }),
-      delayMs,
-    );
-  }
-
-  private clearReconnectTimer(): void {
-    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-    this.reconnectTimer = null;
-  }
-
-  private clearConnectTimer(): void {
-    if (this.connectTimer) clearTimeout(this.connectTimer);
-    this.connectTimer = null;
-  }
-
-  /** Ends the current MQTT client (its late events are ignored: `client !== this.client`). */
+  /** Ends the current session (its late events are ignored: `session !== this.session`). */
   private teardown(): Promise<void> {
-    const client = this.client;
-    this.client = null;
-    this.linkUp = false;
-    this.clearConnectTimer();
-    if (this.watchdog) clearTimeout(this.watchdog);
-    this.watchdog = null;
-    if (!client) return Promise.resolve();
-    return new Promise((resolve) => {
-      try {
-        client.end(true, {}, () => resolve());
-      } catch {
-        resolve();
-      }
-    });
+    const session = this.session;
+    this.session = null;
+    return session ? session.end() : Promise.resolve();
   }
 
   private setLink(connection: ConnectionState, message: string | null): void {
@@ -307,15 +238,13 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
 
   // --- Reports ---
 
-  private onMessage(client: MqttClient, topic: string, payload: Buffer): void {
-    if (client !== this.client) return;
-    this.lastMessageAt = Date.now();
-    this.watchdog?.refresh();
+  private onMessage(session: BambuSession, topic: string, payload: Buffer): void {
+    if (session !== this.session) return;
     if (!this.serial) {
       const m = topic.match(/^device\/([^/]+)\/report$/);
       if (m) {
         this.serial = m[1];
-        this.requestFullStatus(client);
+        this.requestFullStatus(session);
       }
     }
     const outcome = this.reports.take(payload, this.serial);
@@ -325,8 +254,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
       this.fault(`report dropped: ${outcome.reason}`);
       return;
     }
-    // A message proves the link: the next failure starts the backoff from the bottom again.
-    this.attempt = 0;
+    this.reconnects.reset();
     if (outcome.reply) this.commands.answer(outcome.reply);
     if (outcome.state) this.emit('state', outcome.state);
   }
@@ -334,15 +262,15 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   // --- Commands ---
 
   private command(command: string, fields: Json = {}): Promise<void> {
-    const client = this.client;
-    if (this.closed || !client || !this.linkUp || this.link !== 'connected') {
+    const session = this.session;
+    if (this.closed || !session?.up || this.link !== 'connected') {
       return Promise.reject(new DriverError('OFFLINE', `printer is not connected (${this.linkMessage ?? this.link})`));
     }
     if (!this.serial) return Promise.reject(new DriverError('PROTOCOL', 'printer serial number unknown'));
     const sequenceId = String(++this.sequence);
     const body = JSON.stringify({ print: { sequence_id: sequenceId, command, param: '', ...fields } });
     // QoS 1 for control commands (OpenBambuAPI).
-    return this.commands.send(command, sequenceId, this.config.command_timeout_ms, (sent) => client.publish(`device/${this.serial}/request`, body, { qos: 1 }, sent));
+    return this.commands.send(command, sequenceId, this.config.command_timeout_ms, (sent) => session.publish(`device/${this.serial}/request`, body, 1, sent));
   }
 
   pause(): Promise<void> {
@@ -357,27 +285,20 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     return this.command('stop');
   }
 
-  /**
-   * Starts a file stored on the printer: `project_file` for .3mf (plate 1,
-   * the AMS when the printer has one, slot mapping [0]), `gcode_file` for
-   * .gcode. Anything else is refused here (the printer would refuse it too).
-   */
+  /** Starts a file stored on the printer (commands.ts: `project_file` for .3mf, `gcode_file` for .gcode). */
   startPrint(path: string): Promise<void> {
-    const absolute = path.startsWith('/') ? path : `/${path}`;
-    const name = absolute.slice(absolute.lastIndexOf('/') + 1);
-    if (/\.3mf$/i.test(name)) {
-      const model = this.reports.current?.model ?? this.reports.version?.model ?? modelFromSerial(this.serial);
-      return this.command('project_file', projectFileFields(absolute, model, this.reports.current?.capabilities?.has_ams ?? false));
+    try {
+      const start = startCommandOf(path, this.model, this.reports.current?.capabilities?.has_ams ?? false);
+      return this.command(start.command, start.fields);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    if (/\.gcode$/i.test(name)) return this.command('gcode_file', { param: absolute });
-    return Promise.reject(new DriverError('REJECTED', `a Bambu printer prints .3mf and .gcode files, not "${name}"`, { path }));
   }
 
   /** A queued print (project-file.ts): FTPS upload to the card root, then `project_file` with QoS 1. */
   sendAndStart(start: QueuedStart, hooks: QueuedStartHooks): Promise<void> {
     if (this.closed) return Promise.reject(new DriverError('OFFLINE', 'driver closed'));
-    const model = () => this.reports.current?.model ?? this.reports.version?.model ?? modelFromSerial(this.serial);
-    return sendQueuedStart({ ftp: this.ftp, model, command: (fields) => this.command('project_file', fields) }, start, hooks);
+    return sendQueuedStart({ ftp: this.ftp, model: () => this.model, command: (fields) => this.command('project_file', fields) }, start, hooks);
   }
 
   removeQueuedFile(remoteName: string): Promise<void> {
@@ -401,7 +322,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.clearReconnectTimer();
+    this.reconnects.stop();
     const ended = this.teardown();
     const closedError = new DriverError('OFFLINE', 'driver closed');
     this.commands.rejectAll(closedError);

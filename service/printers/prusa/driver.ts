@@ -23,19 +23,11 @@ import {
   type QueuedStart,
   type QueuedStartHooks,
 } from '../driver';
+import { controlJob } from './control';
+import { downloadPrusaFile, listPrusaFiles } from './files';
 import { PrusaHttpClient, type AuthMode } from './http';
 import { uploadAndPrint } from './upload';
-import {
-  encodePath,
-  mergePrusaState,
-  stateChanged,
-  stateHasJob,
-  type PrusaFileEntry,
-  type PrusaInfo,
-  type PrusaJob,
-  type PrusaStatus,
-  type PrusaVersion,
-} from './state';
+import { encodePath, mergePrusaState, stateChanged, stateHasJob, type PrusaInfo, type PrusaJob, type PrusaStatus, type PrusaVersion } from './state';
 
 export interface PrusaDriverOptions {
   /** First backoff step (ms); 1000 in production, smaller in tests. */
@@ -56,15 +48,6 @@ interface Waiter {
   resolve: () => void;
   reject: (err: unknown) => void;
 }
-
-interface StorageEntry {
-  name?: string;
-  type?: string;
-  path?: string;
-  available?: boolean;
-}
-
-const MAX_FOLDER_REQUESTS = 200;
 
 /** A DriverError stays what it is; anything else is the service failing on what the printer sent (marked `internal`). */
 function asDriverError(err: unknown): DriverError {
@@ -161,86 +144,26 @@ export class PrusaDriver extends EventEmitter implements PrinterDriver {
     if (this.link !== 'disconnected') this.setLink('disconnected', 'driver closed');
   }
 
-  async listFiles(): Promise<PrinterFile[]> {
-    let storages: StorageEntry[];
-    try {
-      const answer = await this.http.json<{ storage_list?: StorageEntry[] }>('/api/v1/storage');
-      storages = (answer?.storage_list ?? []).filter((s) => s.available !== false);
-    } catch (err) {
-      if (!(err instanceof DriverError && err.code === 'NOT_FOUND')) throw err;
-      storages = [{ path: '/usb', name: 'usb' }]; // firmware without /api/v1/storage: Buddy's one storage
-    }
-    const files: PrinterFile[] = [];
-    let requests = 0;
-    for (const storage of storages) {
-      const root = (storage.path ?? storage.name ?? '').replace(/^\/+|\/+$/g, '');
-      if (!root) continue;
-      const queue: Array<{ rel: string; depth: number }> = [{ rel: '', depth: 0 }];
-      while (queue.length && files.length < this.opts.maxFiles && requests < MAX_FOLDER_REQUESTS) {
-        const { rel, depth } = queue.shift()!;
-        requests++;
-        let folder: PrusaFileEntry | null;
-        try {
-          folder = await this.http.json<PrusaFileEntry>(`/api/v1/files${encodePath(`${root}/${rel}`)}${rel ? '' : '/'}`);
-        } catch (err) {
-          if (err instanceof DriverError && err.code === 'NOT_FOUND') continue; // storage gone (USB pulled) or folder removed
-          throw err;
-        }
-        for (const child of folder?.children ?? []) {
-          if (!child || typeof child.name !== 'string') continue;
-          const childRel = rel ? `${rel}/${child.name}` : child.name;
-          if (child.type === 'FOLDER') {
-            if (depth < this.opts.maxFolderDepth) queue.push({ rel: childRel, depth: depth + 1 });
-            continue;
-          }
-          const path = `/${root}/${childRel}`;
-          if (child.refs?.download) this.downloadRefs.set(path, child.refs.download);
-          files.push({
-            path,
-            name: child.display_name ?? child.name,
-            size: typeof child.size === 'number' ? child.size : 0,
-            modified: typeof child.m_timestamp === 'number' ? new Date(child.m_timestamp * 1000).toISOString() : null,
-            storage: root,
-          });
-          if (files.length >= this.opts.maxFiles) break;
-        }
-      }
-    }
-    return files;
+  listFiles(): Promise<PrinterFile[]> {
+    return listPrusaFiles(this.http, this.downloadRefs, this.opts);
   }
 
-  async download(
-    path: string,
-    destination: string,
-    onProgress?: (bytes: number, total: number) => void,
-    signal?: AbortSignal,
-  ): Promise<void> {
-    const key = encodePath(path).split('/').map(safeDecode).join('/');
-    let url = this.downloadRefs.get(key);
-    if (!url) {
-      const meta = await this.http.json<PrusaFileEntry>(`/api/v1/files${encodePath(key)}`, { signal });
-      if (meta?.type === 'FOLDER') throw new DriverError('NOT_FOUND', `${path} is a folder`);
-      url = meta?.refs?.download ?? key;
-    }
-    // refs.download is a path on the printer (Buddy: /usb/SHAPE-~1.BGC), maybe already percent-encoded.
-    await this.http.download(encodePath(url.split('/').map(safeDecode).join('/')), destination, onProgress, signal);
+  download(path: string, destination: string, onProgress?: (bytes: number, total: number) => void, signal?: AbortSignal): Promise<void> {
+    return downloadPrusaFile(this.http, this.downloadRefs, path, destination, onProgress, signal);
   }
 
   async pause(): Promise<void> {
-    const id = await this.currentJobId();
-    await this.http.request('PUT', `/api/v1/job/${id}/pause`);
+    await controlJob(this.http, 'pause');
     this.wake();
   }
 
   async resume(): Promise<void> {
-    const id = await this.currentJobId();
-    await this.http.request('PUT', `/api/v1/job/${id}/resume`);
+    await controlJob(this.http, 'resume');
     this.wake();
   }
 
   async stop(): Promise<void> {
-    const id = await this.currentJobId();
-    await this.http.request('DELETE', `/api/v1/job/${id}`);
+    await controlJob(this.http, 'stop');
     this.wake();
   }
 
@@ -257,15 +180,6 @@ export class PrusaDriver extends EventEmitter implements PrinterDriver {
   }
 
   // ---------------------------------------------------------------- internals
-
-  /** The printer's current job id, asked fresh so that a command never hits an old job. */
-  private async currentJobId(): Promise<number> {
-    const status = await this.http.json<PrusaStatus>('/api/v1/status');
-    if (typeof status?.job?.id === 'number') return status.job.id;
-    const job = await this.http.json<PrusaJob>('/api/v1/job'); // partial report without job: ask the job itself
-    if (typeof job?.id === 'number') return job.id;
-    throw new DriverError('REJECTED', 'there is no job on the printer');
-  }
 
   private async run(): Promise<void> {
     while (!this.closed) {
@@ -396,13 +310,5 @@ export class PrusaDriver extends EventEmitter implements PrinterDriver {
     } catch (err) {
       process.emitWarning(`printfarm: a '${event}' listener of printer ${this.config.id} threw: ${(err as Error)?.message ?? err}`);
     }
-  }
-}
-
-function safeDecode(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
   }
 }

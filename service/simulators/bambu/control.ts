@@ -1,7 +1,7 @@
 /**
  * The simulated Bambu printer's control API: JSON over HTTP on 127.0.0.1,
  * to drive the printer like a person at it and to inject faults (also in the
- * README's simulator section):
+ * simulator section of docs/printers.md):
  *     POST /print {"file": "<name or path>"}   start a stored file (the screen)
  *     POST /pause /resume /finish /fail /cancel
  *     POST /offline   drop every connection, refuse new ones

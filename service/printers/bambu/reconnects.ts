@@ -1,0 +1,67 @@
+/**
+ * When a Bambu driver tries its printer again: exponential backoff with full
+ * jitter after a lost link or a failed attempt, and only slowly (about once
+ * per `authRetryMs`) after a refused access code or a printer fault, which do
+ * not heal by retrying. One timer at a time; stop() ends it for good.
+ */
+import { backoffDelay } from '../driver';
+
+type Guard = <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
+
+export interface ReconnectTimings {
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  authRetryMs: number;
+  random: () => number;
+}
+
+export class Reconnects {
+  private attempt = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly t: ReconnectTimings,
+    private readonly guard: Guard,
+    private readonly retry: () => void,
+  ) {}
+
+  /** After a lost link or a failed attempt: the next step of the backoff. */
+  backoff(): void {
+    this.schedule(backoffDelay(this.attempt++, this.t.random, this.t.backoffBaseMs, this.t.backoffMaxMs));
+  }
+
+  /** A wrong code stays wrong until someone changes it: retry slowly, never in a tight loop. */
+  slowly(): void {
+    this.schedule(backoffDelay(30, this.t.random, this.t.backoffBaseMs, Math.max(this.t.backoffBaseMs, this.t.authRetryMs)));
+  }
+
+  /** A message proves the link: the next failure starts the backoff from the bottom again. */
+  reset(): void {
+    this.attempt = 0;
+  }
+
+  /** Cancels a pending retry (an explicit connect() does not wait out the backoff). */
+  clear(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  /** The driver closed: no retry any more. */
+  stop(): void {
+    this.stopped = true;
+    this.clear();
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    this.clear();
+    this.timer = setTimeout(
+      this.guard(() => {
+        this.timer = null;
+        this.retry();
+      }),
+      delayMs,
+    );
+  }
+}

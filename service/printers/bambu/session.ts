@@ -1,0 +1,148 @@
+/**
+ * One MQTT session with a Bambu printer: the client of one connection attempt
+ * and, once the printer accepted it, the link it becomes (PROTOCOLS.md §1).
+ *
+ * The session owns everything tied to that one client: the packet-size guard,
+ * the connect deadline, the report subscription and the report watchdog. It
+ * tells the driver what happened through `events`; the driver decides about
+ * link state, backoff and retries. After end() a session reports nothing
+ * more, so late events of an old client can never touch a newer link.
+ */
+import { connect as mqttConnect, type IClientOptions, type MqttClient } from 'mqtt';
+import { DriverError } from '../driver';
+import { MAX_PACKET_BYTES, MqttPacketGuard } from './limits';
+import { mqttErrorOf } from './link';
+
+type Guard = <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
+
+export interface SessionEvents {
+  /** CONNACK and SUBACK received: reports will flow. */
+  up(): void;
+  message(topic: string, payload: Buffer): void;
+  /** The attempt failed before the link was up, or the printer refused the access code. */
+  failed(err: DriverError): void;
+  /** The link that was up closed (`message` says why). */
+  lost(message: string): void;
+  /** No report arrived within the watchdog period while the link was up. */
+  silent(seconds: number): void;
+  /** The printer sent something hostile (an oversized packet). */
+  fault(reason: string): void;
+}
+
+export interface SessionParams {
+  /** host:port, for messages. */
+  where: string;
+  /** The report topic to subscribe to (`device/{serial}/report`, or `+` while the serial is unknown). */
+  reportTopic: string;
+  connectTimeoutMs: number;
+  watchdogMs: number;
+  /** Wraps every network and timer callback (the driver's fault guard). */
+  guard: Guard;
+  events: SessionEvents;
+}
+
+export class BambuSession {
+  private readonly client: MqttClient;
+  private ended = false;
+  private linkUp = false;
+  private connectTimer: NodeJS.Timeout | null = null;
+  private watchdog: NodeJS.Timeout | null = null;
+  private lastMessageAt = 0;
+
+  constructor(options: IClientOptions, private readonly p: SessionParams) {
+    const { guard, events, where } = p;
+    const client = mqttConnect(options);
+    this.client = client;
+    let lastError: DriverError | null = null;
+    // mqtt.js enforces no packet size for MQTT 3.1.1: refuse an oversized packet by its header, before it is buffered.
+    const packets = new MqttPacketGuard(MAX_PACKET_BYTES);
+    client.stream?.on('data', guard((chunk: Buffer) => {
+      const size = packets.feed(chunk);
+      if (size !== null && !this.ended) events.fault(`the printer sent an MQTT packet of ${size} bytes (limit ${MAX_PACKET_BYTES})`);
+    }));
+    const timeout = new DriverError('TIMEOUT', `no MQTT answer from ${where} within ${Math.round(p.connectTimeoutMs / 1000)} s`);
+    this.connectTimer = setTimeout(guard(() => this.fail(timeout)), p.connectTimeoutMs);
+    client.on('connect', guard(() => this.onConnack()));
+    client.on('message', guard((topic: string, payload: Buffer) => this.onMessage(topic, payload)));
+    client.on(
+      'error',
+      guard((err: Error & { code?: unknown }) => {
+        if (this.ended) return;
+        const mapped = mqttErrorOf(err, where);
+        if (mapped.code === 'AUTH') this.fail(mapped);
+        else lastError = mapped;
+      }),
+    );
+    client.on(
+      'close',
+      guard(() => {
+        if (this.ended) return;
+        if (this.linkUp) events.lost(lastError?.message ?? 'connection lost');
+        else this.fail(lastError ?? new DriverError('OFFLINE', `connection to ${where} closed before the printer accepted it`));
+      }),
+    );
+  }
+
+  /** CONNACK and SUBACK received, and not ended since. */
+  get up(): boolean {
+    return this.linkUp && !this.ended;
+  }
+
+  publish(topic: string, body: string, qos: 0 | 1, sent?: (err?: Error) => void): void {
+    this.client.publish(topic, body, { qos }, sent);
+  }
+
+  /** Ends the client and every timer; no event is reported after this. */
+  end(): Promise<void> {
+    this.ended = true;
+    this.linkUp = false;
+    this.clearConnectTimer();
+    if (this.watchdog) clearTimeout(this.watchdog);
+    this.watchdog = null;
+    return new Promise((resolve) => {
+      try {
+        this.client.end(true, {}, () => resolve());
+      } catch {
+        resolve();
+      }
+    });
+  }
+
+  private fail(err: DriverError): void {
+    if (!this.ended) this.p.events.failed(err);
+  }
+
+  private onConnack(): void {
+    if (this.ended) return;
+    const { reportTopic: topic, guard } = this.p;
+    this.client.subscribe(topic, { qos: 0 }, guard((err: Error | null, granted?: Array<{ qos: number }>) => {
+      if (this.ended) return;
+      if (err || !granted || granted.some((g) => g.qos === 128)) {
+        this.fail(new DriverError('PROTOCOL', `the printer refused the subscription to ${topic}`));
+        return;
+      }
+      this.clearConnectTimer();
+      this.linkUp = true;
+      this.lastMessageAt = Date.now();
+      this.watchdog = setTimeout(guard(() => this.onWatchdog()), this.p.watchdogMs);
+      this.p.events.up();
+    }));
+  }
+
+  private onMessage(topic: string, payload: Buffer): void {
+    if (this.ended) return;
+    this.lastMessageAt = Date.now();
+    this.watchdog?.refresh();
+    this.p.events.message(topic, payload);
+  }
+
+  private onWatchdog(): void {
+    if (this.ended || !this.linkUp) return;
+    this.p.events.silent(Math.round((Date.now() - this.lastMessageAt) / 1000));
+  }
+
+  private clearConnectTimer(): void {
+    if (this.connectTimer) clearTimeout(this.connectTimer);
+    this.connectTimer = null;
+  }
+}
