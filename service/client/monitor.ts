@@ -201,7 +201,14 @@ export class FarmMonitor extends EventEmitter {
       if (this.printers.delete(d.printer_id)) this.emit('removed', d.printer_id);
       return;
     }
-    this.update(applyStatusFrame(this.printers.get(d.printer_id), d, frame.timestamp ?? new Date().toISOString()));
+    const prev = this.printers.get(d.printer_id);
+    // A printer added after the list was read: its frames may lack name and type, so read the list (which
+    // announces it complete) rather than announce it by its id.
+    if (!prev && (d.name === undefined || d.type === undefined)) {
+      this.refresh().catch((err) => this.emit('poll-error', err));
+      return;
+    }
+    this.update(applyStatusFrame(prev, d, frame.timestamp ?? new Date().toISOString()));
   }
 
   private onOpen(): void {
