@@ -18,12 +18,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type tls from 'node:tls';
 import { connect as mqttConnect, type IClientOptions, type MqttClient } from 'mqtt';
 import { WebSocket, WebSocketServer } from 'ws';
 import { createService, type Service } from '../service/app';
 import { driverFactory } from '../service/printers/drivers';
+import { serveBenchWorker } from './worker-ipc';
 
 export interface BenchPrinter {
   id: string;
@@ -49,7 +49,6 @@ interface Running {
   close(): Promise<void>;
 }
 
-const send = (event: WorkerEvent) => process.send?.(event);
 
 async function startService(): Promise<Running> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'printfarm-bench-'));
@@ -144,50 +143,7 @@ async function startRelay(printers: BenchPrinter[]): Promise<Running> {
   };
 }
 
-let running: Running | null = null;
-const loop = monitorEventLoopDelay({ resolution: 10 });
-loop.enable();
-
-process.on('message', (raw: unknown) => {
-  const msg = raw as WorkerCommand;
-  void (async () => {
-    try {
-      switch (msg.cmd) {
-        case 'start':
-          running = msg.mode === 'service' ? await startService() : await startRelay(msg.printers);
-          return send({ ev: 'ready', port: running.port });
-        case 'sample': {
-          const cpu = process.cpuUsage();
-          const loopP99Ms = loop.percentile(99) / 1e6;
-          loop.reset();
-          return send({
-            ev: 'sample',
-            id: msg.id,
-            cpuUs: cpu.user + cpu.system,
-            wallMs: performance.now(),
-            connected: running?.connected() ?? 0,
-            rssMb: Math.round(process.memoryUsage().rss / 1e6),
-            loopP99Ms,
-          });
-        }
-        case 'close':
-          await running?.close();
-          running = null;
-          send({ ev: 'closed' });
-          process.disconnect?.();
-          return;
-      }
-    } catch (err) {
-      send({ ev: 'error', message: (err as Error).stack ?? String(err) });
-    }
-  })();
-});
-
-// The parent decides when to stop (Ctrl+C reaches the whole process group): close through IPC or on disconnect.
-process.on('SIGINT', () => undefined);
-// The parent went away: close (the temp dir goes too) and do not linger.
-process.on('disconnect', () => {
-  setTimeout(() => process.exit(1), 15_000).unref();
-  if (running) void running.close().finally(() => process.exit(0));
-  else process.exit(0);
+serveBenchWorker<WorkerCommand, Running>({
+  start: (msg) => msg.mode === 'service' ? startService() : startRelay(msg.printers),
+  sampleExtra: (running) => ({ connected: running?.connected() ?? 0 }),
 });

@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { serveBenchWorker } from './worker-ipc';
 
 export type NodeRedCommand = { cmd: 'start' } | { cmd: 'sample'; id: number } | { cmd: 'close' };
 export type NodeRedEvent =
@@ -109,40 +109,7 @@ async function startNodeRed(): Promise<Running> {
   };
 }
 
-let running: Running | null = null;
-const loop = monitorEventLoopDelay({ resolution: 10 });
-loop.enable();
-
-process.on('message', (raw: unknown) => {
-  const msg = raw as NodeRedCommand;
-  void (async () => {
-    try {
-      switch (msg.cmd) {
-        case 'start':
-          running = await startNodeRed();
-          return send({ ev: 'ready', port: running.port });
-        case 'sample': {
-          const cpu = process.cpuUsage();
-          const loopP99Ms = loop.percentile(99) / 1e6;
-          loop.reset();
-          return send({ ev: 'sample', id: msg.id, cpuUs: cpu.user + cpu.system, wallMs: performance.now(), epochMs: epochNow(), rssMb: Math.round(process.memoryUsage().rss / 1e6), loopP99Ms });
-        }
-        case 'close':
-          await running?.close();
-          running = null;
-          send({ ev: 'closed' });
-          process.disconnect?.();
-          return;
-      }
-    } catch (err) {
-      send({ ev: 'error', message: (err as Error).stack ?? String(err) });
-    }
-  })();
-});
-
-process.on('SIGINT', () => undefined);
-process.on('disconnect', () => {
-  setTimeout(() => process.exit(1), 15_000).unref();
-  if (running) void running.close().finally(() => process.exit(0));
-  else process.exit(0);
+serveBenchWorker<NodeRedCommand, Running>({
+  start: (msg) => startNodeRed(),
+  sampleExtra: () => ({ epochMs: epochNow() }),
 });

@@ -72,6 +72,14 @@ async function serve(args: string[]): Promise<void> {
       `  Data      ${service.context.dataDir}\n` +
       `Press Ctrl+C to stop.\n\n`,
   );
+  stopOnSignals(() => Promise.all([service.close(), farm?.close()]));
+}
+
+/**
+ * Ctrl+C (SIGINT) or SIGTERM closes what the command runs and exits 0 (1 if
+ * closing failed); a second signal exits at once without waiting.
+ */
+function stopOnSignals(close: () => Promise<unknown>): void {
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -79,7 +87,7 @@ async function serve(args: string[]): Promise<void> {
       process.exit(1);
     }
     stopping = true;
-    Promise.all([service.close(), farm?.close()]).then(
+    close().then(
       () => process.exit(0),
       (err) => {
         process.stderr.write(`shutdown failed: ${(err as Error).message}\n`);
@@ -149,14 +157,7 @@ async function aggregator(args: string[]): Promise<void> {
       `  Data      ${options.dataDir}\n` +
       `Press Ctrl+C to stop.\n\n`,
   );
-  const stop = () => {
-    service.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  stopOnSignals(() => service.close());
 }
 
 /** `printfarm db copy --from FILE --to URL`: an SQLite database into an empty PostgreSQL one. */
@@ -217,14 +218,7 @@ async function simulate(args: string[]): Promise<void> {
     for (const { printer, control_url } of farm.printers) process.stdout.write(`${printer.type}  ${printer.id}  control ${control_url}\n`);
     process.stdout.write('Add them with POST /api/v1/printers (--json prints ready bodies). Ctrl+C stops.\n');
   }
-  const stop = () => {
-    farm.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  stopOnSignals(() => farm.close());
 }
 
 /** The subcommands; each also answers `--help`/`-h` (anywhere before a `--`) with the usage. */

@@ -9,7 +9,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 /** This pack's node types (one place to change when they are renamed). */
-const TYPES = { printer: 'printfarm-printer', jobWatcher: 'printfarm-job-watcher', fileDownload: 'printfarm-file-download', stats: 'printfarm-stats' };
+const TYPES = { printer: 'printfarm-printer', jobWatcher: 'printfarm-job-watcher', fileDownload: 'printfarm-file-download', stats: 'printfarm-stats', queue: 'printfarm-queue' };
 
 const read = (name) => fs.readFileSync(path.join(__dirname, name), 'utf8').trimEnd();
 const code = (name) => read(path.join('functions', name));
@@ -133,8 +133,12 @@ function buildDashboardFlow(options = {}) {
   add({ id: id('thumb-out'), type: 'http response', z, name: '', statusCode: '', headers: {}, x: 1030, y: 650, wires: [] });
 
   // ---- Queue page.
-  comment('c-queue', 'Queue page: GET /queue every 3 s, the local files to queue from; add, priority, hold, release, cancel', 390, 730);
+  comment('c-queue', 'Queue page: GET /queue on every queue_update (at most once a second) and every 3 s, the local files to queue from; add, priority, hold, release, cancel', 390, 730);
   inject('tick-queue', 'every 3 s', 3, 140, 770, 'queue-requests');
+  // The queue node's output (every queue_update from /ws) refreshes the page at once; a burst of updates
+  // (copies starting together) becomes one read a second, the last ones caught by the next tick.
+  add({ id: id('queue-updates'), type: TYPES.queue, z, name: 'queue updates', server: id('server'), property: 'payload', propertyType: 'msg', printer: '', copies: 1, priority: 0, x: 150, y: 850, wires: [[id('queue-burst')]] });
+  add({ id: id('queue-burst'), type: 'delay', z, name: 'at most 1/s', pauseType: 'rate', timeout: '5', timeoutUnits: 'seconds', rate: '1', nbRateUnits: '1', rateUnits: 'second', randomFirst: '1', randomLast: '5', randomUnits: 'seconds', drop: true, allowrate: false, outputs: 1, x: 320, y: 850, wires: [[id('queue-requests')]] });
   linkIn('refresh-queue', 'refresh', ['refresh-out'], 135, 810, 'queue-requests');
   fn('queue-requests', 'queue reads', 'queue-requests.js', 320, 770, ['call-queue']);
   call('call-queue', 490, 770, ['queue-state']);

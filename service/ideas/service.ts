@@ -27,6 +27,7 @@ import { IdeaPages } from './pages';
 import { recogniseModelUrl } from './platforms';
 import { TrendingService, type TrendingOptions } from './trending';
 import { ideaView, normaliseFileInfo } from './view';
+import { paginationOf } from '../util/pagination';
 
 export { ideaView } from './view';
 
@@ -120,11 +121,10 @@ export class IdeaService {
       }),
       this.store.ideas.countByStatus(),
     ]);
-    const totalPages = Math.ceil(total / q.limit);
     const counts = Object.fromEntries(IDEA_STATUSES.map((s) => [s, byStatus[s] ?? 0])) as Record<IdeaStatus, number>;
     return {
       ideas: ideas.map(ideaView),
-      pagination: { page: q.page, limit: q.limit, total_items: total, total_pages: totalPages, has_next: q.page < totalPages, has_previous: q.page > 1 },
+      pagination: paginationOf(q, total),
       summary: { total_ideas: Object.values(counts).reduce((a, b) => a + b, 0), by_status: counts },
     };
   }

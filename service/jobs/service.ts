@@ -9,6 +9,7 @@ import type { EventBus, JobUpdateEvent } from '../events';
 import { ACTIVE_JOB_STATUSES, type CreateJobInput, type JobDetailView, type JobListFilter, type JobView, type UpdateJobInput } from '../schemas/jobs';
 import type { SettingsService } from '../settings';
 import { calendarDate, dayStart, nowIso, rangeEnd, rangeStart } from '../util/time';
+import { paginationOf } from '../util/pagination';
 
 /** Stops a print on the printer; supplied by the printer connections once they exist. */
 export type StopPrint = (printerId: string) => Promise<void>;
@@ -37,17 +38,9 @@ export class JobService {
       }),
       this.store.jobs.summary(q.printer_id, dayStart(calendarDate(new Date(), tz), tz).toISOString()),
     ]);
-    const totalPages = Math.ceil(total / q.limit);
     return {
       jobs: jobs.map(jobView),
-      pagination: {
-        page: q.page,
-        limit: q.limit,
-        total_items: total,
-        total_pages: totalPages,
-        has_next: q.page < totalPages,
-        has_previous: q.page > 1,
-      },
+      pagination: paginationOf(q, total),
       summary,
     };
   }

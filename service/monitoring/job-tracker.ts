@@ -16,6 +16,7 @@ import type { FileRecord } from '../db/repositories/files';
 import type { JobPatch, JobRecord, NewJob } from '../db/repositories/jobs';
 import type { EventBus, JobUpdateEvent } from '../events';
 import type { MachineState, PrinterState, PrintProgress } from '../printers/driver';
+import { printOutcome, type PrintOutcome } from './print-outcome';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
 import { NewJobGate, type NewJobGateOptions } from './new-job-gate';
@@ -24,7 +25,7 @@ import { normaliseFileName, printFileName, printKey, startMinute } from './print
 const PRINTING: readonly MachineState[] = ['preparing', 'printing', 'paused'];
 const ACTIVE_JOB = ['printing', 'paused'] as const;
 
-type Outcome = 'completed' | 'failed' | 'cancelled';
+type Outcome = PrintOutcome;
 
 interface Tracked {
   jobId: number;
@@ -41,18 +42,7 @@ interface Tracked {
 }
 
 function outcomeOf(state: PrinterState, tracked: Tracked): Outcome {
-  switch (state.state) {
-    case 'finished':
-      return 'completed';
-    case 'failed':
-    case 'error':
-      return 'failed';
-    case 'stopped':
-      return 'cancelled';
-    default:
-      // The print vanished without an end state (missed while offline, or a printer that goes straight to idle).
-      return tracked.progress >= 99 ? 'completed' : 'cancelled';
-  }
+  return printOutcome(state.state, tracked.progress);
 }
 
 /** What a file's metadata (from the preview library) tells about the job: settings, material, estimated usage. */

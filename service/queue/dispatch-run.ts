@@ -12,12 +12,13 @@ import type { Logger } from 'pino';
 import type { Store } from '../db';
 import type { DispatchRecord, DispatchState } from '../db/repositories/queue';
 import { normaliseFileName, printFileName } from '../monitoring/print-identity';
+import { printOutcome, type PrintOutcome } from '../monitoring/print-outcome';
 import { DriverError, type PrinterState, type QueuedStart } from '../printers/driver';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
 
 /** The outcome of a print: completed, or a copy that goes back to the queue. */
-type Outcome = 'completed' | 'failed' | 'cancelled';
+type Outcome = PrintOutcome;
 
 /** What the runner needs of the dispatcher and the fleet. */
 export interface RunnerHost {
@@ -268,20 +269,9 @@ export class DispatchRunner {
       }
       if (!state.job) return null; // a partial report
     }
-    switch (state.state) {
-      case 'finished':
-        return 'completed';
-      case 'failed':
-      case 'error':
-        return 'failed';
-      case 'stopped':
-        return 'cancelled';
-      case 'busy':
-        return null;
-      default:
-        // Gone without an end state (idle, or another print): judged by how far it got.
-        return w.progress >= 99 ? 'completed' : 'cancelled';
-    }
+    // 'busy' is no end state: wait for the next report.
+    if (state.state === 'busy') return null;
+    return printOutcome(state.state, w.progress);
   }
 
   private async finish(w: Watched, outcome: Outcome, state: PrinterState): Promise<void> {

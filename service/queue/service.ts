@@ -15,6 +15,7 @@ import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
 import type { FactsCache } from './facts-cache';
 import { copyCounts, derivedStatus, itemView } from './views';
+import { paginationOf } from '../util/pagination';
 
 /** What the service needs of the dispatcher: a nudge after every change. */
 export interface DispatchTrigger {
@@ -69,10 +70,9 @@ export class QueueService {
   async list(q: QueueListFilter) {
     const { items, total } = await this.store.queue.listItems({ statuses: q.status ? [q.status] : undefined, page: q.page, limit: q.limit });
     const dispatches = await this.store.queue.dispatchesOf(items.map((i) => i.id));
-    const totalPages = Math.ceil(total / q.limit);
     return {
       items: items.map((i) => itemView(i, dispatches.get(i.id) ?? [])),
-      pagination: { page: q.page, limit: q.limit, total_items: total, total_pages: totalPages, has_next: q.page < totalPages, has_previous: q.page > 1 },
+      pagination: paginationOf(q, total),
     };
   }
 

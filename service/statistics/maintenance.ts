@@ -3,6 +3,7 @@ import { notFound } from '../errors';
 import type { Store } from '../db';
 import type { CreateMaintenanceInput, MaintenanceEventView, MaintenanceListFilter } from '../schemas/statistics';
 import { nowIso } from '../util/time';
+import { paginationOf } from '../util/pagination';
 
 export class MaintenanceLog {
   constructor(private readonly store: Store) {}
@@ -23,18 +24,10 @@ export class MaintenanceLog {
   async list(printerId: string, q: MaintenanceListFilter) {
     await this.requirePrinter(printerId);
     const { events, total } = await this.store.maintenance.list(printerId, q);
-    const totalPages = Math.ceil(total / q.limit);
     return {
       printer_id: printerId,
       maintenance: events as MaintenanceEventView[],
-      pagination: {
-        page: q.page,
-        limit: q.limit,
-        total_items: total,
-        total_pages: totalPages,
-        has_next: q.page < totalPages,
-        has_previous: q.page > 1,
-      },
+      pagination: paginationOf(q, total),
     };
   }
 

@@ -2,7 +2,7 @@
  * The shipped flows: every example and flow imports cleanly (each pack node
  * carries its editor defaults, references a config node that is there, wires
  * to nodes that exist; every node type has an example); flows/farm.json
- * deploys; flows/home-assistant.json, deployed in a real Node-RED (the
+ * deploys (the queue node counts the empty queue); flows/home-assistant.json, deployed in a real Node-RED (the
  * `npm start` launcher) against a real MQTT broker (aedes), publishes every
  * printer to Home Assistant by MQTT discovery, and a press of its pause
  * button pauses the printer.
@@ -98,7 +98,7 @@ describe('flows/farm.json in Node-RED', () => {
 
   test('deploys: the farm connects, every node shows its state, the buttons and the statistics work', async () => {
     /* eslint-disable @typescript-eslint/no-require-imports */
-    const core = [require('@node-red/nodes/core/common/20-inject.js'), require('@node-red/nodes/core/common/21-debug.js'), require('@node-red/nodes/core/common/90-comment.js')];
+    const core = [require('@node-red/nodes/core/common/20-inject.js'), require('@node-red/nodes/core/common/21-debug.js'), require('@node-red/nodes/core/common/90-comment.js'), require('@node-red/nodes/core/function/rbe.js')];
     /* eslint-enable @typescript-eslint/no-require-imports */
     const flow = readJson(path.join(root, 'flows', 'farm.json'));
     // Watch what the statistics and the printers send.
@@ -113,6 +113,7 @@ describe('flows/farm.json in Node-RED', () => {
     await until(() => statusOf(helper.getNode('pf-jobs')).text === 'connected', 'job watcher connected');
     expect(statusOf(helper.getNode('pf-jobs'))).toEqual({ fill: 'green', shape: 'dot', text: 'connected' });
     await until(() => statusOf(helper.getNode('pf-downloads')).text === 'idle (0 done, 0 failed)', 'download queue idle');
+    await until(() => statusOf(helper.getNode('pf-queue')).text === '0 queued, 0 printing', 'print queue counted');
     const watch = collect(helper.getNode('watch'));
     helper.getNode('pf-i-stats').receive({});
     expect(await watch.next()).toMatchObject({ topic: 'overview', payload: { period: 'day', printers: { total_active: 0 } } });

@@ -1,4 +1,4 @@
-// The queue page's reads: GET /queue every tick; the files that have a local copy (what a queue item
+// The queue page's reads: GET /queue every tick (the 3 s timer, or a queue_update from the queue node); the files that have a local copy (what a queue item
 // can print) every tenth tick and whenever asked (msg.topic files).
 const tick = (context.get('tick') || 0) + 1;
 context.set('tick', tick);
