@@ -53,8 +53,11 @@ function toApiError(err: unknown, req: Request, log: Logger): ApiError {
     return new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', e.message ?? 'Unsupported body encoding', { location: 'body' });
   }
   if (isUnstorableText(err)) {
-    return new ApiError(422, 'VALIDATION_ERROR', 'Text must not contain the NUL character (U+0000): the PostgreSQL database cannot store it', {
-      location: 'body',
+    // A NUL in a path id or a query filter is a bad parameter (400, like any other), not a bad body.
+    // (req.params is gone by the time the error reaches this app-level handler: the raw path still says it.)
+    const location = /%00/.test(req.path) ? 'path' : hasNul(req.query) ? 'query' : 'body';
+    return new ApiError(location === 'body' ? 422 : 400, 'VALIDATION_ERROR', 'Text must not contain the NUL character (U+0000): the PostgreSQL database cannot store it', {
+      location,
       reason: 'nul_character',
     });
   }
@@ -73,6 +76,14 @@ function toApiError(err: unknown, req: Request, log: Logger): ApiError {
   }
   log.error({ err, req_id: req.res?.locals.requestId }, 'unhandled error');
   return new ApiError(500, 'INTERNAL_ERROR', 'Internal server error', {});
+}
+
+/** Whether a parsed query object holds a NUL character in any of its values (bounded: express caps both). */
+function hasNul(values: unknown): boolean {
+  if (typeof values === 'string') return values.includes('\u0000');
+  if (Array.isArray(values)) return values.some(hasNul);
+  if (values && typeof values === 'object') return Object.values(values).some(hasNul);
+  return false;
 }
 
 /**

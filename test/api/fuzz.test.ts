@@ -13,7 +13,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { sql } from 'kysely';
+import type { AnyConnection } from '../../service/db/connection';
 import {
   accepts,
   acceptsParam,
@@ -30,6 +31,8 @@ import {
   type Schema,
 } from '../helpers/fuzz';
 import { bambu, prusa, startService, type Harness } from '../helpers/service';
+import { describeDialects } from '../helpers/dialects';
+import { snapshotDb, sqliteIntegrity } from '../helpers/db-snapshot';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20250417);
 /** Requests in flight at once: enough to overlap, few enough for a busy 2-core machine. */
@@ -144,30 +147,8 @@ const unhandled = (h: Harness) => h.logs.filter((l) => l.msg === 'unhandled erro
 // ---------------------------------------------------------------------------
 // The database and the disk, seen from outside the service
 
-interface DbState {
-  integrity: string;
-  counts: Record<string, number>;
-  /** Every row of every table, as JSON: an UPDATE shows as well as an INSERT or DELETE. */
-  contents: Record<string, string>;
-}
-
-function readDb(dataDir: string): DbState {
-  // WAL mode: a read-only connection sees what the service committed, while it runs.
-  const db = new Database(path.join(dataDir, 'printfarm.db'), { readonly: true, fileMustExist: true });
-  try {
-    const integrity = (db.pragma('integrity_check') as { integrity_check: string }[]).map((r) => r.integrity_check).join('; ');
-    const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map((t) => t.name);
-    const counts: Record<string, number> = {};
-    const contents: Record<string, string> = {};
-    for (const t of tables) {
-      counts[t] = (db.prepare(`SELECT COUNT(*) AS n FROM "${t}"`).get() as { n: number }).n;
-      contents[t] = JSON.stringify(db.prepare(`SELECT * FROM "${t}" ORDER BY 1`).all());
-    }
-    return { integrity, counts, contents };
-  } finally {
-    db.close();
-  }
-}
+/** The store's connection (the service's own kysely: reads see what it committed). */
+const connectionOf = (h: Harness) => h.service.context.store.connection as AnyConnection<unknown>;
 
 /** Every file under `dir`, relative to it. */
 function listFiles(dir: string): string[] {
@@ -474,7 +455,7 @@ function validCases(op: Operation, seed: Seeded, rng: Rng): Case[] {
 
 // ---------------------------------------------------------------------------
 
-describe('schema-driven fuzzing of every operation in the OpenAPI document', () => {
+describeDialects('schema-driven fuzzing of every operation in the OpenAPI document', (dialect) => {
   let h: Harness;
   let ops: Operation[];
   const seed: Seeded = { printers: [], jobs: [], ideas: [], files: [] };
@@ -483,6 +464,7 @@ describe('schema-driven fuzzing of every operation in the OpenAPI document', () 
 
   beforeAll(async () => {
     h = await startService({
+      ...(await dialect.options()),
       // Every outside address the service could reach points at a closed local port.
       env: { USAGE_STATS_ENDPOINT: 'https://127.0.0.1:9/submit', USAGE_STATS_RETRY_COUNT: '0' },
       ideas: {
@@ -517,17 +499,13 @@ describe('schema-driven fuzzing of every operation in the OpenAPI document', () 
 
     // Wait until both connection tests gave up and their status changes are stored: from then on nothing writes by itself.
     const deadline = Date.now() + 10_000;
-    const settled = () => {
-      const db = new Database(path.join(h.dataDir, 'printfarm.db'), { readonly: true });
-      try {
-        return seed.printers.every(
-          (id) => db.prepare("SELECT 1 FROM printer_status_history WHERE printer_id = ? AND connection_status = 'disconnected'").get(id) !== undefined,
-        );
-      } finally {
-        db.close();
-      }
+    const settled = async () => {
+      const { rows } = await sql<{ printer_id: string }>`SELECT DISTINCT printer_id FROM printer_status_history WHERE connection_status = 'disconnected'`.execute(
+        connectionOf(h).db,
+      );
+      return seed.printers.every((id) => rows.some((r) => r.printer_id === id));
     };
-    while (!settled()) {
+    while (!(await settled())) {
       if (Date.now() > deadline) throw new Error('the silent printers never went offline');
       await new Promise((resolve) => setImmediate(resolve));
     }
@@ -552,15 +530,15 @@ describe('schema-driven fuzzing of every operation in the OpenAPI document', () 
     for (const op of ops.filter((o) => o.method === 'GET')) {
       expect((await h.get(fillPath(op, existingPathValues(op, seed, rng)) + queryString(requiredQuery(op, rng)))).status).toBeLessThan(500);
     }
-    const before = readDb(h.dataDir);
+    const before = await snapshotDb(connectionOf(h));
     const filesBefore = listFiles(h.dataDir);
-    expect(before.integrity).toBe('ok');
+    expect(sqliteIntegrity(connectionOf(h))).toBe(dialect.name === 'sqlite' ? 'ok' : null);
 
     const failures = await run(h, rng.sample(cases, cases.length));
     expect(failures.slice(0, 15)).toEqual([]);
 
-    const after = readDb(h.dataDir);
-    expect(after.integrity).toBe('ok');
+    const after = await snapshotDb(connectionOf(h));
+    expect(sqliteIntegrity(connectionOf(h))).toBe(dialect.name === 'sqlite' ? 'ok' : null);
     expect(after.counts).toEqual(before.counts);
     for (const table of Object.keys(before.contents)) expect({ table, rows: after.contents[table] }).toEqual({ table, rows: before.contents[table] });
     // No file came or went (the db's WAL files stay the same names).
@@ -614,15 +592,10 @@ describe('schema-driven fuzzing of every operation in the OpenAPI document', () 
     // Every file of the service is in its data dir: the db, and the uploads under files/local with one safe name each.
     const inData = listFiles(h.dataDir);
     for (const f of inData) expect(f).toMatch(/^(printfarm\.(db(-wal|-shm)?|lock)|files\/local\/[0-9a-f]{20}-[^/\\\u0000]+)$/);
-    const db = new Database(path.join(h.dataDir, 'printfarm.db'), { readonly: true });
-    try {
-      for (const id of stored) {
-        const row = db.prepare('SELECT local_path FROM files WHERE id = ?').get(id) as { local_path: string };
-        expect(path.resolve(row.local_path).startsWith(path.join(h.dataDir, 'files', 'local') + path.sep)).toBe(true);
-        expect(fs.existsSync(row.local_path)).toBe(true);
-      }
-    } finally {
-      db.close();
+    for (const id of stored) {
+      const { rows } = await sql<{ local_path: string }>`SELECT local_path FROM files WHERE id = ${id}`.execute(connectionOf(h).db);
+      expect(path.resolve(rows[0].local_path).startsWith(path.join(h.dataDir, 'files', 'local') + path.sep)).toBe(true);
+      expect(fs.existsSync(rows[0].local_path)).toBe(true);
     }
     // Nothing with the marker outside: next to the data dir, in the temp dir, in the working directory.
     for (const dir of new Set([path.dirname(h.dataDir), path.dirname(path.dirname(h.dataDir)), os.tmpdir(), process.cwd(), '/tmp'])) {
@@ -655,7 +628,7 @@ describe('schema-driven fuzzing of every operation in the OpenAPI document', () 
     const never = ops.filter((op) => !succeeded.includes(op)).map((op) => `${op.key} ${[...(statuses.get(op.key) ?? [])].sort()}`);
     console.log(`fuzz: ${succeeded.length} of ${ops.length} operations answered 2xx; never: ${never.join(', ')}`);
     expect(succeeded.length / ops.length).toBeGreaterThanOrEqual(0.75);
-    expect(readDb(h.dataDir).integrity).toBe('ok');
+    expect(sqliteIntegrity(connectionOf(h))).toBe(dialect.name === 'sqlite' ? 'ok' : null);
     expect((await h.get('/api/v1/health')).status).toBe(200);
     expect(unhandled(h)).toEqual([]);
     // The importer was asked for pages, and none of them went out (the injected fetch refuses them).

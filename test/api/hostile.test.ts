@@ -3,7 +3,7 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { bambu, expectError, prusa, startService, type Harness, type JsonResponse } from '../helpers/service';
-import { sqliteOf } from '../helpers/dialects';
+import { describeDialects, sqliteOf } from '../helpers/dialects';
 
 const MB = 1024 * 1024;
 
@@ -66,10 +66,10 @@ function parseRaw(raw: string): JsonResponse {
   return { status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(text), text };
 }
 
-describe('hostile input', () => {
+describeDialects('hostile input', (db) => {
   let h: Harness;
   beforeEach(async () => {
-    h = await startService();
+    h = await startService(await db.options());
   });
   afterEach(() => h.close());
 
@@ -298,6 +298,12 @@ describe('hostile input', () => {
       ['CJK', '打印机 プリンター 프린터'],
     ])('a name with %s round-trips exactly', async (_kind, name) => {
       const created = await h.post('/api/v1/printers', prusa('uni-1', { name }));
+      if (db.name === 'postgres' && name.includes('\u0000')) {
+        // PostgreSQL cannot store NUL: a 422 with nothing written (as in printers.test.ts).
+        expect(expectError(created, 422, 'VALIDATION_ERROR').details).toEqual({ location: 'body', reason: 'nul_character' });
+        expect(await counts(h)).toEqual({ jobs_count: 0, files_count: 0, printers_count: 0 });
+        return;
+      }
       expect(created.status).toBe(201);
       expect(created.body.name).toBe(name);
       expect((await h.get('/api/v1/printers/uni-1')).body.name).toBe(name);
@@ -350,7 +356,10 @@ describe('hostile input', () => {
       expectError(await h.get('/api/v1/printers/..%2F..%2F..%2Fetc%2Fpasswd'), 404, 'PRINTER_NOT_FOUND');
       expectError(await h.del('/api/v1/printers/..%2Fmk4-01'), 404, 'PRINTER_NOT_FOUND');
       expectError(await h.get('/api/v1/printers/%252e%252e%252f'), 404, 'PRINTER_NOT_FOUND');
-      expectError(await h.get('/api/v1/printers/a%00b'), 404, 'PRINTER_NOT_FOUND');
+      // PostgreSQL cannot even compare text with a NUL: there it is a bad path parameter.
+      const nul = await h.get('/api/v1/printers/a%00b');
+      if (db.name === 'sqlite') expectError(nul, 404, 'PRINTER_NOT_FOUND');
+      else expect(expectError(nul, 400, 'VALIDATION_ERROR').details).toEqual({ location: 'path', reason: 'nul_character' });
       expectError(await h.get('/api/v1/%2e%2e/%2e%2e/etc/passwd'), 404, 'NOT_FOUND');
       expectError(await h.get(`/api/v1/printers/${'a'.repeat(129)}`), 400, 'VALIDATION_ERROR');
       // A broken percent-encoding is a bad path parameter.
@@ -469,7 +478,8 @@ describe('hostile input', () => {
   });
 
   describe('a failing database', () => {
-    test('gives 500 DATABASE_ERROR without a stack, changes nothing, and recovers', async () => {
+    // Breaks the database through SQLite's query_only pragma; PostgreSQL's failures are covered in storage-faults.
+    (db.name === 'sqlite' ? test : test.skip)('gives 500 DATABASE_ERROR without a stack, changes nothing, and recovers', async () => {
       await h.post('/api/v1/printers', prusa());
       const sqlite = sqliteOf(h.service.context.store.connection);
       sqlite.pragma('query_only = ON');
@@ -563,7 +573,7 @@ describe('hostile input', () => {
       h = await h.restart();
       expect((await h.get('/api/v1/printers')).body.printers.map((p: { id: string }) => p.id)).toEqual(['mk4-01']);
       expect((await h.get('/api/v1/settings')).body.monitoring_interval).toBe(30);
-      expect(fs.existsSync(path.join(h.dataDir, 'printfarm.db'))).toBe(true);
+      expect(fs.existsSync(path.join(h.dataDir, 'printfarm.db'))).toBe(db.name === 'sqlite');
     });
   });
 });
