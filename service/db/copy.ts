@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import BetterSqlite3 from 'better-sqlite3';
 import { sql, type Kysely, type Migration } from 'kysely';
-import { AGGREGATOR_MIGRATIONS } from '../aggregator/db';
+import type * as AggregatorDb from '../aggregator/db';
 import { openPostgres, openSqlite, type PostgresConnection, type SqliteConnection } from './connection';
 import { MIGRATIONS } from './migrations';
 
@@ -42,7 +42,11 @@ function schemaOf(file: string): { schema: CopyResult['schema']; migrations: Rec
   const probe = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
   try {
     const hasTable = (name: string) => probe.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).get(name) !== undefined;
-    return hasTable('submissions') && hasTable('rate_limits') ? { schema: 'aggregator', migrations: AGGREGATOR_MIGRATIONS } : { schema: 'service', migrations: MIGRATIONS };
+    if (!(hasTable('submissions') && hasTable('rate_limits'))) return { schema: 'service', migrations: MIGRATIONS };
+    // Loaded only for an aggregator database: the published Node-RED package leaves the aggregation service out.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { AGGREGATOR_MIGRATIONS } = require('../aggregator/db') as typeof AggregatorDb;
+    return { schema: 'aggregator', migrations: AGGREGATOR_MIGRATIONS };
   } finally {
     probe.close();
   }
