@@ -9,7 +9,7 @@ import path from 'node:path';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { createApi, type Phase } from './api';
 import { BrowserGuard, parseList } from './api/browser-guard';
-import { answerClientError, errorPayload, type ApiError } from './api/errors';
+import { answerClientError, errorPayload, type ApiError } from './http/errors';
 import { clientAddress, RateLimiter, type RateLimits } from './api/rate-limit';
 import { authorize } from './api/auth';
 import { TOKENS_FILE, TokenRegistry } from './auth/tokens';

@@ -1,7 +1,7 @@
 /**
  * Domain errors: the ground floor every capability (jobs, files, printers, ideas, statistics,
  * usage, the aggregator) throws from. An error carries the spec's error code, an HTTP status
- * hint and details; it knows nothing of HTTP itself. `api/errors.ts` turns it into the spec's
+ * hint and details; it knows nothing of HTTP itself. `http/errors.ts` turns it into the spec's
  * body `{error:{code,message,details,timestamp,request_id}}`, so domain code never imports the
  * HTTP layer above it.
  */

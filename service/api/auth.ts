@@ -9,8 +9,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
 import type { Role, TokenRegistry } from '../auth/tokens';
-import { ApiError, sendError } from './errors';
-import type { AnyRoute } from './route';
+import { ApiError, sendError } from '../http/errors';
+import type { AnyRoute } from '../http/route';
 
 const RANK: Record<Role, number> = { viewer: 0, operator: 1, admin: 2 };
 

@@ -13,7 +13,7 @@ import { isIP } from 'node:net';
 import os from 'node:os';
 import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
-import { ApiError, sendError } from './errors';
+import { ApiError, sendError } from '../http/errors';
 
 export interface BrowserGuardOptions {
   /**

@@ -24,8 +24,8 @@ import {
   UploadResult,
 } from '../schemas/files';
 import { EmptyBody } from '../schemas/usage';
-import { ApiError, notFound } from './errors';
-import { defineRoute, Reply, type AnyRoute } from './route';
+import { ApiError, notFound } from '../http/errors';
+import { defineRoute, Reply, type AnyRoute } from '../http/route';
 
 /**
  * Reads the one file of a multipart upload and hands its stream to `store` (never buffering it whole).

@@ -16,7 +16,7 @@ import {
   TrendingRefreshQuery,
   UpdateIdeaBody,
 } from '../schemas/ideas';
-import { defineRoute, Reply, type AnyRoute } from './route';
+import { defineRoute, Reply, type AnyRoute } from '../http/route';
 
 const TAG = 'Ideas';
 

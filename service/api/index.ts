@@ -3,25 +3,25 @@
  * JSON bodies, the /api/v1 routes, the OpenAPI document and docs, and the
  * error body for everything that goes wrong.
  */
-import { randomUUID } from 'node:crypto';
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { ServiceContext } from '../context';
 import type { TokenRegistry } from '../auth/tokens';
 import { routeAuth } from './auth';
 import type { BrowserGuard } from './browser-guard';
-import { docsRouter } from './docs';
+import { docsRouter } from '../http/docs';
 import type { ServiceMetrics } from '../system/metrics';
 import { PROMETHEUS_CONTENT_TYPE } from '../util/prometheus';
-import { ApiError, errorHandler, sendError, unknownRoute } from './errors';
+import { ApiError, errorHandler, sendError, unknownRoute } from '../http/errors';
 import { fileRoutes } from './files';
 import { ideaRoutes } from './ideas';
 import { jobRoutes } from './jobs';
-import { buildOpenApi } from './openapi';
+import { buildOpenApi } from '../http/openapi';
 import { printerRoutes } from './printers';
 import { queueRoutes } from './queue';
 import { routeLimiter, type RateLimiter } from './rate-limit';
-import { defineRoute, mountRoutes, type AnyRoute } from './route';
+import { requestLog } from '../http/request-log';
+import { defineRoute, mountRoutes, type AnyRoute } from '../http/route';
 import { settingsRoutes } from './settings';
 import { statisticsRoutes } from './statistics';
 import { OpenApiDocument, systemRoutes } from './system';
@@ -32,25 +32,6 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 export const METRICS_PATH = '/metrics';
 
 export type Phase = 'starting' | 'ready' | 'stopping';
-
-const REQUEST_ID = /^[\w.:-]{1,128}$/;
-
-/** Gives every request an id (the client's X-Request-Id when sane) and logs one line when it ends. */
-export function requestLog(log: Logger): RequestHandler {
-  return (req, res, next) => {
-    const incoming = req.get('x-request-id');
-    const id = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    res.locals.requestId = id;
-    res.setHeader('X-Request-Id', id);
-    const started = process.hrtime.bigint();
-    res.on('finish', () => {
-      const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      // The path only: query strings are the client's business, and bodies (access codes) are never logged.
-      log.info({ req_id: id, method: req.method, path: req.originalUrl.split('?')[0], status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
-    });
-    next();
-  };
-}
 
 /** Requests that arrive while the service starts or stops get 503. */
 function phaseGate(phase: () => Phase): RequestHandler {

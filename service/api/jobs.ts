@@ -1,6 +1,6 @@
 import type { ServiceContext } from '../context';
 import { CreateJobBody, JobCancelled, JobDeleted, JobDetail, JobIdParams, JobList, JobListQuery, JobUpdated, UpdateJobBody } from '../schemas/jobs';
-import { defineRoute, type AnyRoute } from './route';
+import { defineRoute, type AnyRoute } from '../http/route';
 
 export function jobRoutes({ jobs, fleet }: ServiceContext): AnyRoute[] {
   return [

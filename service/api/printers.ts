@@ -12,7 +12,7 @@ import {
   PrinterUpdated,
   UpdatePrinterBody,
 } from '../schemas/printers';
-import { defineRoute, type AnyRoute } from './route';
+import { defineRoute, type AnyRoute } from '../http/route';
 
 export function printerRoutes({ printers, fleet }: ServiceContext): AnyRoute[] {
   const control = (action: 'pause' | 'resume' | 'stop', summary: string) =>

@@ -1,7 +1,7 @@
 import type { ServiceContext } from '../context';
 import { PrinterIdParams } from '../schemas/printers';
 import { CreateQueueItemBody, PlateCleared, QueueItem, QueueItemParams, QueueList, QueueListQuery, UpdateQueueItemBody } from '../schemas/queue';
-import { defineRoute, type AnyRoute } from './route';
+import { defineRoute, type AnyRoute } from '../http/route';
 
 export function queueRoutes({ queue, dispatcher, printers }: ServiceContext): AnyRoute[] {
   const action = (verb: 'hold' | 'release', summary: string, description: string) =>

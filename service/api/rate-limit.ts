@@ -18,7 +18,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Request, RequestHandler, Response } from 'express';
 import { MemoryStore, rateLimit, type RateLimitInfo } from 'express-rate-limit';
-import { ApiError } from './errors';
+import { ApiError } from '../http/errors';
 
 export interface RateLimits {
   general: { limit: number; windowMs: number };

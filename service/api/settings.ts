@@ -8,7 +8,7 @@ import {
   UpdateGcodeOptimizationBody,
   UpdateSettingsBody,
 } from '../schemas/settings';
-import { defineRoute, type AnyRoute } from './route';
+import { defineRoute, type AnyRoute } from '../http/route';
 
 export function settingsRoutes({ settings }: ServiceContext): AnyRoute[] {
   const gcode = () => ({

@@ -11,7 +11,7 @@ import {
 } from '../schemas/statistics';
 import { MaintenanceLog } from '../statistics/maintenance';
 import { StatisticsService } from '../statistics/service';
-import { defineRoute, type AnyRoute } from './route';
+import { defineRoute, type AnyRoute } from '../http/route';
 
 const PERIOD_RULES =
   'Give `period` (day, week, month, year; default week) or `start_date` and `end_date` (a custom range, both days included), not both: other combinations, an end before the start and impossible dates are 400 VALIDATION_ERROR. Days are calendar days of the configured time zone (setting `timezone`).';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ServiceContext } from '../context';
 import { Health, SystemInfo, UpdateCheck } from '../schemas/system';
-import { defineRoute, Reply, type AnyRoute } from './route';
+import { defineRoute, Reply, type AnyRoute } from '../http/route';
 
 export function systemRoutes(ctx: ServiceContext): AnyRoute[] {
   return [

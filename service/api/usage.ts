@@ -1,6 +1,6 @@
 import type { ServiceContext } from '../context';
 import { DeleteAllQuery, DeleteAllResult, EmptyBody, OptInResult, OptOutResult, SubmitResult, UsageExport, UsageLocal } from '../schemas/usage';
-import { defineRoute, type AnyRoute } from './route';
+import { defineRoute, type AnyRoute } from '../http/route';
 
 const TAG = 'Usage statistics';
 

@@ -4,11 +4,11 @@
  * helpers through `service/http/`. This scans every import (static, dynamic and `require`) of
  * the product code with TypeScript's own pre-processor, so a new import from below fails here.
  *
- * Two files may import `service/api/`: the composition roots that assemble an HTTP server.
- * `service/app.ts` wires the farm's routers, rate limits and the error answer for malformed
- * requests onto one server; `service/aggregator/app.ts` assembles the aggregation service from
- * the same docs pages, OpenAPI builder, request log and error middleware. They stand above
- * `api/`, not below it: nothing imports them but the CLI, the config node and tests.
+ * One file may import `service/api/`: `service/app.ts`, the composition root that wires the
+ * farm's routers, rate limits, browser guard and tokens onto one server; nothing imports it but
+ * the CLI, the config node and tests. The HTTP plumbing both servers share (error body, request
+ * log, docs pages, OpenAPI builder, route helpers) lives in `service/http/`, so the aggregation
+ * service is assembled without `api/`.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -16,7 +16,7 @@ import ts from 'typescript';
 
 const root = resolve(__dirname, '../..');
 const api = join(root, 'service', 'api');
-const COMPOSITION_ROOTS = ['service/app.ts', 'service/aggregator/app.ts'];
+const COMPOSITION_ROOTS = ['service/app.ts'];
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -56,14 +56,14 @@ test('the scan sees the product code, including the domain modules that used to 
   }
 });
 
-test('no file outside service/api/ imports service/api/, except the two composition roots', () => {
+test('no file outside service/api/ imports service/api/, except the composition root', () => {
   const offenders = outsideApi
     .filter((f) => !COMPOSITION_ROOTS.includes(rel(f)))
     .flatMap((f) => importsOfApi(f).map((spec) => `${rel(f)} imports '${spec}'`));
   expect(offenders).toEqual([]);
 });
 
-test('the composition roots are what the exception says: they do wire service/api/ into a server', () => {
+test('the composition root is what the exception says: it does wire service/api/ into a server', () => {
   for (const f of COMPOSITION_ROOTS) expect(importsOfApi(join(root, f)).length).toBeGreaterThan(0);
 });
 
