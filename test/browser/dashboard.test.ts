@@ -217,7 +217,7 @@ describeBrowser('the farm dashboard of npm run demo', () => {
     const x1c = card(page, EXTRA_ID);
     await x1c.locator('[data-action="plate-cleared"]').click();
     await until(async () => (await get(`/printers/${EXTRA_ID}`)).plate_state === 'clear' || (await get(`/printers/${EXTRA_ID}`)).status === 'printing', 'the plate cleared', 10_000);
-    await page.getByText('Plate cleared on Bambu X1C #04').first().waitFor({ timeout: 10_000 });
+    await page.getByText('Plate cleared on Bambu X1C #04').first().waitFor({ timeout: 20_000 });
     await until(async () => ((await simState(extra.printers[0].control_url)) as unknown as { prints_started: number }).prints_started > started.prints_started, 'the queued print started on the printer', 30_000);
     await until(async () => (await x1c.getAttribute('data-status')) === 'printing', 'the card printing the queued print', 20_000);
 

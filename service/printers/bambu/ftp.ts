@@ -183,7 +183,11 @@ export class BambuFtp {
           throw writeError ?? err;
         }
         await written;
-        if (bytes !== total) throw new DriverError('PROTOCOL', `download ${path}: got ${bytes} of ${total} bytes`);
+        if (bytes !== total) {
+          // A data stream that ended short while the control connection went down is a lost printer, not a bad answer.
+          const lost = client.closed;
+          throw new DriverError(lost ? 'OFFLINE' : 'PROTOCOL', `download ${path}: got ${bytes} of ${total} bytes${lost ? ' (connection to the printer was lost)' : ''}`);
+        }
       } catch (err) {
         if (aborted) throw abortError();
         throw err;
