@@ -82,7 +82,7 @@ describe('printers that drop off or hang (service in process)', () => {
     await h?.close();
     await farm?.close();
     ws = h = farm = undefined;
-  });
+  }, 60_000);
 
   const start = async (kind: 'bambu' | 'prusa', speed: number) => {
     farm = await startFarm({ [kind]: 1, speed });
