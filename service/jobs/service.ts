@@ -27,6 +27,7 @@ export class JobService {
     const [{ jobs, total }, summary] = await Promise.all([
       this.store.jobs.list({
         printer_id: q.printer_id,
+        queue_item_id: q.queue_item_id,
         statuses,
         is_business: q.is_business,
         from: q.start_date === undefined ? undefined : rangeStart(q.start_date, tz),
@@ -193,6 +194,7 @@ export function jobView(job: JobRecord): JobView {
     },
     is_business: job.is_business,
     customer_info: job.customer_info,
+    queue_item_id: job.queue_item_id,
     created_at: job.created_at,
     updated_at: job.updated_at,
   };

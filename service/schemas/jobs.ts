@@ -12,6 +12,7 @@ export const JobIdParams = z.object({
 
 export const JobListQuery = z.object({
   printer_id: z.string().min(1).max(128).optional(),
+  queue_item_id: z.string().min(1).max(128).optional().meta({ description: 'Only the jobs that print copies of this print-queue item' }),
   status: z.enum([...JOB_STATUSES, 'running']).optional(),
   is_business: queryBoolean.optional(),
   start_date: queryDate.optional().meta({ description: 'Jobs that started (or were created) on or after this date' }),
@@ -107,6 +108,7 @@ export const Job = z.object({
   costs: z.object({ material_cost: z.number(), power_cost: z.number(), total_cost: z.number() }),
   is_business: z.boolean(),
   customer_info: z.record(z.string(), z.unknown()).nullable(),
+  queue_item_id: z.string().nullable().meta({ description: 'The print-queue item this job prints a copy of (a print the queue dispatched); null for a print started by hand' }),
   created_at: timestamp,
   updated_at: timestamp,
 });

@@ -7,7 +7,7 @@ const TZ = 'Europe/Berlin';
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const DAY = 86_400_000;
 
-/** The keys of a job in the list (spec section 2, "Job"). */
+/** The keys of a job in the list (spec section 2, "Job"), plus `queue_item_id` (the print queue's link, issue 13). */
 const LIST_KEYS = [
   'id',
   'printer_id',
@@ -28,6 +28,7 @@ const LIST_KEYS = [
   'costs',
   'is_business',
   'customer_info',
+  'queue_item_id',
   'created_at',
   'updated_at',
 ].sort();
@@ -117,6 +118,7 @@ describeDialects('jobs API', (db) => {
         is_business: true,
         customer_info: { order_id: 'ORD-1001', customer_name: 'ACME GmbH' },
         notes: 'handle with care',
+        queue_item_id: null,
         created_at: expect.stringMatching(ISO),
         updated_at: expect.stringMatching(ISO),
       });
@@ -259,6 +261,7 @@ describeDialects('jobs API', (db) => {
         costs: { material_cost: 2.5, power_cost: 0.75, total_cost: 8.25 },
         is_business: true,
         customer_info: { order_id: 'ORD-1001', customer_name: 'ACME GmbH' },
+        queue_item_id: null,
         created_at: created.created_at,
         updated_at: created.updated_at,
       });

@@ -71,8 +71,12 @@ describe('queue: copies over a Bambu farm', () => {
     // One job per copy, each the dispatch's own (the tracker made no second one).
     const jobIds = done.dispatches.map((d: { job_id: number }) => d.job_id);
     expect(new Set(jobIds).size).toBe(3);
-    for (const jobId of jobIds) expect((await h.get(`/api/v1/jobs/${jobId}`)).body).toMatchObject({ status: 'completed' });
+    for (const jobId of jobIds) expect((await h.get(`/api/v1/jobs/${jobId}`)).body).toMatchObject({ status: 'completed', queue_item_id: done.id });
     expect((await h.get('/api/v1/jobs')).body.jobs).toHaveLength(3);
+    // The jobs of one queue item, by its id.
+    const linked = (await h.get(`/api/v1/jobs?queue_item_id=${done.id}`)).body.jobs as { id: number }[];
+    expect(linked.map((j) => j.id).sort()).toEqual([...jobIds].sort());
+    expect((await h.get('/api/v1/jobs?queue_item_id=nope')).body.jobs).toEqual([]);
     expect((await simState(printers[0])).starts_while_busy + (await simState(printers[1])).starts_while_busy).toBe(0);
     // The printed uploads are gone from the cards (no "ghost print" at the next power-on).
     for (const p of printers) await until(async () => !(await simState(p)).files.includes('/Bracket.gcode.3mf'), 'the upload removed');

@@ -21,6 +21,7 @@ export type JobPatch = Partial<Omit<JobRecord, 'id' | 'printer_display_name' | '
 
 export interface JobQuery {
   printer_id?: string;
+  queue_item_id?: string;
   statuses?: readonly string[];
   is_business?: boolean;
   from?: string;
@@ -103,6 +104,7 @@ export class JobsRepository {
   async list(q: JobQuery): Promise<{ jobs: JobRecord[]; total: number }> {
     let base = this.db.selectFrom('jobs');
     if (q.printer_id !== undefined) base = base.where('jobs.printer_id', '=', q.printer_id);
+    if (q.queue_item_id !== undefined) base = base.where('jobs.queue_item_id', '=', q.queue_item_id);
     if (q.statuses !== undefined) base = base.where('jobs.status', 'in', q.statuses);
     if (q.is_business !== undefined) base = base.where('jobs.is_business', '=', q.is_business ? 1 : 0);
     const when = sql<string>`coalesce(jobs.start_time, jobs.created_at)`;
