@@ -83,6 +83,9 @@ describeBrowser('the edit dialogs in the Node-RED editor', () => {
     const options = await optionsOf();
     expect(options[0]).toBe(''); // all printers / from msg
     expect(options.slice(1, -1)).toEqual(DEMO_PRINTERS);
+    // The rows every node shares (written once in printfarm-server.html) carry their labels from the node's catalog.
+    for (const field of ['server', 'printer', 'name']) expect((await page.locator(`label[for="node-input-${field}"]`).innerText()).trim()).not.toBe('');
+    await page.screenshot({ path: path.join(root, 'test', 'artifacts', `dialog-${_type}.png`) });
 
     // A listed printer: valid.
     await page.selectOption('.printfarm-printer-select', 'sim-prusa-01');

@@ -7,8 +7,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import vm from 'node:vm';
 import * as acorn from 'acorn';
+import { editorTemplate as templateIn, registerEditor, scripts } from '../helpers/editor-scripts';
 
 const root = path.join(__dirname, '..', '..');
 const dist = path.join(root, 'dist', 'nodes');
@@ -17,32 +17,8 @@ const sets = Object.entries(pkg['node-red'].nodes);
 const built = fs.existsSync(path.join(dist, 'printfarm-printer.html'));
 if (!built) console.warn('editor html tests skipped: run `npm run build` first (npm test does)');
 const describeBuilt = built ? describe : describe.skip;
-
-interface Definition {
-  category: string;
-  defaults: Record<string, { value: unknown; type?: string; required?: boolean; validate?: unknown }>;
-  credentials?: Record<string, { type: string }>;
-  icon?: string;
-  color?: string;
-  inputs?: number;
-  outputs?: number;
-  paletteLabel?: string;
-  label?: () => string;
-}
-
-const scripts = (html: string, type: string) => [...html.matchAll(new RegExp(`<script type="${type}"([^>]*)>([\\s\\S]*?)</script>`, 'g'))].map((m) => ({ attrs: m[1], body: m[2] }));
-
-/** Runs the editor script with a stub RED and jQuery; returns what it registered. */
-function register(js: string): Map<string, Definition> {
-  const found = new Map<string, Definition>();
-  const RED = {
-    nodes: { registerType: (type: string, def: Definition) => found.set(type, def) },
-    validators: { number: () => () => true, regex: () => () => true, typedInput: () => () => true },
-    _: (k: string) => k,
-  };
-  vm.runInNewContext(js, { RED, window: {}, $: () => ({ on() {}, val() {}, toggle() {} }) });
-  return found;
-}
+const register = (name: string) => registerEditor(dist, name);
+const editorTemplate = (name: string) => templateIn(dist, name);
 
 /** What the runtime module registers (type, credentials) with a stub RED. */
 function runtimeRegistration(file: string): { type: string; credentials?: Record<string, { type: string }> } {
@@ -102,7 +78,7 @@ describeBuilt('editor files', () => {
     const defaults = (def.properties.find((p) => ((p as acorn.Property).key as acorn.Identifier).name === 'defaults') as acorn.Property).value;
     expect(defaults.type).toBe('ObjectExpression');
 
-    const registered = register(js[0].body);
+    const registered = register(name);
     expect([...registered.keys()]).toEqual([name]);
     const d = registered.get(name)!;
     expect(d.category).toBe(name === 'printfarm-server' ? 'config' : 'print farm');
@@ -114,12 +90,9 @@ describeBuilt('editor files', () => {
   });
 
   test.each(sets)('%s: the node-input fields are the defaults, the credentials are the runtime ones', (name) => {
-    const html = fs.readFileSync(path.join(dist, `${name}.html`), 'utf8');
-    const d = register(scripts(html, 'text/javascript')[0].body).get(name)!;
-    const templates = scripts(html, 'text/html').filter((s) => s.attrs.includes(`data-template-name="${name}"`));
-    expect(templates).toHaveLength(1);
+    const d = register(name).get(name)!;
     const prefix = name === 'printfarm-server' ? 'node-config-input-' : 'node-input-';
-    const ids = [...templates[0].body.matchAll(/id="([^"]+)"/g)].map((m) => m[1]).filter((id) => id.startsWith(prefix)).map((id) => id.slice(prefix.length));
+    const ids = [...editorTemplate(name).matchAll(/id="([^"]+)"/g)].map((m) => m[1]).filter((id) => id.startsWith(prefix)).map((id) => id.slice(prefix.length));
     const fields = [...Object.keys(d.defaults), ...Object.keys(d.credentials ?? {})];
     expect([...ids].sort()).toEqual([...fields].sort());
     // The runtime declares the same credentials (Node-RED keeps only declared ones).
@@ -129,7 +102,7 @@ describeBuilt('editor files', () => {
   });
 
   test.each(sets)('%s: help in en-US and de; every label the template uses is in both catalogs, with the same keys', (name) => {
-    const html = fs.readFileSync(path.join(dist, `${name}.html`), 'utf8');
+    const html = editorTemplate(name);
     const catalogs = Object.fromEntries(
       ['en-US', 'de'].map((lang) => {
         const help = fs.readFileSync(path.join(dist, 'locales', lang, `${name}.html`), 'utf8');

@@ -10,12 +10,12 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import vm from 'node:vm';
 import { Aedes } from 'aedes';
 import mqtt from 'mqtt';
 import { createService, type Service } from '../../service/app';
 import { PrintfarmClient, type CreatePrinterInput } from '../../service/client';
 import { startFarm, type SimulatedFarm } from '../../service/simulators';
+import { registerEditor } from '../helpers/editor-scripts';
 import { startNodeRed, type RunningNodeRed } from '../helpers/launcher';
 import { collect, control, helper, NODES, SERVICE_OPTIONS, simState, statusOf, tempDir, until, type FlowNode } from '../helpers/node-red';
 
@@ -32,12 +32,7 @@ const shipped = ['examples', 'flows'].flatMap((dir) =>
 
 /** The defaults each node's editor html declares (from the source html). */
 function editorDefaults(type: string): string[] {
-  const html = fs.readFileSync(path.join(root, 'nodes', `${type}.html`), 'utf8');
-  const js = /<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(html)![1];
-  let defaults: Record<string, unknown> = {};
-  const RED = { nodes: { registerType: (_t: string, def: { defaults: Record<string, unknown> }) => (defaults = def.defaults) }, validators: { number: () => () => true, typedInput: () => () => true } };
-  vm.runInNewContext(js, { RED, window: {}, $: () => ({}) });
-  return Object.keys(defaults);
+  return Object.keys(registerEditor(path.join(root, 'nodes'), type).get(type)!.defaults);
 }
 
 describe('examples and flows', () => {
