@@ -16,12 +16,6 @@ export const ANOMALY_RULES = [
   'installations reporting errors in the last 7 days: > 30 % high',
 ];
 
-/** How many installations reported errors between the two instants (one bucket spanning them). */
-export async function installationsWithErrors(repo: AggregatorRepository, startMs: number, endMs: number): Promise<number> {
-  const [row] = await repo.buckets(endMs, endMs - startMs, 1);
-  return row?.with_errors ?? 0;
-}
-
 /** The anomalies found at `now`, the most severe first. */
 export async function findAnomalies(repo: AggregatorRepository, now: number) {
   const at = iso(now);
@@ -34,7 +28,7 @@ export async function findAnomalies(repo: AggregatorRepository, now: number) {
     repo.receivedRange(),
     repo.totals(now - WEEK_MS, now),
     repo.totals(now - 2 * WEEK_MS, now - WEEK_MS),
-    installationsWithErrors(repo, now - WEEK_MS, now),
+    repo.withErrorsCount(now - WEEK_MS, now),
   ]);
 
   const activeChange = change(active, previous);

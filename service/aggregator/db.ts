@@ -10,6 +10,7 @@ import path from 'node:path';
 import { openTarget, type AnyConnection } from '../db/connection';
 import { ddl } from '../db/ddl';
 import { Kysely, type Generated, type Migration } from 'kysely';
+import { m002 } from './derived-schema';
 
 export interface InstallationsTable {
   installation_id: string;
@@ -66,10 +67,38 @@ export interface RateLimitsTable {
   window_start_ms: number;
 }
 
+/** Each installation's latest submission, the fields the distribution views group by (migration 002). */
+export interface LatestSubmissionsTable {
+  installation_id: string;
+  submission_id: number;
+  received_ms: number;
+  app_version: string;
+  deployment_mode: string;
+  country_code: string;
+  printer_count: number;
+  printer_type_counts: string;
+  feature_usage: string;
+}
+
+/** Per UTC day of received_ms: the submissions and the sums of their counters (migration 002). */
+export interface DailyTotalsTable {
+  day: number;
+  submissions: number;
+  jobs_created: number;
+  jobs_completed: number;
+  jobs_failed: number;
+  files_downloaded: number;
+  files_uploaded: number;
+  uptime_hours: number;
+  errors: number;
+}
+
 export interface AggregatorDB {
   installations: InstallationsTable;
   submissions: SubmissionsTable;
   rate_limits: RateLimitsTable;
+  latest_submissions: LatestSubmissionsTable;
+  daily_totals: DailyTotalsTable;
 }
 
 export type AggregatorDb = Kysely<AggregatorDB>;
@@ -130,7 +159,7 @@ const m001: Migration = {
   },
 };
 
-export const AGGREGATOR_MIGRATIONS: Record<string, Migration> = { '001_aggregator': m001 };
+export const AGGREGATOR_MIGRATIONS: Record<string, Migration> = { '001_aggregator': m001, '002_aggregator_derived': m002 };
 
 export type AggregatorConnection = AnyConnection<AggregatorDB>;
 

@@ -32,21 +32,24 @@ export function compareVersions(a: string, b: string): number {
   return x.pre < y.pre ? -1 : 1;
 }
 
+/** Rows per key, in the order the keys first occur; a row with `installations` counts as that many. */
 export function tally<T>(rows: T[], keyOf: (row: T) => string): { key: string; n: number }[] {
   const counts = new Map<string, number>();
-  for (const row of rows) counts.set(keyOf(row), (counts.get(keyOf(row)) ?? 0) + 1);
+  for (const row of rows) counts.set(keyOf(row), (counts.get(keyOf(row)) ?? 0) + ((row as { installations?: number }).installations ?? 1));
   return [...counts].map(([key, n]) => ({ key, n }));
 }
 
 export const byCountThenName = (a: { key: string; n: number }, b: { key: string; n: number }) => b.n - a.n || a.key.localeCompare(b.key);
 
-export function featureCounts(rows: StoredSubmission[]) {
+/** Enabled and disabled counts per feature; a row with `installations` stands for that many installations. */
+export function featureCounts(rows: (Pick<StoredSubmission, 'feature_usage'> & { installations?: number })[]) {
   const counts = new Map<string, { enabled: number; disabled: number }>();
   for (const row of rows) {
+    const times = row.installations ?? 1;
     for (const [feature, on] of Object.entries(row.feature_usage)) {
       const c = counts.get(feature) ?? { enabled: 0, disabled: 0 };
-      if (on) c.enabled++;
-      else c.disabled++;
+      if (on) c.enabled += times;
+      else c.disabled += times;
       counts.set(feature, c);
     }
   }
@@ -62,4 +65,25 @@ export function fleetSize(n: number): '0' | '1' | '2-5' | '6-10' | '11-50' | '51
   if (n <= 10) return '6-10';
   if (n <= 50) return '11-50';
   return '51+';
+}
+
+/** [printer count, installations] ascending by printer count, from groups that carry a printer_count. */
+export function fleetHistogram(groups: { printer_count: number; installations: number }[]): [number, number][] {
+  const counts = new Map<number, number>();
+  for (const g of groups) counts.set(g.printer_count, (counts.get(g.printer_count) ?? 0) + g.installations);
+  return [...counts].sort((a, b) => a[0] - b[0]);
+}
+
+/** The median of the values a histogram of `total` values describes (the mean of the middle two for an even count). */
+export function median(histogram: [number, number][], total: number): number {
+  if (total === 0) return 0;
+  const at = (index: number) => {
+    let seen = 0;
+    for (const [value, n] of histogram) {
+      seen += n;
+      if (index < seen) return value;
+    }
+    return 0;
+  };
+  return total % 2 ? at((total - 1) / 2) : (at(total / 2 - 1) + at(total / 2)) / 2;
 }

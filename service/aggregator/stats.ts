@@ -17,8 +17,9 @@
 import type { z } from 'zod';
 import type { ReportData } from './schemas';
 import { DAY_MS, type AggregatorRepository, type StoredSubmission } from './repository';
-import { findAnomalies, installationsWithErrors } from './anomalies';
-import { byCountThenName, change, compareVersions, direction, featureCounts, fleetSize, iso, pct, round2, tally, WEEK_MS, type Interval } from './stats-math';
+import { findAnomalies } from './anomalies';
+import type { LatestField } from './reads';
+import { byCountThenName, change, compareVersions, direction, featureCounts, fleetHistogram, fleetSize, iso, median, pct, round2, tally, WEEK_MS, type Interval } from './stats-math';
 
 // Kept importable from here, where it has always been.
 export { compareVersions };
@@ -29,8 +30,10 @@ export class AggregatorStats {
     private readonly now: () => number = Date.now,
   ) {}
 
-  private async latest(days: number, end = this.now()) {
-    return this.repo.latestPerInstallation(end - days * DAY_MS, end);
+  /** The installations active in the last `days`, grouped by fields of their latest submission. */
+  private async latest<K extends LatestField>(days: number, by: readonly K[], end = this.now()) {
+    const groups = await this.repo.latestGroups(end - days * DAY_MS, end, by);
+    return { groups, installations: groups.reduce((sum, g) => sum + g.installations, 0) };
   }
 
   async summary() {
@@ -43,7 +46,7 @@ export class AggregatorStats {
       this.repo.totals(),
       this.repo.totals(now - DAY_MS, now),
       this.repo.receivedRange(),
-      this.latest(30, now),
+      this.latest(30, [], now),
     ]);
     const { submissions, ...counters } = totals;
     return {
@@ -54,7 +57,7 @@ export class AggregatorStats {
       new_installations_7d: new7,
       total_submissions: submissions,
       submissions_24h: last24.submissions,
-      total_printers: latest30.reduce((sum, r) => sum + r.printer_count, 0),
+      total_printers: latest30.groups.reduce((sum, g) => sum + g.printers, 0),
       totals: { ...counters, uptime_hours: round2(counters.uptime_hours) },
       job_success_rate: pct(counters.jobs_completed, counters.jobs_completed + counters.jobs_failed),
       first_submission_at: range.first === null ? null : iso(range.first),
@@ -109,79 +112,78 @@ export class AggregatorStats {
   }
 
   async deploymentModes(days: number) {
-    const rows = await this.latest(days);
+    const { groups, installations } = await this.latest(days, ['deployment_mode']);
     return {
       generated_at: iso(this.now()),
       days,
-      total_installations: rows.length,
-      modes: tally(rows, (r) => r.deployment_mode)
+      total_installations: installations,
+      modes: tally(groups, (g) => g.deployment_mode)
         .sort(byCountThenName)
-        .map(({ key, n }) => ({ mode: key, installations: n, percentage: pct(n, rows.length) })),
+        .map(({ key, n }) => ({ mode: key, installations: n, percentage: pct(n, installations) })),
     };
   }
 
   async versions(days: number) {
-    const rows = await this.latest(days);
-    const versions = tally(rows, (r) => r.app_version).sort((a, b) => compareVersions(b.key, a.key));
+    const { groups, installations } = await this.latest(days, ['app_version']);
+    const versions = tally(groups, (g) => g.app_version).sort((a, b) => compareVersions(b.key, a.key));
     const latest = versions[0] ?? null;
     return {
       generated_at: iso(this.now()),
       days,
-      total_installations: rows.length,
+      total_installations: installations,
       latest_version: latest?.key ?? null,
-      latest_version_adoption: latest ? pct(latest.n, rows.length) : 0,
-      versions: versions.map(({ key, n }) => ({ version: key, installations: n, percentage: pct(n, rows.length) })),
+      latest_version_adoption: latest ? pct(latest.n, installations) : 0,
+      versions: versions.map(({ key, n }) => ({ version: key, installations: n, percentage: pct(n, installations) })),
     };
   }
 
   async geography(days: number) {
-    const rows = await this.latest(days);
-    const printers = new Map<string, number>();
-    for (const r of rows) printers.set(r.country_code, (printers.get(r.country_code) ?? 0) + r.printer_count);
-    const countries = tally(rows, (r) => r.country_code).sort(byCountThenName);
+    const { groups, installations } = await this.latest(days, ['country_code']);
+    const printers = new Map(groups.map((g) => [g.country_code, g.printers]));
+    const countries = tally(groups, (g) => g.country_code).sort(byCountThenName);
     return {
       generated_at: iso(this.now()),
       days,
-      total_installations: rows.length,
+      total_installations: installations,
       country_count: countries.filter((c) => c.key !== 'XX').length,
-      countries: countries.map(({ key, n }) => ({ country_code: key, installations: n, percentage: pct(n, rows.length), printers: printers.get(key) ?? 0 })),
+      countries: countries.map(({ key, n }) => ({ country_code: key, installations: n, percentage: pct(n, installations), printers: printers.get(key) ?? 0 })),
     };
   }
 
   async printers(days: number) {
-    const rows = await this.latest(days);
-    const total = rows.reduce((sum, r) => sum + r.printer_count, 0);
-    const sizes = rows.map((r) => r.printer_count).sort((a, b) => a - b);
-    const median = sizes.length === 0 ? 0 : sizes.length % 2 ? sizes[(sizes.length - 1) / 2] : (sizes[sizes.length / 2 - 1] + sizes[sizes.length / 2]) / 2;
+    const { groups, installations } = await this.latest(days, ['printer_count', 'printer_type_counts']);
+    const total = groups.reduce((sum, g) => sum + g.printers, 0);
     const types = new Map<string, { printers: number; installations: number }>();
-    for (const r of rows) {
-      for (const [type, n] of Object.entries(r.printer_type_counts)) {
+    for (const g of groups) {
+      for (const [type, n] of Object.entries(JSON.parse(g.printer_type_counts) as Record<string, number>)) {
         const t = types.get(type) ?? { printers: 0, installations: 0 };
-        t.printers += n;
-        if (n > 0) t.installations++;
+        t.printers += n * g.installations;
+        if (n > 0) t.installations += g.installations;
         types.set(type, t);
       }
     }
     const typePrinters = [...types.values()].reduce((sum, t) => sum + t.printers, 0);
+    const sizes = fleetHistogram(groups);
     const buckets = ['0', '1', '2-5', '6-10', '11-50', '51+'] as const;
     return {
       generated_at: iso(this.now()),
       days,
-      total_installations: rows.length,
+      total_installations: installations,
       total_printers: total,
-      average_per_installation: rows.length ? round2(total / rows.length) : 0,
-      median_per_installation: median,
-      max_per_installation: sizes.at(-1) ?? 0,
+      average_per_installation: installations ? round2(total / installations) : 0,
+      median_per_installation: median(sizes, installations),
+      max_per_installation: sizes.at(-1)?.[0] ?? 0,
       types: [...types]
         .map(([type, t]) => ({ type, printers: t.printers, installations: t.installations, percentage: pct(t.printers, typePrinters) }))
         .sort((a, b) => b.printers - a.printers || a.type.localeCompare(b.type)),
-      fleet_sizes: buckets.map((size) => ({ size, installations: rows.filter((r) => fleetSize(r.printer_count) === size).length })),
+      fleet_sizes: buckets.map((size) => ({ size, installations: sizes.filter(([count]) => fleetSize(count) === size).reduce((sum, [, n]) => sum + n, 0) })),
     };
   }
 
   async features(days: number) {
-    const rows = await this.latest(days);
-    return { generated_at: iso(this.now()), days, total_installations: rows.length, features: featureCounts(rows) };
+    const { groups, installations } = await this.latest(days, ['feature_usage']);
+    const rows = groups.map((g) => ({ feature_usage: JSON.parse(g.feature_usage) as Record<string, boolean>, installations: g.installations }));
+    return { generated_at: iso(this.now()), days, total_installations: installations, features: featureCounts(rows) };
   }
 
   async versionMigration(days: number, interval: Interval) {
@@ -235,7 +237,7 @@ export class AggregatorStats {
     const [window, reporting, withErrors, buckets, types, week, previousWeek] = await Promise.all([
       this.repo.totals(start, end),
       this.repo.activeCount(start, end),
-      installationsWithErrors(this.repo, start, end),
+      this.repo.withErrorsCount(start, end),
       this.repo.buckets(end, size, count),
       this.repo.errorsIn(start, end),
       this.repo.totals(end - WEEK_MS, end),

@@ -1,0 +1,244 @@
+/**
+ * The read queries of the /stats views. Windows are (start, end] in epoch ms; buckets count back from `end`
+ * by integer division (the end and the bucket size go in as integer literals: bound JS numbers are REAL in
+ * SQLite and would divide to fractions).
+ *
+ * What they read instead of rescanning every submission (derived-schema.ts):
+ *  - the latest submission of each installation active in a window comes from latest_submissions; an
+ *    installation whose latest submission is newer than the window's end (only when the window ends
+ *    before the newest submission) gets its latest one inside the window from the submissions;
+ *  - counter sums take whole UTC days from daily_totals and the window's ragged ends from the submissions.
+ */
+import { sql, type RawBuilder, type Selectable } from 'kysely';
+import type { AggregatorDb, InstallationsTable, SubmissionsTable } from './db';
+import { DAILY_COUNTERS, DAY_MS, LATEST_FIELDS } from './derived-schema';
+
+/** A submissions row with its JSON columns parsed. */
+export type StoredSubmission = Omit<Selectable<SubmissionsTable>, keyof SubmissionJson> & SubmissionJson;
+interface SubmissionJson {
+  printer_types: string[];
+  printer_type_counts: Record<string, number>;
+  feature_usage: Record<string, boolean>;
+  event_counts: Record<string, number>;
+}
+
+export const parseSubmission = (row: Selectable<SubmissionsTable>): StoredSubmission => ({
+  ...row,
+  printer_types: JSON.parse(row.printer_types),
+  printer_type_counts: JSON.parse(row.printer_type_counts),
+  feature_usage: JSON.parse(row.feature_usage),
+  event_counts: JSON.parse(row.event_counts),
+});
+
+export interface Totals {
+  jobs_created: number;
+  jobs_completed: number;
+  jobs_failed: number;
+  files_downloaded: number;
+  files_uploaded: number;
+  uptime_hours: number;
+  errors: number;
+  submissions: number;
+}
+
+export interface BucketRow {
+  bucket: number;
+  active: number;
+  submissions: number;
+  errors: number;
+  with_errors: number;
+}
+
+export type LatestField = (typeof LATEST_FIELDS)[number];
+
+/** A group of installations whose latest submissions agree on the grouped fields: how many, and their printers. */
+export type LatestGroup<K extends LatestField> = { [P in K]: P extends 'printer_count' ? number : string } & { installations: number; printers: number };
+
+const lit = (n: number) => sql.lit(Math.trunc(n));
+const EMPTY_TOTALS: Totals = { jobs_created: 0, jobs_completed: 0, jobs_failed: 0, files_downloaded: 0, files_uploaded: 0, uptime_hours: 0, errors: 0, submissions: 0 };
+
+export class AggregatorReads {
+  constructor(protected readonly db: AggregatorDb) {}
+
+  async installationCount(): Promise<number> {
+    const { n } = await this.db.selectFrom('installations').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    return Number(n);
+  }
+
+  /** Installations that submitted in (startMs, endMs]: those whose latest submission is in it, plus those with a later one and one in it. */
+  async activeCount(startMs: number, endMs: number): Promise<number> {
+    const { rows } = await sql<{ n: number }>`
+      SELECT (SELECT COUNT(*) FROM latest_submissions WHERE received_ms > ${startMs} AND received_ms <= ${endMs})
+        + (SELECT COUNT(*) FROM latest_submissions l WHERE l.received_ms > ${endMs} AND EXISTS (
+            SELECT 1 FROM submissions s WHERE s.installation_id = l.installation_id AND s.received_ms > ${startMs} AND s.received_ms <= ${endMs})) AS n`.execute(this.db);
+    return Number(rows[0].n);
+  }
+
+  async newCount(startMs: number, endMs: number): Promise<number> {
+    const { n } = await this.db
+      .selectFrom('installations')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('first_seen_ms', '>', startMs)
+      .where('first_seen_ms', '<=', endMs)
+      .executeTakeFirstOrThrow();
+    return Number(n);
+  }
+
+  /** Counter sums over the submissions received in (startMs, endMs] (all when no window). */
+  async totals(startMs?: number, endMs?: number): Promise<Totals> {
+    if (startMs === undefined || endMs === undefined) return this.dailyTotals();
+    // Day d holds [d * DAY, (d + 1) * DAY); the whole days in the window are first..last.
+    const first = Math.floor(startMs / DAY_MS) + 1;
+    const last = Math.floor((endMs + 1) / DAY_MS) - 1;
+    if (first > last) return this.rawTotals(startMs, endMs);
+    const parts = await Promise.all([this.dailyTotals(first, last), this.rawTotals(startMs, first * DAY_MS - 1), this.rawTotals((last + 1) * DAY_MS - 1, endMs)]);
+    return parts.reduce((sum, part) => Object.fromEntries(Object.entries(sum).map(([k, v]) => [k, v + part[k as keyof Totals]])) as unknown as Totals, EMPTY_TOTALS);
+  }
+
+  private async dailyTotals(firstDay?: number, lastDay?: number): Promise<Totals> {
+    let query = this.db
+      .selectFrom('daily_totals')
+      .select((eb) => [eb.fn.coalesce(eb.fn.sum<number>('submissions'), sql<number>`0`).as('submissions'), ...DAILY_COUNTERS.map(([column]) => eb.fn.coalesce(eb.fn.sum<number>(column), sql<number>`0`).as(column))]);
+    if (firstDay !== undefined && lastDay !== undefined) query = query.where('day', '>=', firstDay).where('day', '<=', lastDay);
+    return numbers(await query.executeTakeFirstOrThrow());
+  }
+
+  private async rawTotals(startMs: number, endMs: number): Promise<Totals> {
+    if (endMs <= startMs) return EMPTY_TOTALS;
+    const row = await this.db
+      .selectFrom('submissions')
+      .select((eb) => [eb.fn.countAll<number>().as('submissions'), ...DAILY_COUNTERS.map(([to, from]) => eb.fn.coalesce(eb.fn.sum<number>(from), sql<number>`0`).as(to))])
+      .where('received_ms', '>', startMs)
+      .where('received_ms', '<=', endMs)
+      .executeTakeFirstOrThrow();
+    return numbers(row);
+  }
+
+  async receivedRange(): Promise<{ first: number | null; last: number | null }> {
+    const row = await this.db
+      .selectFrom('submissions')
+      .select((eb) => [eb.fn.min('received_ms').as('first'), eb.fn.max('received_ms').as('last')])
+      .executeTakeFirstOrThrow();
+    return { first: row.first === null ? null : Number(row.first), last: row.last === null ? null : Number(row.last) };
+  }
+
+  /** The latest submission in (startMs, endMs] of every installation that submitted then, as the fields of latest_submissions. */
+  private latestInWindow(startMs: number, endMs: number): RawBuilder<unknown> {
+    const fields = sql.raw(['installation_id', ...LATEST_FIELDS].join(', '));
+    return sql`SELECT ${fields} FROM latest_submissions WHERE received_ms > ${startMs} AND received_ms <= ${endMs}
+      UNION ALL
+      SELECT ${fields} FROM submissions WHERE id IN (
+        SELECT (SELECT s.id FROM submissions s WHERE s.installation_id = l.installation_id AND s.received_ms > ${startMs} AND s.received_ms <= ${endMs}
+          ORDER BY s.received_ms DESC, s.id DESC LIMIT 1)
+        FROM latest_submissions l WHERE l.received_ms > ${endMs})`;
+  }
+
+  /**
+   * The installations active in (startMs, endMs] grouped by fields of their latest submission there, the
+   * groups in the order of their first installation id (the order the views tallied rows in).
+   */
+  async latestGroups<K extends LatestField>(startMs: number, endMs: number, by: readonly K[]): Promise<LatestGroup<K>[]> {
+    const columns = by.map((c) => sql.ref(c));
+    const select = columns.length ? sql`${sql.join(columns)}, ` : sql``;
+    const groupBy = columns.length ? sql`GROUP BY ${sql.join(columns)}` : sql``;
+    const { rows } = await sql<Record<string, string | number>>`
+      SELECT ${select}COUNT(*) AS installations, COALESCE(SUM(printer_count), 0) AS printers, MIN(installation_id) AS first_id
+      FROM (${this.latestInWindow(startMs, endMs)}) latest ${groupBy} ORDER BY first_id`.execute(this.db);
+    return rows
+      .filter((r) => Number(r.installations) > 0)
+      .map(({ first_id: _first, ...r }) => ({ ...r, installations: Number(r.installations), printers: Number(r.printers), ...('printer_count' in r ? { printer_count: Number(r.printer_count) } : {}) }) as unknown as LatestGroup<K>);
+  }
+
+  /** The latest submission of every installation that submitted in (startMs, endMs]. */
+  async latestPerInstallation(startMs: number, endMs: number): Promise<StoredSubmission[]> {
+    const rows = await sql<Selectable<SubmissionsTable>>`
+      SELECT * FROM (
+        SELECT s.*, ROW_NUMBER() OVER (PARTITION BY installation_id ORDER BY received_ms DESC, id DESC) AS rn
+        FROM submissions s WHERE received_ms > ${startMs} AND received_ms <= ${endMs}
+      ) latest WHERE rn = 1 ORDER BY installation_id`.execute(this.db);
+    return rows.rows.map(({ rn: _rn, ...row }: Selectable<SubmissionsTable> & { rn?: number }) => parseSubmission(row));
+  }
+
+  /** The latest submission per (bucket, installation) in (endMs - buckets * sizeMs, endMs]; bucket 0 is the newest. */
+  async latestPerBucket(endMs: number, sizeMs: number, buckets: number): Promise<(StoredSubmission & { bucket: number })[]> {
+    const startMs = endMs - buckets * sizeMs;
+    const rows = await sql<Selectable<SubmissionsTable> & { bucket: number }>`
+      SELECT * FROM (
+        SELECT s.*, (${lit(endMs)} - received_ms) / ${lit(sizeMs)} AS bucket,
+          ROW_NUMBER() OVER (PARTITION BY (${lit(endMs)} - received_ms) / ${lit(sizeMs)}, installation_id ORDER BY received_ms DESC, id DESC) AS rn
+        FROM submissions s WHERE received_ms > ${startMs} AND received_ms <= ${endMs}
+      ) latest WHERE rn = 1`.execute(this.db);
+    return rows.rows.map(({ rn: _rn, bucket, ...row }: Selectable<SubmissionsTable> & { bucket: number; rn?: number }) => ({ ...parseSubmission(row), bucket: Number(bucket) }));
+  }
+
+  /**
+   * Per bucket: active installations, submissions, errors and installations with errors. One group per
+   * (bucket, installation) first, then per bucket (hash aggregation over the cover index, no distinct sort).
+   */
+  async buckets(endMs: number, sizeMs: number, buckets: number): Promise<BucketRow[]> {
+    const startMs = endMs - buckets * sizeMs;
+    const rows = await sql<BucketRow>`
+      SELECT bucket, COUNT(*) AS active, SUM(n) AS submissions, SUM(e) AS errors, SUM(CASE WHEN m > 0 THEN 1 ELSE 0 END) AS with_errors
+      FROM (
+        SELECT (${lit(endMs)} - received_ms) / ${lit(sizeMs)} AS bucket, installation_id, COUNT(*) AS n, SUM(error_count) AS e, MAX(error_count) AS m
+        FROM submissions WHERE received_ms > ${startMs} AND received_ms <= ${endMs}
+        GROUP BY (${lit(endMs)} - received_ms) / ${lit(sizeMs)}, installation_id
+      ) per_installation GROUP BY bucket`.execute(this.db);
+    return rows.rows.map((r) => ({ bucket: Number(r.bucket), active: Number(r.active), submissions: Number(r.submissions), errors: Number(r.errors), with_errors: Number(r.with_errors) }));
+  }
+
+  /** Installations that reported errors in (startMs, endMs]. */
+  async withErrorsCount(startMs: number, endMs: number): Promise<number> {
+    const { n } = await this.db
+      .selectFrom('submissions')
+      .select(sql<number>`COUNT(DISTINCT installation_id)`.as('n'))
+      .where('received_ms', '>', startMs)
+      .where('received_ms', '<=', endMs)
+      .where('error_count', '>', 0)
+      .executeTakeFirstOrThrow();
+    return Number(n);
+  }
+
+  /** Installations first seen per bucket. */
+  async newPerBucket(endMs: number, sizeMs: number, buckets: number): Promise<Map<number, number>> {
+    const startMs = endMs - buckets * sizeMs;
+    const rows = await sql<{ bucket: number; n: number }>`
+      SELECT (${lit(endMs)} - first_seen_ms) / ${lit(sizeMs)} AS bucket, COUNT(*) AS n
+      FROM installations WHERE first_seen_ms > ${startMs} AND first_seen_ms <= ${endMs}
+      GROUP BY (${lit(endMs)} - first_seen_ms) / ${lit(sizeMs)}`.execute(this.db);
+    return new Map(rows.rows.map((r) => [Number(r.bucket), Number(r.n)]));
+  }
+
+  /** The errors by code in the window: each distinct event_counts text is parsed once and counted as often as it occurs. */
+  async errorsIn(startMs: number, endMs: number): Promise<{ byType: Map<string, number> }> {
+    const rows = await this.db
+      .selectFrom('submissions')
+      .select((eb) => ['event_counts', eb.fn.countAll<number>().as('n'), eb.fn.min('id').as('first_id')])
+      .where('received_ms', '>', startMs)
+      .where('received_ms', '<=', endMs)
+      .where('error_count', '>', 0)
+      .groupBy('event_counts')
+      .orderBy('first_id')
+      .execute();
+    const byType = new Map<string, number>();
+    for (const row of rows) {
+      const times = Number(row.n);
+      for (const [key, n] of Object.entries(JSON.parse(row.event_counts) as Record<string, number>)) {
+        if (key.startsWith('error_')) byType.set(key.slice(6), (byType.get(key.slice(6)) ?? 0) + n * times);
+      }
+    }
+    return { byType };
+  }
+
+  async allInstallations(): Promise<Selectable<InstallationsTable>[]> {
+    return this.db.selectFrom('installations').selectAll().orderBy('first_seen_ms').orderBy('installation_id').execute();
+  }
+
+  async allSubmissions(): Promise<StoredSubmission[]> {
+    return (await this.db.selectFrom('submissions').selectAll().orderBy('id').execute()).map(parseSubmission);
+  }
+}
+
+function numbers(row: object): Totals {
+  return Object.fromEntries(Object.entries(row).map(([k, v]) => [k, Number(v)])) as unknown as Totals;
+}
