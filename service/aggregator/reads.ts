@@ -55,6 +55,8 @@ export type LatestField = (typeof LATEST_FIELDS)[number];
 export type LatestGroup<K extends LatestField> = { [P in K]: P extends 'printer_count' ? number : string } & { installations: number; printers: number };
 
 const lit = (n: number) => sql.lit(Math.trunc(n));
+/** Up to this many buckets, each is a query part of its own (see buckets()). */
+const MAX_UNION_BUCKETS = 60;
 const EMPTY_TOTALS: Totals = { jobs_created: 0, jobs_completed: 0, jobs_failed: 0, files_downloaded: 0, files_uploaded: 0, uptime_hours: 0, errors: 0, submissions: 0 };
 
 export class AggregatorReads {
@@ -172,19 +174,34 @@ export class AggregatorReads {
   }
 
   /**
-   * Per bucket: active installations, submissions, errors and installations with errors. One group per
-   * (bucket, installation) first, then per bucket (hash aggregation over the cover index, no distinct sort).
+   * Per bucket: active installations, submissions, errors and installations with errors. Each bucket is
+   * its own range of the cover index with its own small distinct counts, the buckets one UNION ALL
+   * (PostgreSQL runs its parts in parallel); a long daily timeline (over MAX_UNION_BUCKETS) is one
+   * grouped scan instead, one group per (bucket, installation) first.
    */
   async buckets(endMs: number, sizeMs: number, buckets: number): Promise<BucketRow[]> {
     const startMs = endMs - buckets * sizeMs;
-    const rows = await sql<BucketRow>`
-      SELECT bucket, COUNT(*) AS active, SUM(n) AS submissions, SUM(e) AS errors, SUM(CASE WHEN m > 0 THEN 1 ELSE 0 END) AS with_errors
-      FROM (
-        SELECT (${lit(endMs)} - received_ms) / ${lit(sizeMs)} AS bucket, installation_id, COUNT(*) AS n, SUM(error_count) AS e, MAX(error_count) AS m
-        FROM submissions WHERE received_ms > ${startMs} AND received_ms <= ${endMs}
-        GROUP BY (${lit(endMs)} - received_ms) / ${lit(sizeMs)}, installation_id
-      ) per_installation GROUP BY bucket`.execute(this.db);
-    return rows.rows.map((r) => ({ bucket: Number(r.bucket), active: Number(r.active), submissions: Number(r.submissions), errors: Number(r.errors), with_errors: Number(r.with_errors) }));
+    const query =
+      buckets <= MAX_UNION_BUCKETS
+        ? sql.join(
+            Array.from({ length: buckets }, (_, bucket) => {
+              const [from, to] = [lit(endMs - (bucket + 1) * sizeMs), lit(endMs - bucket * sizeMs)];
+              return sql`SELECT ${sql.lit(bucket)} AS bucket, COUNT(DISTINCT installation_id) AS active, COUNT(*) AS submissions, COALESCE(SUM(error_count), 0) AS errors,
+                COUNT(DISTINCT CASE WHEN error_count > 0 THEN installation_id END) AS with_errors
+                FROM submissions WHERE received_ms > ${from} AND received_ms <= ${to}`;
+            }),
+            sql` UNION ALL `,
+          )
+        : sql`SELECT bucket, COUNT(*) AS active, SUM(n) AS submissions, SUM(e) AS errors, SUM(CASE WHEN m > 0 THEN 1 ELSE 0 END) AS with_errors
+          FROM (
+            SELECT (${lit(endMs)} - received_ms) / ${lit(sizeMs)} AS bucket, installation_id, COUNT(*) AS n, SUM(error_count) AS e, MAX(error_count) AS m
+            FROM submissions WHERE received_ms > ${startMs} AND received_ms <= ${endMs}
+            GROUP BY (${lit(endMs)} - received_ms) / ${lit(sizeMs)}, installation_id
+          ) per_installation GROUP BY bucket`;
+    const rows = await sql<BucketRow>`${query}`.execute(this.db);
+    return rows.rows
+      .map((r) => ({ bucket: Number(r.bucket), active: Number(r.active), submissions: Number(r.submissions), errors: Number(r.errors), with_errors: Number(r.with_errors) }))
+      .filter((r) => r.submissions > 0);
   }
 
   /** Installations that reported errors in (startMs, endMs]. */

@@ -149,6 +149,29 @@ describeDialects('aggregation service derived tables', (db) => {
     expect(await repo.totals()).toMatchObject({ submissions: all.length, jobs_created: all.reduce((n, s) => n + s.total_jobs_created, 0) });
   });
 
+  test('per-bucket counts equal a computation over every stored submission, split per bucket or grouped in one scan', async () => {
+    const all = await repo.allSubmissions();
+    // 3 and 13 buckets: one query part each; 90 daily buckets: the grouped scan.
+    for (const [end, size, count] of [[NOW, DAY_MS, 3], [NOW - 5 * HOUR_MS, 7 * DAY_MS, 13], [NOW, DAY_MS, 90]]) {
+      const expected = new Map<number, { active: Set<string>; submissions: number; errors: number; withErrors: Set<string> }>();
+      for (const s of all.filter((x) => x.received_ms > end - count * size && x.received_ms <= end)) {
+        const bucket = Math.floor((end - s.received_ms) / size);
+        const e = expected.get(bucket) ?? { active: new Set(), submissions: 0, errors: 0, withErrors: new Set() };
+        e.active.add(s.installation_id);
+        e.submissions++;
+        e.errors += s.error_count;
+        if (s.error_count > 0) e.withErrors.add(s.installation_id);
+        expected.set(bucket, e);
+      }
+      const rows = (await repo.buckets(end, size, count)).sort((x, y) => x.bucket - y.bucket);
+      expect(rows).toEqual(
+        [...expected]
+          .sort(([x], [y]) => x - y)
+          .map(([bucket, e]) => ({ bucket, active: e.active.size, submissions: e.submissions, errors: e.errors, with_errors: e.withErrors.size })),
+      );
+    }
+  });
+
   test('the version view lists what the latest submissions say', async () => {
     const res = await a.call('GET', '/stats/versions?days=30');
     const latest = await repo.latestPerInstallation(NOW - 30 * DAY_MS, NOW);
