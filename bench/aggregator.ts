@@ -13,6 +13,7 @@
  * throwaway server of the Debian package's binaries (test/support).
  *
  * Options: --installations 100000 --submissions 1000000 --seconds 10 --concurrency 32 --runs 5 --database-url postgres://...
+ * --db sqlite: part 2 only, on one instance's SQLite file (bench/aggregator-sqlite.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -21,6 +22,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { Kysely, PostgresDialect } from 'kysely';
 import { backfillDerived } from '../service/aggregator/derived-schema';
+import { seedSqlite } from './aggregator-sqlite';
 import { startPostgres, type PostgresServer } from '../test/support/postgres-server';
 
 interface Options {
@@ -30,13 +32,14 @@ interface Options {
   concurrency: number;
   runs: number;
   databaseUrl?: string;
+  db: 'postgres' | 'sqlite';
 }
 
 const KEY = 'bench-key';
 const DAY_MS = 86_400_000;
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { installations: 100_000, submissions: 1_000_000, seconds: 10, concurrency: 32, runs: 5 };
+  const o: Options = { installations: 100_000, submissions: 1_000_000, seconds: 10, concurrency: 32, runs: 5, db: 'postgres' };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1] ?? ''];
     const int = () => {
@@ -50,17 +53,18 @@ function parseArgs(argv: string[]): Options {
     else if (flag === '--concurrency') o.concurrency = int();
     else if (flag === '--runs') o.runs = int();
     else if (flag === '--database-url') o.databaseUrl = value;
+    else if (flag === '--db' && (value === 'postgres' || value === 'sqlite')) o.db = value;
     else throw new Error(`unknown option ${flag}`);
   }
   return o;
 }
 
 /** One `printfarm aggregator` process (the compiled CLI of this bench build). */
-function startInstance(databaseUrl: string, dataDir: string): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
+function startInstance(databaseUrl: string | null, dataDir: string): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
   const cli = path.join(__dirname, '..', 'service', 'cli.js');
   const child = spawn(
     process.execPath,
-    ['-e', `require(${JSON.stringify(cli)}).main(process.argv.slice(1))`, 'aggregator', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, '--database-url', databaseUrl],
+    ['-e', `require(${JSON.stringify(cli)}).main(process.argv.slice(1))`, 'aggregator', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, ...(databaseUrl ? ['--database-url', databaseUrl] : [])],
     { env: { PATH: process.env.PATH, AGGREGATOR_API_KEY: KEY, AGGREGATOR_RATE_LIMIT_PER_HOUR: '100000' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
@@ -177,8 +181,41 @@ async function timeGet(url: string, runs: number): Promise<number> {
   return times.sort((a, b) => a - b)[Math.floor(times.length / 2)];
 }
 
+const VIEWS = ['summary', 'installations', 'versions', 'printers', 'features', 'errors', 'anomalies', 'overview'];
+
+/** The views' median latency against GET /health of the same instance. */
+async function timeViews(url: string, o: Options): Promise<void> {
+  const health = await timeGet(`${url}/health`, o.runs * 3);
+  process.stdout.write('| View (days=30) | Median ms | Ratio to GET /health |\n|---|---|---|\n');
+  for (const view of VIEWS) {
+    const ms = await timeGet(`${url}/stats/${view}?days=30`, o.runs);
+    process.stdout.write(`| /stats/${view} | ${ms.toFixed(0)} | ${(ms / health).toFixed(0)} |\n`);
+  }
+  process.stdout.write(`| GET /health | ${health.toFixed(1)} | 1 |\n`);
+}
+
+/** --db sqlite: the views of one instance on its SQLite file (scale-out needs PostgreSQL). */
+async function mainSqlite(o: Options): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'printfarm-bench-agg-'));
+  try {
+    process.stdout.write(`bench/aggregator: SQLite; ${o.installations} installations; stats at ${o.submissions} submissions\n\n`);
+    const instance = await startInstance(null, dir); // migrates the empty file
+    try {
+      const t0 = Date.now();
+      await seedSqlite(dir, o.installations, o.submissions, Date.now());
+      process.stdout.write(`seeded ${o.submissions} submissions in ${((Date.now() - t0) / 1000).toFixed(1)} s\n\n`);
+      await timeViews(instance.url, o);
+    } finally {
+      await instance.stop();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
+  if (o.db === 'sqlite') return mainSqlite(o);
   let server: PostgresServer | null = null;
   const url = o.databaseUrl ?? (await (server = await startPostgres()).createDatabase('bench_aggregator'));
   const client = new pg.Client({ connectionString: url });
@@ -207,13 +244,7 @@ async function main(): Promise<void> {
       const t0 = Date.now();
       await seed(client, url, o.installations, o.submissions, Date.now());
       process.stdout.write(`\nseeded ${o.submissions} submissions in ${((Date.now() - t0) / 1000).toFixed(1)} s\n\n`);
-      const health = await timeGet(`${instance.url}/health`, o.runs * 3);
-      process.stdout.write('| View (days=30) | Median ms | Ratio to GET /health |\n|---|---|---|\n');
-      for (const view of ['summary', 'installations', 'versions', 'printers', 'features', 'errors', 'anomalies', 'overview']) {
-        const ms = await timeGet(`${instance.url}/stats/${view}?days=30`, o.runs);
-        process.stdout.write(`| /stats/${view} | ${ms.toFixed(0)} | ${(ms / health).toFixed(0)} |\n`);
-      }
-      process.stdout.write(`| GET /health | ${health.toFixed(1)} | 1 |\n`);
+      await timeViews(instance.url, o);
     } finally {
       await instance.stop();
     }
