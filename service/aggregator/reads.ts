@@ -117,11 +117,12 @@ export class AggregatorReads {
   }
 
   async receivedRange(): Promise<{ first: number | null; last: number | null }> {
-    const row = await this.db
-      .selectFrom('submissions')
-      .select((eb) => [eb.fn.min('received_ms').as('first'), eb.fn.max('received_ms').as('last')])
-      .executeTakeFirstOrThrow();
-    return { first: row.first === null ? null : Number(row.first), last: row.last === null ? null : Number(row.last) };
+    // Two queries: SQLite reads a lone MIN or MAX off the index, both in one query scan the table.
+    const [first, last] = await Promise.all([
+      this.db.selectFrom('submissions').select((eb) => eb.fn.min('received_ms').as('v')).executeTakeFirstOrThrow(),
+      this.db.selectFrom('submissions').select((eb) => eb.fn.max('received_ms').as('v')).executeTakeFirstOrThrow(),
+    ]);
+    return { first: first.v === null ? null : Number(first.v), last: last.v === null ? null : Number(last.v) };
   }
 
   /** The latest submission in (startMs, endMs] of every installation that submitted then, as the fields of latest_submissions. */
@@ -187,7 +188,7 @@ export class AggregatorReads {
             Array.from({ length: buckets }, (_, bucket) => {
               const [from, to] = [lit(endMs - (bucket + 1) * sizeMs), lit(endMs - bucket * sizeMs)];
               return sql`SELECT ${sql.lit(bucket)} AS bucket, COUNT(DISTINCT installation_id) AS active, COUNT(*) AS submissions, COALESCE(SUM(error_count), 0) AS errors,
-                COUNT(DISTINCT CASE WHEN error_count > 0 THEN installation_id END) AS with_errors
+                (SELECT COUNT(DISTINCT installation_id) FROM submissions WHERE error_count > 0 AND received_ms > ${from} AND received_ms <= ${to}) AS with_errors
                 FROM submissions WHERE received_ms > ${from} AND received_ms <= ${to}`;
             }),
             sql` UNION ALL `,
