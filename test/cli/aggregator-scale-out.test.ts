@@ -143,6 +143,14 @@ const missing = postgresUnavailable();
       expect(await q('SELECT count(*)::int AS n FROM (SELECT installation_id FROM submissions GROUP BY installation_id HAVING count(*) <> 10) AS off')).toEqual([{ n: 0 }]);
       expect(await q('SELECT count(*)::int AS n, min(submissions)::int AS lo, max(submissions)::int AS hi FROM installations')).toEqual([{ n: INSTALLATIONS, lo: LIMIT, hi: LIMIT }]);
       expect(await q('SELECT min(submission_count)::int AS lo, max(submission_count)::int AS hi FROM rate_limits')).toEqual([{ lo: LIMIT, hi: LIMIT }]);
+      // What both processes derived on submit (migration 002) equals a recomputation from the submissions.
+      expect(await q('SELECT installation_id, submission_id::int AS id, app_version FROM latest_submissions ORDER BY installation_id')).toEqual(
+        await q(`SELECT DISTINCT ON (installation_id) installation_id, id::int AS id, app_version FROM submissions ORDER BY installation_id, received_ms DESC, id DESC`),
+      );
+      expect(await q('SELECT day::text, submissions::int AS n, jobs_created::int AS jobs, errors::int AS errors, uptime_hours FROM daily_totals ORDER BY day')).toEqual(
+        await q(`SELECT (received_ms / 86400000)::text AS day, count(*)::int AS n, sum(total_jobs_created)::int AS jobs, sum(error_count)::int AS errors, sum(uptime_hours) AS uptime_hours
+          FROM submissions GROUP BY 1 ORDER BY 1`),
+      );
     } finally {
       await client.end();
     }
