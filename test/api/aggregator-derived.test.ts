@@ -6,12 +6,16 @@
  * The repository's windowed answers agree with a computation over every stored submission.
  */
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { openTarget } from '../../service/db/connection';
 import { DAY_MS, HOUR_MS, type AggregatorRepository } from '../../service/aggregator/repository';
-import { openAggregatorDatabase, type AggregatorConnection } from '../../service/aggregator/db';
+import { AGGREGATOR_DB_FILENAME, AGGREGATOR_MIGRATIONS, openAggregatorDatabase, type AggregatorConnection, type AggregatorDB } from '../../service/aggregator/db';
 import { backfillDerived } from '../../service/aggregator/derived-schema';
 import { compareVersions } from '../../service/aggregator/stats';
 import { describeDialects } from '../helpers/dialects';
 import { NOW, submission } from '../helpers/aggregator-data';
+import { tempDir } from '../helpers/service';
 import { startAggregator, type AggregatorHarness } from '../helpers/usage';
 
 const LIMIT = 3;
@@ -178,5 +182,44 @@ describeDialects('aggregation service derived tables', (db) => {
     const versions = [...new Set(latest.map((s) => s.app_version))].sort((x, y) => compareVersions(y, x));
     expect(res.body.versions.map((v: { version: string; installations: number }) => [v.version, v.installations])).toEqual(versions.map((v) => [v, latest.filter((s) => s.app_version === v).length]));
     expect(res.body.total_installations).toBe(latest.length);
+  });
+});
+
+describeDialects('aggregator migration 002', (db) => {
+  test('derives latest_submissions and daily_totals from the submissions a database already holds', async () => {
+    const url = await db.url();
+    const dir = tempDir('printfarm-agg-migration-');
+    const target = { file: path.join(dir, AGGREGATOR_DB_FILENAME), url };
+    // A database as migration 001 left it, with submissions of three installations over three days.
+    const old = await openTarget<AggregatorDB>(target, { '001_aggregator': AGGREGATOR_MIGRATIONS['001_aggregator'] });
+    const ids = [randomUUID(), randomUUID(), randomUUID()];
+    const rows = ids.flatMap((id, i) =>
+      [0, 1, 2, 3].map((k) => {
+        const ms = NOW - k * 20 * HOUR_MS - i * HOUR_MS;
+        const s = submission({ installation_id: id, submitted_at: new Date(ms).toISOString(), app_version: `1.${k}.0`, printer_count: i + k, total_jobs_created: i + k, uptime_hours: 0.5 * k, event_counts: k === 1 ? { error: i } : {} });
+        return { ...s, received_at: new Date(ms).toISOString(), received_ms: ms, printer_types: JSON.stringify(s.printer_types), printer_type_counts: JSON.stringify(s.printer_type_counts), feature_usage: JSON.stringify(s.feature_usage), event_counts: JSON.stringify(s.event_counts), error_count: s.event_counts.error ?? 0 };
+      }),
+    );
+    await old.db.insertInto('submissions').values(rows).execute();
+    await old.close();
+
+    const conn = await openAggregatorDatabase(dir, { url });
+    try {
+      const latest = await conn.db.selectFrom('latest_submissions').select(['installation_id', 'app_version', 'received_ms']).orderBy('installation_id').execute();
+      // k = 0 is the newest of each installation.
+      expect(latest.map((r) => ({ ...r, received_ms: Number(r.received_ms) }))).toEqual(
+        [...ids].sort().map((id) => ({ installation_id: id, app_version: '1.0.0', received_ms: NOW - ids.indexOf(id) * HOUR_MS })),
+      );
+      const daily = await conn.db.selectFrom('daily_totals').selectAll().orderBy('day').execute();
+      const expected = new Map<number, { submissions: number; jobs: number; errors: number }>();
+      for (const r of rows) {
+        const d = expected.get(Math.floor(r.received_ms / DAY_MS)) ?? { submissions: 0, jobs: 0, errors: 0 };
+        expected.set(Math.floor(r.received_ms / DAY_MS), { submissions: d.submissions + 1, jobs: d.jobs + r.total_jobs_created, errors: d.errors + r.error_count });
+      }
+      expect(daily.map((d) => [Number(d.day), { submissions: Number(d.submissions), jobs: Number(d.jobs_created), errors: Number(d.errors) }])).toEqual([...expected].sort(([x], [y]) => x - y));
+    } finally {
+      await conn.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
