@@ -16,7 +16,7 @@
  */
 import type { z } from 'zod';
 import type { ReportData } from './schemas';
-import { DAY_MS, type AggregatorRepository, type StoredSubmission } from './repository';
+import { DAY_MS, type AggregatorRepository } from './repository';
 import { findAnomalies } from './anomalies';
 import type { LatestField } from './reads';
 import { byCountThenName, change, compareVersions, direction, featureCounts, fleetHistogram, fleetSize, iso, median, pct, round2, tally, WEEK_MS, type Interval } from './stats-math';
@@ -304,10 +304,11 @@ export class AggregatorStats {
       this.repo.activeCount(start - span, start),
       this.repo.newCount(start, now),
       this.repo.totals(start, now),
-      this.repo.latestPerInstallation(start, now),
+      this.repo.latestGroups(start, now, ['app_version', 'country_code', 'deployment_mode']),
       this.anomalies(),
     ]);
-    const top = (keyOf: (r: StoredSubmission) => string) => tally(latest, keyOf).sort(byCountThenName);
+    type Group = (typeof latest)[number];
+    const top = (keyOf: (g: Group) => string) => tally(latest, keyOf).sort(byCountThenName);
     return {
       kind,
       period_start: iso(start),
@@ -324,7 +325,7 @@ export class AggregatorStats {
       files_downloaded: totals.files_downloaded,
       files_uploaded: totals.files_uploaded,
       errors: totals.errors,
-      total_printers: latest.reduce((sum, r) => sum + r.printer_count, 0),
+      total_printers: latest.reduce((sum, g) => sum + g.printers, 0),
       top_versions: top((r) => r.app_version)
         .slice(0, 10)
         .map(({ key, n }) => ({ version: key, installations: n })),
