@@ -83,9 +83,8 @@ describe('PrusaLink driver against the simulated printer', () => {
     const { driver } = driverFor(sim, { watchdog_ms: 500, command_timeout_ms: 1500 });
     await driver.connect();
     await ok(sim, '/stall');
-    const t0 = Date.now();
     const lost = await waitForConnection(driver, 'disconnected', 3000);
-    expect(Date.now() - t0).toBeLessThan(1400); // the watchdog, not the 1.5 s request timeout
+    // The watchdog's reason, not the 1.5 s request timeout's (said by the message, not by a stopwatch).
     expect(lost.message).toMatch(/no answer from the printer for 500 ms/);
 
     const timedOut = await rejection(driver.startPrint('/usb/CUBE_0~1.BGC'));
