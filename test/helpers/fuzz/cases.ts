@@ -28,6 +28,8 @@ export interface Seeded {
   jobs: number[];
   ideas: number[];
   files: string[];
+  /** Print-queue items (held, so that the dispatcher never moves them by itself). */
+  queue: string[];
 }
 
 /** encodeURIComponent, which throws on a lone surrogate: that one goes out as its (invalid) UTF-8 bytes instead. */
@@ -50,6 +52,7 @@ export function existingIds(seed: Seeded): Record<string, string[]> {
     job_id: seed.jobs.map(String),
     idea_id: seed.ideas.map(String),
     file_id: seed.files,
+    item_id: seed.queue,
     trending_id: [],
   };
 }
@@ -60,6 +63,7 @@ export function hintFor(seed: Seeded) {
     if (name === 'printer_id') return seed.printers[0];
     if (name === 'job_id') return seed.jobs[0];
     if (name === 'file_ids') return [seed.files[0]];
+    if (name === 'file_id') return seed.files[0];
     // A model page the importer recognises (its fetch refuses to go out).
     if (name === 'url') return 'https://www.printables.com/model/123456-fuzz';
     return undefined;

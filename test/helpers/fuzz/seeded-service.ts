@@ -2,7 +2,7 @@
  * The service the fuzz tests run against, one per test file and dialect:
  * started with every outside address pointing at a closed local port, seeded
  * with something for each kind of path id to find (a printer of each type, a
- * job, an idea, a local file, a maintenance event), and settled (the silent
+ * job, an idea, a local file, a maintenance event, a held queue item), and settled (the silent
  * printers' connection tests have given up), so that from then on nothing
  * writes by itself. Also the database and the disk as seen from outside.
  */
@@ -45,7 +45,7 @@ export interface FuzzedService {
 /** Starts the seeded service before the enclosing block's tests (beforeAll) and closes it after them. */
 export function useFuzzedService(dialect: DialectUnderTest): FuzzedService {
   // h and ops are set in beforeAll, before any test reads them.
-  const fuzz: FuzzedService = { h: null as unknown as Harness, ops: [], seed: { printers: [], jobs: [], ideas: [], files: [] }, fetched: [] };
+  const fuzz: FuzzedService = { h: null as unknown as Harness, ops: [], seed: { printers: [], jobs: [], ideas: [], files: [], queue: [] }, fetched: [] };
   const { seed, fetched } = fuzz;
 
   beforeAll(async () => {
@@ -82,6 +82,11 @@ export function useFuzzedService(dialect: DialectUnderTest): FuzzedService {
     expect(upload.status).toBe(201);
     seed.files.push(upload.body.id);
     expect((await h.post('/api/v1/printers/mk4-01/maintenance', { kind: 'cleaning' })).status).toBe(201);
+    // A print-queue item of that file, held: nothing dispatches it while the fuzzer runs.
+    const item = await h.post('/api/v1/queue', { file_id: upload.body.id, copies: 2 });
+    expect(item.status).toBe(201);
+    expect((await h.post(`/api/v1/queue/${item.body.id}/hold`)).status).toBe(200);
+    seed.queue.push(item.body.id);
 
     // Wait until both connection tests gave up and their status changes are stored: from then on nothing writes by itself.
     const deadline = Date.now() + 10_000;
