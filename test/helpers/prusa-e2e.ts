@@ -24,6 +24,11 @@ export function closeAfterEach(): void {
   });
 }
 
+/** Anything else a test opens (a proxy in front of a simulator, say), closed after the test before what was opened earlier. */
+export function closeAfterTest(resource: { close(): Promise<void> }): void {
+  opened.push(resource);
+}
+
 /** A PrusaLink simulator (password Sup3r-Secr3t unless given) on 127.0.0.1, closed after the test. */
 export async function simulator(options: PrusaSimulatorOptions = {}): Promise<PrusaSimulator> {
   const sim = await PrusaSimulator.start({ password: 'Sup3r-Secr3t', ...options });
