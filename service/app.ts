@@ -15,7 +15,7 @@ import { authorize } from './api/auth';
 import { TOKENS_FILE, TokenRegistry } from './auth/tokens';
 import { ConfigError, runtimeDefaults, startupOptions, VERSION, type StartupOptions } from './config';
 import type { ServiceContext } from './context';
-import { DB_FILENAME, openStore, type Store, type StoreOptions } from './db';
+import { openStore, type Store, type StoreOptions } from './db';
 import { EventBus } from './events';
 import { JobService } from './jobs/service';
 import { FileCatalog } from './files/catalog';
@@ -125,7 +125,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const metrics = new ServiceMetrics(
     {
       version: VERSION,
-      databaseFile: path.join(dataDir, DB_FILENAME),
+      databaseBytes: async () => (context ? context.store.sizeBytes() : 0),
       printers: async () => (context ? context.store.printers.list() : []),
       jobsByStatus: async (statuses) => (context ? context.store.jobs.countByStatus(statuses) : Object.fromEntries(statuses.map((s) => [s, 0]))),
       wsClients: () => realtime?.clientCount ?? 0,

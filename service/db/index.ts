@@ -1,6 +1,7 @@
 /** The storage layer: one connection and a repository per table. Nothing outside service/db/ writes SQL. */
 import fs from 'node:fs';
 import path from 'node:path';
+import { sql } from 'kysely';
 import { openDatabase, type Connection } from './connection';
 import { PostgresReader, ReadWorker } from './read-worker';
 import { FilesRepository } from './repositories/files';
@@ -38,6 +39,8 @@ export interface Store {
    * deleted or replaced); on PostgreSQL a `SELECT 1`.
    */
   ping(): Promise<boolean>;
+  /** The bytes the database takes: SQLite's file with its -wal and -shm companions; PostgreSQL's database (pg_database_size). */
+  sizeBytes(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -81,9 +84,26 @@ export async function openStore(dataDir: string, options: StoreOptions = {}): Pr
     trending: new TrendingRepository(db),
     queue: new QueueRepository(db),
     ping: async () => (await connection.ping()) && sameFile(),
+    sizeBytes: async () => {
+      if (connection.dialect === 'sqlite') return sqliteFileBytes(connection.file);
+      const { rows } = await sql<{ bytes: string }>`select pg_database_size(current_database()) as bytes`.execute(db);
+      return Number(rows[0]?.bytes ?? 0);
+    },
     close: async () => {
       await reader.close();
       await connection.close();
     },
   };
+}
+
+function sqliteFileBytes(file: string): number {
+  let total = 0;
+  for (const suffix of ['', '-wal', '-shm']) {
+    try {
+      total += fs.statSync(file + suffix).size;
+    } catch {
+      // The -wal and -shm files come and go with checkpoints.
+    }
+  }
+  return total;
 }

@@ -5,7 +5,6 @@
  * route, downloads, rate-limit refusals, the database size and the process.
  * Values that already live elsewhere are read when scraped, not copied.
  */
-import fs from 'node:fs';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import type { RequestHandler } from 'express';
 import type { EventBus } from '../events';
@@ -20,8 +19,8 @@ export interface MetricSources {
   jobsByStatus(statuses: readonly string[]): Promise<Record<string, number>>;
   /** Connected /ws clients now. */
   wsClients(): number;
-  /** The SQLite file; its -wal and -shm companions are counted with it. */
-  databaseFile: string;
+  /** The bytes the database takes (0 before it is open). */
+  databaseBytes(): Promise<number>;
 }
 
 /** Seconds; from a 1 ms answer to a slow statistics query over a large farm. */
@@ -58,18 +57,6 @@ class RateMeter {
     for (let s = Math.max(this.second + 1, current - this.ring.length + 1); s <= current; s++) this.ring[s % this.ring.length] = 0;
     this.second = current;
   }
-}
-
-function databaseBytes(file: string): number {
-  let total = 0;
-  for (const suffix of ['', '-wal', '-shm']) {
-    try {
-      total += fs.statSync(file + suffix).size;
-    } catch {
-      // The -wal and -shm files come and go with checkpoints.
-    }
-  }
-  return total;
 }
 
 export class ServiceMetrics {
@@ -138,7 +125,7 @@ export class ServiceMetrics {
     this.rateLimited = counter('printfarm_rate_limited_total', 'Requests and connections refused by a rate limit, by limit', ['limit']);
     gauge('printfarm_downloads_active', 'Printer file downloads running now', () => this.activeDownloads.size);
     this.downloadsFinished = counter('printfarm_downloads_total', 'Finished printer file downloads, by result', ['result']);
-    gauge('printfarm_database_size_bytes', 'Size of the SQLite database with its WAL', () => databaseBytes(sources.databaseFile));
+    gauge('printfarm_database_size_bytes', 'Size of the database: the SQLite file with its WAL, or the PostgreSQL database', () => sources.databaseBytes());
     // process_resident_memory_bytes, process_cpu_seconds_total, process_start_time_seconds and the other
     // standard process and Node.js metrics come from prom-client (util/prometheus.ts); these two stay by
     // their names of before, which dashboards and docs/api.md use.

@@ -96,6 +96,19 @@ describeDialects('health and system info', (db) => {
     expect(info.features).toEqual({ job_monitoring: false, file_management: true, business_analytics: true, preview_system: true });
     for (const key of ['jobs_count', 'files_count', 'printers_count']) expect(Number.isInteger(info.database[key])).toBe(true);
   });
+
+  test('GET /metrics gives the size of the database in use (the SQLite file, or the PostgreSQL database), and it grows with the data', async () => {
+    const size = async () => {
+      const text = await (await fetch(`${h.base}/metrics`)).text();
+      return Number(/^printfarm_database_size_bytes (\S+)$/m.exec(text)?.[1]);
+    };
+    const before = await size();
+    expect(before).toBeGreaterThan(0);
+    await h.post('/api/v1/printers', bambu('a1'));
+    const notes = 'n'.repeat(8000);
+    for (let i = 0; i < 300; i++) expect((await h.post('/api/v1/jobs', { printer_id: 'a1', job_name: `job ${i}`, notes })).status).toBe(201);
+    expect(await size()).toBeGreaterThan(before);
+  });
 });
 
 describe('GET /update-check', () => {

@@ -6,51 +6,10 @@
  * Digest was established (issue 16 item 12).
  */
 import http from 'node:http';
-import { DriverError, type ConnectionChange, type DriverConfig, type PrinterState } from '../../service/printers/driver';
-import { PrusaDriver } from '../../service/printers/prusa/driver';
-import { PrusaSimulator, type PrusaSimulatorOptions } from '../../service/simulators/prusa';
+import type { PrusaSimulator } from '../../service/simulators/prusa';
+import { closeAfterEach, closeAfterTest, driverFor, rejection, simulator, until, waitForState } from '../helpers/prusa-e2e';
 
-const opened: Array<{ close(): Promise<void> }> = [];
-afterEach(async () => {
-  for (const c of opened.splice(0).reverse()) await c.close();
-});
-
-async function simulator(options: PrusaSimulatorOptions = {}): Promise<PrusaSimulator> {
-  const sim = await PrusaSimulator.start({ password: 'Sup3r-Secr3t', ...options });
-  opened.push(sim);
-  return sim;
-}
-
-function driverFor(sim: PrusaSimulator, config: Partial<DriverConfig> = {}) {
-  const driver = new PrusaDriver(
-    { id: 'prusa-auth', ip_address: '127.0.0.1', serial_number: null, access_code: sim.password, ports: { http: sim.httpPort }, watchdog_ms: 2000, command_timeout_ms: 1000, poll_ms: 100, ...config },
-    { backoffBaseMs: 50, backoffMaxMs: 400 },
-  );
-  opened.push(driver);
-  const connections: ConnectionChange[] = [];
-  driver.on('connection', (c: ConnectionChange) => connections.push(c));
-  return { driver, connections };
-}
-
-async function until(what: string, check: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`not true within ${ms} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-async function rejection(promise: Promise<unknown>): Promise<DriverError> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).toBeInstanceOf(DriverError);
-    return err as DriverError;
-  }
-  throw new Error('expected a rejection');
-}
-
-const waitForState = (driver: PrusaDriver, what: string, match: (s: PrinterState) => boolean) => until(what, () => !!driver.state && match(driver.state));
+closeAfterEach();
 
 describe('PrusaLink authentication', () => {
   test('older firmware that only knows X-Api-Key: a printer configured for its API key sends the key', async () => {
@@ -96,7 +55,7 @@ describe('PrusaLink authentication', () => {
       req.pipe(upstream);
     });
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    opened.push({ close: () => new Promise<void>((resolve) => (proxy.closeAllConnections(), proxy.close(() => resolve()))) });
+    closeAfterTest({ close: () => new Promise<void>((resolve) => (proxy.closeAllConnections(), proxy.close(() => resolve()))) });
     const { driver } = driverFor({ ...sim, httpPort: (proxy.address() as { port: number }).port, password: sim.password } as PrusaSimulator);
     await driver.connect();
     expect(driver.authMode).toBe('digest');
