@@ -162,16 +162,21 @@ export class AggregatorReads {
     return rows.rows.map(({ rn: _rn, ...row }: Selectable<SubmissionsTable> & { rn?: number }) => parseSubmission(row));
   }
 
-  /** The latest submission per (bucket, installation) in (endMs - buckets * sizeMs, endMs]; bucket 0 is the newest. */
-  async latestPerBucket(endMs: number, sizeMs: number, buckets: number): Promise<(StoredSubmission & { bucket: number })[]> {
+  /**
+   * The latest submission per (bucket, installation) in (endMs - buckets * sizeMs, endMs] (bucket 0 the
+   * newest), counted per bucket and value of one field. Only the bucket, installation and field go
+   * through the window function's sort, not whole rows with their JSON (66 s at 10^6 on SQLite).
+   */
+  async latestPerBucketGroups<F extends 'app_version' | 'feature_usage'>(endMs: number, sizeMs: number, buckets: number, field: F): Promise<({ bucket: number; installations: number } & Record<F, string>)[]> {
     const startMs = endMs - buckets * sizeMs;
-    const rows = await sql<Selectable<SubmissionsTable> & { bucket: number }>`
-      SELECT * FROM (
-        SELECT s.*, (${lit(endMs)} - received_ms) / ${lit(sizeMs)} AS bucket,
-          ROW_NUMBER() OVER (PARTITION BY (${lit(endMs)} - received_ms) / ${lit(sizeMs)}, installation_id ORDER BY received_ms DESC, id DESC) AS rn
-        FROM submissions s WHERE received_ms > ${startMs} AND received_ms <= ${endMs}
-      ) latest WHERE rn = 1`.execute(this.db);
-    return rows.rows.map(({ rn: _rn, bucket, ...row }: Selectable<SubmissionsTable> & { bucket: number; rn?: number }) => ({ ...parseSubmission(row), bucket: Number(bucket) }));
+    const bucket = sql`(${lit(endMs)} - received_ms) / ${lit(sizeMs)}`;
+    const { rows } = await sql<{ bucket: number; installations: number } & Record<F, string>>`
+      SELECT bucket, ${sql.ref(field)}, COUNT(*) AS installations, MIN(installation_id) AS first_id FROM (
+        SELECT ${bucket} AS bucket, installation_id, ${sql.ref(field)},
+          ROW_NUMBER() OVER (PARTITION BY ${bucket}, installation_id ORDER BY received_ms DESC, id DESC) AS rn
+        FROM submissions WHERE received_ms > ${startMs} AND received_ms <= ${endMs}
+      ) latest WHERE rn = 1 GROUP BY bucket, ${sql.ref(field)} ORDER BY first_id`.execute(this.db);
+    return rows.map(({ first_id: _first, ...r }: { first_id?: string } & (typeof rows)[number]) => ({ ...r, bucket: Number(r.bucket), installations: Number(r.installations) }) as (typeof rows)[number]);
   }
 
   /**

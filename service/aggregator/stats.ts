@@ -188,22 +188,23 @@ export class AggregatorStats {
 
   async versionMigration(days: number, interval: Interval) {
     const { size, count, end, periods } = this.bucketing(days, interval);
-    const rows = await this.repo.latestPerBucket(end, size, count);
-    const all = [...new Set(rows.map((r) => r.app_version))].sort((a, b) => compareVersions(b, a));
+    const groups = await this.repo.latestPerBucketGroups(end, size, count, 'app_version');
+    const all = [...new Set(groups.map((g) => g.app_version))].sort((a, b) => compareVersions(b, a));
     return {
       generated_at: iso(end),
       days,
       interval,
       versions: all,
       timeline: periods.map(({ bucket, period_start, period_end }) => {
-        const inBucket = rows.filter((r) => r.bucket === bucket);
+        const inBucket = groups.filter((g) => g.bucket === bucket);
+        const total = inBucket.reduce((sum, g) => sum + g.installations, 0);
         return {
           period_start,
           period_end,
-          total_installations: inBucket.length,
-          versions: tally(inBucket, (r) => r.app_version)
+          total_installations: total,
+          versions: tally(inBucket, (g) => g.app_version)
             .sort((a, b) => compareVersions(b.key, a.key))
-            .map(({ key, n }) => ({ version: key, installations: n, percentage: pct(n, inBucket.length) })),
+            .map(({ key, n }) => ({ version: key, installations: n, percentage: pct(n, total) })),
         };
       }),
     };
@@ -211,20 +212,24 @@ export class AggregatorStats {
 
   async featureTrends(days: number, interval: Interval) {
     const { size, count, end, periods } = this.bucketing(days, interval);
-    const rows = await this.repo.latestPerBucket(end, size, count);
-    const names = [...new Set(rows.flatMap((r) => Object.keys(r.feature_usage)))].sort();
+    const groups = (await this.repo.latestPerBucketGroups(end, size, count, 'feature_usage')).map((g) => ({
+      bucket: g.bucket,
+      installations: g.installations,
+      feature_usage: JSON.parse(g.feature_usage) as Record<string, boolean>,
+    }));
+    const names = [...new Set(groups.flatMap((g) => Object.keys(g.feature_usage)))].sort();
     return {
       generated_at: iso(end),
       days,
       interval,
       features: names,
       timeline: periods.map(({ bucket, period_start, period_end }) => {
-        const inBucket = rows.filter((r) => r.bucket === bucket);
+        const inBucket = groups.filter((g) => g.bucket === bucket);
         const counts = new Map(featureCounts(inBucket).map((f) => [f.feature, f]));
         return {
           period_start,
           period_end,
-          total_installations: inBucket.length,
+          total_installations: inBucket.reduce((sum, g) => sum + g.installations, 0),
           features: names.map((feature) => counts.get(feature) ?? { feature, enabled: 0, disabled: 0, adoption: 0 }),
         };
       }),

@@ -176,6 +176,22 @@ describeDialects('aggregation service derived tables', (db) => {
     }
   });
 
+  test('the latest submission per bucket and installation, counted by version and by features, equals the latest within each bucket', async () => {
+    for (const [end, size, count] of [[NOW, DAY_MS, 14], [NOW - 5 * HOUR_MS, 7 * DAY_MS, 3]]) {
+      const [versions, features] = await Promise.all([repo.latestPerBucketGroups(end, size, count, 'app_version'), repo.latestPerBucketGroups(end, size, count, 'feature_usage')]);
+      for (let bucket = 0; bucket < count; bucket++) {
+        const latest = await repo.latestPerInstallation(end - (bucket + 1) * size, end - bucket * size);
+        const tallyOf = (keyOf: (s: (typeof latest)[number]) => string) => {
+          const m = new Map<string, number>();
+          for (const s of latest) m.set(keyOf(s), (m.get(keyOf(s)) ?? 0) + 1);
+          return m;
+        };
+        expect([bucket, new Map(versions.filter((g) => g.bucket === bucket).map((g) => [g.app_version, g.installations]))]).toEqual([bucket, tallyOf((s) => s.app_version)]);
+        expect([bucket, new Map(features.filter((g) => g.bucket === bucket).map((g) => [g.feature_usage, g.installations]))]).toEqual([bucket, tallyOf((s) => JSON.stringify(s.feature_usage))]);
+      }
+    }
+  });
+
   test('the version view lists what the latest submissions say', async () => {
     const res = await a.call('GET', '/stats/versions?days=30');
     const latest = await repo.latestPerInstallation(NOW - 30 * DAY_MS, NOW);
