@@ -181,7 +181,7 @@ async function timeGet(url: string, runs: number): Promise<number> {
   return times.sort((a, b) => a - b)[Math.floor(times.length / 2)];
 }
 
-const VIEWS = ['summary', 'installations', 'versions', 'printers', 'features', 'errors', 'anomalies', 'overview'];
+const VIEWS = ['summary', 'installations', 'versions', 'printers', 'features', 'errors', 'anomalies', 'overview', 'version-migration', 'feature-trends'];
 
 /** The views' median latency against GET /health of the same instance. */
 async function timeViews(url: string, o: Options): Promise<void> {
