@@ -5,60 +5,26 @@
  * hourly limit holds across both, and a retry is a duplicate wherever it lands.
  * Needs dist/ (npm run build) and PostgreSQL (see test/helpers/postgres.ts).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import path from 'node:path';
 import pg from 'pg';
+import { startAggregatorProcess, type AggregatorProcess } from '../helpers/aggregator-process';
 import { postgresUnavailable, usePostgres } from '../helpers/postgres';
 import { tempDir } from '../helpers/service';
 
-const BIN = path.join(__dirname, '../../bin/printfarm.js');
 const KEY = 'scale-out-key';
 const INSTALLATIONS = 50;
 const LIMIT = 10;
 /** Distinct submissions per installation: two more than the hourly limit. */
 const PER_INSTALLATION = LIMIT + 2;
 
-interface Instance {
-  url: string;
-  child: ChildProcess;
-  stop(): Promise<number | null>;
-}
-
-function startAggregator(databaseUrl: string, dataDir: string): Promise<Instance> {
-  const child = spawn(process.execPath, [BIN, 'aggregator', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, '--database-url', databaseUrl], {
-    env: { PATH: process.env.PATH, AGGREGATOR_API_KEY: KEY, AGGREGATOR_RATE_LIMIT_PER_HOUR: String(LIMIT), DATABASE_POOL_MAX: '10', LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
+/** One `printfarm aggregator` process on the shared database. */
+const startAggregator = (databaseUrl: string, dataDir: string): Promise<AggregatorProcess> =>
+  startAggregatorProcess(['--data-dir', dataDir, '--database-url', databaseUrl], {
+    AGGREGATOR_API_KEY: KEY,
+    AGGREGATOR_RATE_LIMIT_PER_HOUR: String(LIMIT),
+    DATABASE_POOL_MAX: '10',
   });
-  let out = '';
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`aggregator did not start:\n${out}`));
-    }, 30_000);
-    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = out.match(/Health\s+(http:\/\/\S+)\/health/);
-      if (!m) return;
-      clearTimeout(timer);
-      resolve({
-        url: m[1],
-        child,
-        stop: async () => {
-          if (child.exitCode === null) child.kill('SIGTERM');
-          return exited;
-        },
-      });
-    });
-    exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`aggregator exited (${code}):\n${out}`));
-    });
-  });
-}
 
 function submission(installationId: string, n: number) {
   const at = Date.parse('2026-03-01T12:00:00.000Z') + n * 60_000;
@@ -96,7 +62,7 @@ const missing = postgresUnavailable();
 (missing ? describe.skip : describe)(`two aggregator processes on one PostgreSQL${missing ? ` (skipped: ${missing})` : ''}`, () => {
   const server = missing ? null : usePostgres();
   let dirs: string[] = [];
-  let instances: Instance[] = [];
+  let instances: AggregatorProcess[] = [];
   let databaseUrl: string;
 
   beforeAll(async () => {
