@@ -68,17 +68,10 @@ export interface RateLimitsTable {
 }
 
 /** Each installation's latest submission, the fields the distribution views group by (migration 002). */
-export interface LatestSubmissionsTable {
-  installation_id: string;
-  submission_id: number;
-  received_ms: number;
-  app_version: string;
-  deployment_mode: string;
-  country_code: string;
-  printer_count: number;
-  printer_type_counts: string;
-  feature_usage: string;
-}
+export type LatestSubmissionsTable = Pick<
+  SubmissionsTable,
+  'installation_id' | 'received_ms' | 'app_version' | 'deployment_mode' | 'country_code' | 'printer_count' | 'printer_type_counts' | 'feature_usage'
+> & { submission_id: number };
 
 /** Per UTC day of received_ms: the submissions and the sums of their counters (migration 002). */
 export interface DailyTotalsTable {

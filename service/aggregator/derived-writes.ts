@@ -14,29 +14,14 @@
  */
 import { sql, type Transaction } from 'kysely';
 import { dialectOf } from '../db/dialect';
-import type { AggregatorDB } from './db';
+import type { AggregatorDB, LatestSubmissionsTable, SubmissionsTable } from './db';
 import { DAILY_COUNTERS, DAY_LITERAL, DAY_MS } from './derived-schema';
 
 type Trx = Transaction<AggregatorDB>;
 
-export interface DerivedInput {
-  id: number;
-  installation_id: string;
-  received_ms: number;
-  app_version: string;
-  deployment_mode: string;
-  country_code: string;
-  printer_count: number;
-  printer_type_counts: string;
-  feature_usage: string;
-  total_jobs_created: number;
-  total_jobs_completed: number;
-  total_jobs_failed: number;
-  total_files_downloaded: number;
-  total_files_uploaded: number;
-  uptime_hours: number;
-  error_count: number;
-}
+/** What the derived tables take from a stored submission. */
+export type DerivedInput = Omit<LatestSubmissionsTable, 'submission_id'> &
+  Pick<SubmissionsTable, 'total_jobs_created' | 'total_jobs_completed' | 'total_jobs_failed' | 'total_files_downloaded' | 'total_files_uploaded' | 'uptime_hours' | 'error_count'> & { id: number };
 
 /** Records one just-inserted submission in both derived tables. */
 export async function recordDerived(trx: Trx, s: DerivedInput): Promise<void> {

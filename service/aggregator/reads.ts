@@ -10,7 +10,7 @@
  *  - counter sums take whole UTC days from daily_totals and the window's ragged ends from the submissions.
  */
 import { sql, type RawBuilder, type Selectable } from 'kysely';
-import type { AggregatorDb, InstallationsTable, SubmissionsTable } from './db';
+import type { AggregatorDb, DailyTotalsTable, InstallationsTable, SubmissionsTable } from './db';
 import { DAILY_COUNTERS, DAY_MS, LATEST_FIELDS } from './derived-schema';
 
 /** A submissions row with its JSON columns parsed. */
@@ -30,16 +30,8 @@ export const parseSubmission = (row: Selectable<SubmissionsTable>): StoredSubmis
   event_counts: JSON.parse(row.event_counts),
 });
 
-export interface Totals {
-  jobs_created: number;
-  jobs_completed: number;
-  jobs_failed: number;
-  files_downloaded: number;
-  files_uploaded: number;
-  uptime_hours: number;
-  errors: number;
-  submissions: number;
-}
+/** Counters summed over submissions: a day of daily_totals without its day. */
+export type Totals = Omit<DailyTotalsTable, 'day'>;
 
 export interface BucketRow {
   bucket: number;
