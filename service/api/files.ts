@@ -147,7 +147,7 @@ export function fileRoutes({ files, fleet, store, previews }: ServiceContext): A
       query: FileListQuery,
       response: FileList,
       async handler({ query }) {
-        const [{ files: rows, total }, summary] = await Promise.all([store.files.list(query), store.files.summary()]);
+        const { files: rows, total, summary } = await store.files.listWithSummary(query);
         return {
           files: rows.map((f) => files.view(f)),
           pagination: { page: query.page, limit: query.limit, total_items: total, total_pages: Math.ceil(total / query.limit) },

@@ -5,13 +5,24 @@
  * comparison). Times are stored as ISO 8601 text in both, booleans as 0/1
  * integers, JSON as text: the repositories see the same values either way.
  */
-import { PostgresAdapter, sql, type Kysely, type RawBuilder } from 'kysely';
+import { PostgresAdapter, sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 
 export type DialectName = 'sqlite' | 'postgres';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function dialectOf(db: Kysely<any>): DialectName {
   return db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
+}
+
+/**
+ * Runs several reads on one snapshot of the database, so that a page, its total and its summary agree
+ * while a printer's catalog or a job is written meanwhile: on PostgreSQL a read-only REPEATABLE READ
+ * transaction (each statement of a plain one sees its own snapshot); on SQLite a transaction on its one
+ * connection, which other statements wait for.
+ */
+export function readSnapshot<DB, T>(db: Kysely<DB>, reads: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+  const trx = db.transaction();
+  return (dialectOf(db) === 'postgres' ? trx.setIsolationLevel('repeatable read').setAccessMode('read only') : trx).execute(reads);
 }
 
 /** True for a postgres:// (or postgresql://) connection string. */

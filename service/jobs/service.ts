@@ -24,8 +24,8 @@ export class JobService {
   async list(q: JobListFilter) {
     const tz = this.settings.get('timezone');
     const statuses = q.status === undefined ? undefined : q.status === 'running' ? ['printing'] : [q.status];
-    const [{ jobs, total }, summary] = await Promise.all([
-      this.store.jobs.list({
+    const { jobs, total, summary } = await this.store.jobs.listWithSummary(
+      {
         printer_id: q.printer_id,
         queue_item_id: q.queue_item_id,
         statuses,
@@ -36,9 +36,9 @@ export class JobService {
         limit: q.limit,
         order_by: q.order_by,
         order_dir: q.order_dir,
-      }),
-      this.store.jobs.summary(q.printer_id, dayStart(calendarDate(new Date(), tz), tz).toISOString()),
-    ]);
+      },
+      dayStart(calendarDate(new Date(), tz), tz).toISOString(),
+    );
     return {
       jobs: jobs.map(jobView),
       pagination: paginationOf(q, total),

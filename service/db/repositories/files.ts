@@ -1,6 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../connection';
-import { flavourOf } from '../dialect';
+import { flavourOf, readSnapshot } from '../dialect';
 import type { FilesTable } from '../schema';
 
 export type FileStatus = 'available' | 'downloading' | 'downloaded' | 'local' | 'error';
@@ -145,6 +145,15 @@ export class FilesRepository {
       .offset((q.page - 1) * q.limit)
       .execute();
     return { files: rows.map(toRecord), total: Number(total) };
+  }
+
+  /** A page of the list with its total and the summary of all files, read on one snapshot (they agree). */
+  listWithSummary(q: FileQuery) {
+    return readSnapshot(this.db, async (trx) => {
+      const repo = new FilesRepository(trx);
+      const page = await repo.list(q);
+      return { ...page, summary: await repo.summary() };
+    });
   }
 
   async summary() {

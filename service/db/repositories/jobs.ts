@@ -1,6 +1,6 @@
 import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Db } from '../connection';
-import { flavourOf } from '../dialect';
+import { flavourOf, readSnapshot } from '../dialect';
 import type { JobsTable } from '../schema';
 
 type JsonObject = Record<string, unknown>;
@@ -142,6 +142,15 @@ export class JobsRepository {
   }
 
   /** Four counts, each an index range (status, end_time): no scan of the history. */
+  /** A page of the list with its total and the summary, read on one snapshot (they agree while jobs change). */
+  listWithSummary(q: JobQuery, todayStart: string) {
+    return readSnapshot(this.db, async (trx) => {
+      const repo = new JobsRepository(trx);
+      const page = await repo.list(q);
+      return { ...page, summary: await repo.summary(q.printer_id, todayStart) };
+    });
+  }
+
   async summary(printerId: string | undefined, todayStart: string) {
     const count = (status: readonly string[], endFrom?: string) => {
       let q = this.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('status', 'in', [...status] as never);
