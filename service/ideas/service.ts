@@ -107,20 +107,17 @@ export class IdeaService {
 
   async list(q: IdeaListFilter) {
     await this.syncWithJobs();
-    const [{ ideas, total }, byStatus] = await Promise.all([
-      this.store.ideas.list({
-        status: q.status,
-        source_platform: q.source_platform,
-        tags: q.tags,
-        is_business: q.is_business,
-        search: q.search,
-        page: q.page,
-        limit: q.limit,
-        order_by: q.order_by,
-        order_dir: q.order_dir,
-      }),
-      this.store.ideas.countByStatus(),
-    ]);
+    const { ideas, total, byStatus } = await this.store.ideas.listWithCounts({
+      status: q.status,
+      source_platform: q.source_platform,
+      tags: q.tags,
+      is_business: q.is_business,
+      search: q.search,
+      page: q.page,
+      limit: q.limit,
+      order_by: q.order_by,
+      order_dir: q.order_dir,
+    });
     const counts = Object.fromEntries(IDEA_STATUSES.map((s) => [s, byStatus[s] ?? 0])) as Record<IdeaStatus, number>;
     return {
       ideas: ideas.map(ideaView),

@@ -1,7 +1,7 @@
 /**
  * A list page, its total and its summary are read on one snapshot of the
- * database: while jobs are created and files uploaded at the same time,
- * every GET /jobs and GET /files answers a total_items that counts the items
+ * database: while jobs, files, ideas and queue items are created at the same
+ * time, every GET /jobs, /files, /ideas and /queue answers a total_items that counts the items
  * it shows and a summary that agrees with them. (On PostgreSQL each statement
  * of a plain read sees its own snapshot, and the pool runs them on different
  * connections.) On SQLite and PostgreSQL.
@@ -55,12 +55,13 @@ describeDialects('list pages under concurrent writes', (db) => {
     expect((await h.get('/api/v1/jobs?limit=100')).body.pagination.total_items).toBe(WRITES);
   });
 
+  const upload = (name: string) => {
+    const boundary = 'snapshotBoundary';
+    const body = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\nG28\nG1 X10 Y10\n\r\n--${boundary}--\r\n`;
+    return h.request('POST', '/api/v1/files/upload', body, { 'content-type': `multipart/form-data; boundary=${boundary}` });
+  };
+
   test('GET /files: total_items and the summary agree with the files shown', async () => {
-    const upload = (name: string) => {
-      const boundary = 'snapshotBoundary';
-      const body = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\nG28\nG1 X10 Y10\n\r\n--${boundary}--\r\n`;
-      return h.request('POST', '/api/v1/files/upload', body, { 'content-type': `multipart/form-data; boundary=${boundary}` });
-    };
     const { reads, wrong } = await whileWriting(
       async (i) => expect((await upload(`part-${i}.gcode`)).status).toBe(201),
       async () => {
@@ -71,5 +72,30 @@ describeDialects('list pages under concurrent writes', (db) => {
     expect(wrong).toEqual([]);
     expect(reads).toBeGreaterThan(1);
     expect((await h.get('/api/v1/files?limit=100')).body.pagination.total_items).toBe(WRITES);
+  });
+
+  test('GET /ideas: total_items and the summary agree with the ideas shown', async () => {
+    const { reads, wrong } = await whileWriting(
+      async (i) => expect((await h.post('/api/v1/ideas', { title: `idea ${i}` })).status).toBe(201),
+      async () => {
+        const { ideas, pagination, summary } = (await h.get('/api/v1/ideas?limit=100')).body as { ideas: unknown[]; pagination: { total_items: number }; summary: { total_ideas: number } };
+        return pagination.total_items === ideas.length && summary.total_ideas === ideas.length ? null : `${ideas.length} ideas, total_items ${pagination.total_items}, total_ideas ${summary.total_ideas}`;
+      },
+    );
+    expect(wrong).toEqual([]);
+    expect(reads).toBeGreaterThan(1);
+  });
+
+  test('GET /queue: total_items agrees with the items shown', async () => {
+    const file = (await upload('queued.gcode')).body as { id: string };
+    const { reads, wrong } = await whileWriting(
+      async () => expect((await h.post('/api/v1/queue', { file_id: file.id })).status).toBe(201),
+      async () => {
+        const { items, pagination } = (await h.get('/api/v1/queue?limit=100')).body as { items: unknown[]; pagination: { total_items: number } };
+        return pagination.total_items === items.length ? null : `${items.length} items, total_items ${pagination.total_items}`;
+      },
+    );
+    expect(wrong).toEqual([]);
+    expect(reads).toBeGreaterThan(1);
   });
 });

@@ -1,6 +1,6 @@
 import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Db } from '../connection';
-import { flavourOf } from '../dialect';
+import { flavourOf, readSnapshot } from '../dialect';
 import type { IdeasTable, TrendingItemsTable } from '../schema';
 
 export interface IdeaFileInfo {
@@ -121,6 +121,15 @@ export class IdeasRepository {
       .offset((q.page - 1) * q.limit)
       .execute();
     return { ideas: rows.map(toRecord), total: Number(total) };
+  }
+
+  /** A page of the list with its total and the count per status, read on one snapshot (they agree). */
+  listWithCounts(q: IdeaQuery) {
+    return readSnapshot(this.db, async (trx) => {
+      const repo = new IdeasRepository(trx);
+      const page = await repo.list(q);
+      return { ...page, byStatus: await repo.countByStatus() };
+    });
   }
 
   /** Number of ideas per status, over all ideas. */

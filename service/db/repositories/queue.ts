@@ -6,7 +6,7 @@
 import type { Selectable } from 'kysely';
 import type { Db } from '../connection';
 import type { QueueDispatchesTable, QueueItemsTable } from '../schema';
-import { dialectOf } from '../dialect';
+import { dialectOf, readSnapshot } from '../dialect';
 
 export const QUEUE_ITEM_STATUSES = ['queued', 'held', 'printing', 'completed', 'failed', 'cancelled'] as const;
 export type QueueItemStatus = (typeof QUEUE_ITEM_STATUSES)[number];
@@ -99,19 +99,22 @@ export class QueueRepository {
   }
 
   /** A page of items in the dispatcher's order: higher priority first, then oldest first. */
-  async listItems(q: { statuses?: readonly QueueItemStatus[]; page: number; limit: number }): Promise<{ items: QueueItemRecord[]; total: number }> {
-    let base = this.db.selectFrom('queue_items');
-    if (q.statuses) base = base.where('status', 'in', [...q.statuses]);
-    const { total } = await base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
-    const rows = await base
-      .selectAll()
-      .orderBy('priority', 'desc')
-      .orderBy('created_at', 'asc')
-      .orderBy('id', 'asc')
-      .limit(q.limit)
-      .offset((q.page - 1) * q.limit)
-      .execute();
-    return { items: rows.map(itemRecord), total: Number(total) };
+  listItems(q: { statuses?: readonly QueueItemStatus[]; page: number; limit: number }): Promise<{ items: QueueItemRecord[]; total: number }> {
+    // The page and its total on one snapshot: they agree while items are added or change status.
+    return readSnapshot(this.db, async (trx) => {
+      let base = trx.selectFrom('queue_items');
+      if (q.statuses) base = base.where('status', 'in', [...q.statuses]);
+      const { total } = await base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
+      const rows = await base
+        .selectAll()
+        .orderBy('priority', 'desc')
+        .orderBy('created_at', 'asc')
+        .orderBy('id', 'asc')
+        .limit(q.limit)
+        .offset((q.page - 1) * q.limit)
+        .execute();
+      return { items: rows.map(itemRecord), total: Number(total) };
+    });
   }
 
   /** Every item in one of `statuses`, in the dispatcher's order. */
