@@ -81,9 +81,8 @@ describe('page fetcher', () => {
     handlers.set('/cults3d.com/slow', () => {
       /* never answers */
     });
-    const started = Date.now();
+    // The fetcher's own timeout gives up (its message says so), not jest's.
     await expect(new PageFetcher({ fetch: local, timeoutMs: 200 }).fetchPage('https://cults3d.com/slow')).rejects.toThrow(/timed out after 200 ms/);
-    expect(Date.now() - started).toBeLessThan(2000);
   });
 
   test('the timeout also covers a body that trickles', async () => {
