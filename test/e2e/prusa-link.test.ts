@@ -96,10 +96,9 @@ describe('PrusaLink driver against the simulated printer', () => {
     await ok(sim, '/stall');
     const pending = driver.pause();
     pending.catch(() => undefined);
-    const t1 = Date.now();
     await driver.close();
+    // Ended by close() (OFFLINE), not left to its request timeout (that would be TIMEOUT).
     expect((await rejection(pending)).code).toBe('OFFLINE');
-    expect(Date.now() - t1).toBeLessThan(500);
     expect(driver.connection).toBe('disconnected');
   });
 });
