@@ -2,21 +2,21 @@
  * A printer driver for API tests that play the printer's side themselves (the statistics and
  * status-history tests): no network, every change of state comes from the test.
  */
-import { EventEmitter } from 'node:events';
 import { DriverError, type ConnectionState, type DriverConfig, type PrinterDriver, type PrinterState } from '../../service/printers/driver';
+import { NoNetworkDriver } from './silent-driver';
 
 /**
  * A printer the test drives by hand: it connects when told to, reports the
  * states it is given and drops its link on demand (the protocols themselves
  * are proven against the simulators in test/e2e).
  */
-export class HandDriver extends EventEmitter implements PrinterDriver {
+export class HandDriver extends NoNetworkDriver implements PrinterDriver {
   state: PrinterState | null = null;
   connection: ConnectionState = 'disconnected';
   private settle: { resolve: () => void; reject: (e: Error) => void } | null = null;
 
   constructor(readonly config: DriverConfig) {
-    super();
+    super('hand-driven printer');
   }
 
   connect(): Promise<void> {
@@ -53,17 +53,6 @@ export class HandDriver extends EventEmitter implements PrinterDriver {
   async close(): Promise<void> {
     this.settle?.reject(new DriverError('OFFLINE', 'closed'));
   }
-
-  private unreachable = async (): Promise<never> => {
-    throw new DriverError('OFFLINE', 'hand-driven printer');
-  };
-
-  listFiles = this.unreachable;
-  download = this.unreachable;
-  pause = this.unreachable;
-  resume = this.unreachable;
-  stop = this.unreachable;
-  startPrint = this.unreachable;
 }
 
 /** A driver factory for startService and the drivers it made, by printer id. */

@@ -6,13 +6,31 @@
 import { EventEmitter } from 'node:events';
 import { DriverError, type DriverConfig, type PrinterDriver } from '../../service/printers/driver';
 
-export class SilentDriver extends EventEmitter implements PrinterDriver {
+/** A driver with no network: every printer command fails as if the printer were unreachable. */
+export abstract class NoNetworkDriver extends EventEmitter {
+  constructor(private readonly why: string) {
+    super();
+  }
+
+  private unreachable = async (): Promise<never> => {
+    throw new DriverError('OFFLINE', this.why);
+  };
+
+  listFiles = this.unreachable;
+  download = this.unreachable;
+  pause = this.unreachable;
+  resume = this.unreachable;
+  stop = this.unreachable;
+  startPrint = this.unreachable;
+}
+
+export class SilentDriver extends NoNetworkDriver implements PrinterDriver {
   readonly state = null;
   readonly connection = 'disconnected' as const;
   private release: (() => void) | null = null;
 
   constructor(readonly config: DriverConfig) {
-    super();
+    super('no network in this test');
   }
 
   connect(): Promise<void> {
@@ -24,17 +42,6 @@ export class SilentDriver extends EventEmitter implements PrinterDriver {
   async close(): Promise<void> {
     this.release?.();
   }
-
-  private unreachable = async (): Promise<never> => {
-    throw new DriverError('OFFLINE', 'no network in this test');
-  };
-
-  listFiles = this.unreachable;
-  download = this.unreachable;
-  pause = this.unreachable;
-  resume = this.unreachable;
-  stop = this.unreachable;
-  startPrint = this.unreachable;
 }
 
 export const silentDriverFactory = (_type: string, config: DriverConfig) => new SilentDriver(config);
