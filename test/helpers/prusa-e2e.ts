@@ -130,3 +130,22 @@ export async function rejection(promise: Promise<unknown>): Promise<DriverError>
   }
   throw new Error('expected a rejection');
 }
+
+/** A raw HTTP request to the simulated printer's API (X-Api-Key unless other headers are given), for what the driver does not do itself. */
+export function rawRequest(
+  sim: PrusaSimulator,
+  method: string,
+  path: string,
+  headers: Record<string, string> = { 'x-api-key': sim.password },
+  body?: Buffer,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${sim.url}${path}`, { method, agent: false, headers: { ...headers, ...(body ? { 'content-length': String(body.length) } : {}) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}

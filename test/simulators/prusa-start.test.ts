@@ -7,9 +7,9 @@
  * from the control API's GET /state.
  */
 import { createHash } from 'node:crypto';
-import http from 'node:http';
 import { PrusaSimulator, type PrusaSimulatorOptions } from '../../service/simulators/prusa';
 import { prusaBgcode } from '../../service/simulators/seed-files';
+import { rawRequest } from '../helpers/prusa-e2e';
 
 jest.setTimeout(20_000);
 
@@ -31,29 +31,18 @@ interface Answer {
   body: string;
 }
 
-function send(sim: PrusaSimulator, method: string, path: string, headers: Record<string, string>, body?: Buffer): Promise<Answer & { headers: http.IncomingHttpHeaders }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(`${sim.url}${path}`, { method, agent: false, headers: { ...headers, ...(body ? { 'content-length': String(body.length) } : {}) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 const md5 = (s: string) => createHash('md5').update(s).digest('hex');
 
 /** A request with HTTP Digest the way Buddy wants it (user maker, no qop): challenge first, then the answer. */
 async function digest(sim: PrusaSimulator, method: string, path: string, headers: Record<string, string> = {}, body?: Buffer): Promise<Answer> {
-  const challenge = await send(sim, 'GET', '/api/version', { accept: 'application/json' });
+  const challenge = await rawRequest(sim, 'GET', '/api/version', { accept: 'application/json' });
   expect(challenge.status).toBe(401);
   const params = Object.fromEntries([...String(challenge.headers['www-authenticate']).matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
   const ha1 = md5(`maker:${params.realm}:${sim.password}`);
   const ha2 = md5(`${method}:${path}`);
   const authorization = `Digest username="maker", realm="${params.realm}", nonce="${params.nonce}", uri="${path}", response="${md5(`${ha1}:${params.nonce}:${ha2}`)}"`;
-  return send(sim, method, path, { accept: 'application/json', authorization, ...headers }, body);
+  return rawRequest(sim, method, path, { accept: 'application/json', authorization, ...headers }, body);
 }
 
 const api = async (sim: PrusaSimulator, path: string): Promise<Json> => {
