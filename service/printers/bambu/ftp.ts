@@ -9,6 +9,7 @@
  * and opens and closes its own connection.
  */
 import { createWriteStream } from 'node:fs';
+import net from 'node:net';
 import { stat } from 'node:fs/promises';
 import { Transform } from 'node:stream';
 import { Client, FTPError, type FileInfo } from 'basic-ftp';
@@ -77,6 +78,21 @@ export class BambuFtp {
   private closed = false;
 
   constructor(private readonly options: BambuFtpOptions) {}
+
+  /** Whether the printer's FTPS port takes a connection now (within 1 s): tells a lost printer from a bad answer. */
+  private reachable(): Promise<boolean> {
+    return new Promise((resolve) => {
+      const socket = net.connect({ host: this.options.host, port: this.options.port });
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve(ok);
+      };
+      const timer = setTimeout(() => done(false), 1000);
+      socket.once('connect', () => done(true));
+      socket.once('error', () => done(false));
+    });
+  }
 
   /** Runs `work` on a fresh connection once every earlier operation is done. */
   private run<T>(what: string, work: (client: Client) => Promise<T>): Promise<T> {
@@ -180,12 +196,16 @@ export class BambuFtp {
           counter.unpipe(file);
           file.destroy();
           await written.catch(() => undefined);
-          throw writeError ?? err;
+          // Our own clean-up above can make the file stream refuse a last write: that is not a disk error.
+          if (writeError && (writeError as NodeJS.ErrnoException).code !== 'ERR_STREAM_DESTROYED') throw writeError;
+          // A transfer cut off by a printer that dropped off the network is OFFLINE, whichever of its
+          // connections noticed first (the data stream, the control answer or the socket).
+          if (!aborted && !(await this.reachable())) throw new DriverError('OFFLINE', `download ${path}: connection to the printer was lost`);
+          throw err;
         }
         await written;
         if (bytes !== total) {
-          // A data stream that ended short while the control connection went down is a lost printer, not a bad answer.
-          const lost = client.closed;
+          const lost = client.closed || !(await this.reachable());
           throw new DriverError(lost ? 'OFFLINE' : 'PROTOCOL', `download ${path}: got ${bytes} of ${total} bytes${lost ? ' (connection to the printer was lost)' : ''}`);
         }
       } catch (err) {
