@@ -44,6 +44,17 @@ export interface DatabaseTarget {
   poolMax?: number;
 }
 
+/** Runs the migrations to the latest; on failure closes the connection and throws `failed(err)`. */
+async function migrateOrClose<T>(db: Kysely<T>, migrations: Record<string, Migration>, failed: (err: unknown) => unknown): Promise<void> {
+  try {
+    const { error } = await new Migrator({ db, provider: { getMigrations: async () => migrations } }).migrateToLatest();
+    if (error) throw error;
+  } catch (err) {
+    await db.destroy();
+    throw failed(err);
+  }
+}
+
 /**
  * Opens (creating if needed) an SQLite file with WAL and foreign keys, and applies pending migrations.
  * Shared by the service's database and the aggregation service's.
@@ -62,14 +73,7 @@ export async function openSqlite<T>(file: string, migrations: Record<string, Mig
   // A second process (or a backup) holding a lock makes writers wait instead of failing at once.
   sqlite.pragma('busy_timeout = 5000');
   const db = new Kysely<T>({ dialect: new SqliteDialect({ database: sqlite }) });
-  try {
-    const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
-    const { error } = await migrator.migrateToLatest();
-    if (error) throw error;
-  } catch (err) {
-    await db.destroy();
-    throw unusableDatabase(file, err);
-  }
+  await migrateOrClose(db, migrations, (err) => unusableDatabase(file, err));
   const ping = async () => {
     try {
       sqlite.prepare('SELECT 1').get();
@@ -124,14 +128,7 @@ export async function openPostgres<T>(url: string, migrations: Record<string, Mi
       if (event.level === 'query') for (const listener of queryListeners) listener(event.query.sql, event.query.parameters);
     },
   });
-  try {
-    const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
-    const { error } = await migrator.migrateToLatest();
-    if (error) throw error;
-  } catch (err) {
-    await db.destroy();
-    throw err;
-  }
+  await migrateOrClose(db, migrations, (err) => err);
   const ping = async () => {
     try {
       await sql`SELECT 1`.execute(db);
