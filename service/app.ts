@@ -206,7 +206,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const facts = new FactsCache();
   const plates = new PlateTracker(store, fleet, bus, log);
   let queue: QueueService | undefined;
-  const dispatcher = new Dispatcher({ store, settings, fleet, log, facts, plates, publish: (id) => queue!.publish(id) });
+  const dispatcher = new Dispatcher({ store, settings, fleet, log, facts, plates, bus, publish: (id, known) => queue!.publish(id, known) });
   queue = new QueueService(store, bus, settings, facts, dispatcher);
   tracker.linkDispatches(dispatcher);
   context = {

@@ -16,6 +16,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import type { Logger } from 'pino';
 import type { Store } from '../db';
+import type { EventBus } from '../events';
 import type { FileRecord } from '../db/repositories/files';
 import type { PrinterRecord } from '../db/repositories/printers';
 import type { DispatchRecord, QueueItemRecord } from '../db/repositories/queue';
@@ -28,6 +29,7 @@ import { DispatchRunner, NOT_READY } from './dispatch-run';
 import type { FactsCache } from './facts-cache';
 import type { FileFacts } from './file-facts';
 import type { PlateTracker } from './plate';
+import { queuedStart, remoteName } from './queued-start';
 import { copyCounts, derivedStatus } from './views';
 
 const SAFETY_PASS_MS = 30_000;
@@ -45,8 +47,9 @@ export interface DispatcherDeps {
   log: Logger;
   facts: FactsCache;
   plates: PlateTracker;
-  /** Announces an item (queue_update). */
-  publish(itemId: string): Promise<unknown>;
+  bus: EventBus;
+  /** Announces an item (queue_update): as stored now, or as the caller just read it. */
+  publish(itemId: string, known?: { item: QueueItemRecord; dispatches: DispatchRecord[] }): Promise<unknown>;
 }
 
 export class Dispatcher {
@@ -58,6 +61,9 @@ export class Dispatcher {
   private startAfterTimer: NodeJS.Timeout | null = null;
   private closed = false;
   private records = new Map<string, PrinterRecord>();
+  /** The printer records are read again only after a printer was created, changed or deleted (and on the safety pass). */
+  private recordsStale = true;
+  private stopListening: (() => void) | null = null;
   private readonly freeKeys = new Map<string, string>();
   private readonly notReadyUntil = new Map<string, { raw: string; until: number }>();
   private readonly lastStart = new Map<string, number>();
@@ -100,10 +106,16 @@ export class Dispatcher {
       this.runner.recover(d, job?.progress ?? 0);
     }
     this.deps.fleet.onReport((id, state) => this.onReport(id, state));
+    this.stopListening = this.deps.bus.on('printer_status', (e) => {
+      if (e.change !== 'state') this.recordsStale = true;
+    });
     this.deps.settings.onChange((keys) => {
       if (keys.some((k) => k.startsWith('queue_'))) this.wake('settings changed');
     });
-    this.safety = setInterval(() => this.wake('safety pass'), SAFETY_PASS_MS);
+    this.safety = setInterval(() => {
+      this.recordsStale = true;
+      this.wake('safety pass');
+    }, SAFETY_PASS_MS);
     this.safety.unref();
     this.wake('start');
   }
@@ -114,6 +126,7 @@ export class Dispatcher {
     this.runner.halt();
     if (this.safety) clearInterval(this.safety);
     if (this.startAfterTimer) clearTimeout(this.startAfterTimer);
+    this.stopListening?.();
   }
 
   async close(): Promise<void> {
@@ -157,7 +170,7 @@ export class Dispatcher {
     const d = await this.deps.store.queue.getDispatch(dispatchId);
     if (!d) return;
     await this.deps.store.queue.updateDispatch(dispatchId, { job_id: jobId, updated_at: nowIso() });
-    await this.deps.publish(d.item_id);
+    await this.settle(d.item_id, null);
   }
 
   /** The user cleared a printer's plate. */
@@ -198,7 +211,10 @@ export class Dispatcher {
 
   private async pass(): Promise<void> {
     const { store, settings } = this.deps;
-    this.records = new Map((await store.printers.list()).map((p) => [p.id, p]));
+    if (this.recordsStale) {
+      this.recordsStale = false;
+      this.records = new Map((await store.printers.list()).map((p) => [p.id, p]));
+    }
     const items = await store.queue.itemsIn(['queued']);
     const open = await store.queue.openDispatches();
     const claimed = new Set(open.map((d) => d.printer_id));
@@ -293,7 +309,7 @@ export class Dispatcher {
       if (!facts || !record) continue;
       const fit = checkPrinter(facts, item, { id: record.id, name: record.name, type: record.type, model: state?.model ?? record.model, nozzle_diameter: state?.nozzle_diameter ?? null, materials: state?.materials ?? null });
       this.deps.log.info({ dispatch_id: d.id, printer_id: d.printer_id }, 'retrying a dispatch interrupted while uploading');
-      this.runner.launch(d, this.startOf(item, d, file as FileRecord & { local_path: string }, fit.ok ? fit.ams_mapping : []));
+      this.runner.launch(d, queuedStart(item, d, file as FileRecord & { local_path: string }, fit.ok ? fit.ams_mapping : []));
     }
   }
 
@@ -320,20 +336,8 @@ export class Dispatcher {
     this.lastStart.set(printer.id, Date.now());
     this.deps.log.info({ item_id: item.id, printer_id: printer.id, dispatch_id: dispatch.id, attempt: dispatch.attempt }, 'queued copy claimed a printer');
     void this.settle(item.id, null);
-    this.runner.launch(dispatch, this.startOf(item, dispatch, file, mapping));
+    this.runner.launch(dispatch, queuedStart(item, dispatch, file, mapping));
     return true;
-  }
-
-  private startOf(item: QueueItemRecord, d: DispatchRecord, file: FileRecord & { local_path: string }, mapping: number[]) {
-    const o = item.options ?? {};
-    return {
-      localPath: file.local_path,
-      remoteName: d.remote_name,
-      plate: item.plate,
-      taskId: d.task_id,
-      amsMapping: mapping,
-      options: { bed_leveling: o.bed_leveling ?? true, timelapse: o.timelapse ?? false, flow_cali: o.flow_cali ?? false, vibration_cali: o.vibration_cali ?? false },
-    };
   }
 
   private async setReason(item: QueueItemRecord, reason: string | null): Promise<void> {
@@ -358,7 +362,8 @@ export class Dispatcher {
       if (status === 'failed') {
         for (const d of dispatches) await store.queue.transitionDispatch(d.id, ['claimed', 'uploading'], { state: 'cancelled', error: 'the queue item failed', updated_at: nowIso() });
       }
-      await this.deps.publish(itemId);
+      // Announced from what was just read (the dispatches of a large item are many): a change after the read settles again.
+      await this.deps.publish(itemId, status === 'failed' ? undefined : { item: { ...item, ...patch }, dispatches });
       if (failure !== null || status !== item.status) this.wake('dispatch ended');
     });
     const settled = next.catch((err) => this.deps.log.error({ err, item_id: itemId }, 'could not update the queue item'));
@@ -366,13 +371,6 @@ export class Dispatcher {
     void settled.finally(() => this.itemLocks.get(itemId) === settled && this.itemLocks.delete(itemId));
     return settled;
   }
-}
-
-/** The name a queued file gets on the printer: its own name, spaces as "_", nothing a printer's storage refuses. */
-export function remoteName(fileName: string, type: PrinterRecord['type']): string {
-  const base = (fileName.replace(/\\/g, '/').split('/').pop() ?? 'print').replace(/\s+/g, '_').replace(/[^\w.+-]/g, '_').slice(-120) || 'print';
-  if (type === 'bambu_lab') return /\.3mf$/i.test(base) ? base : `${base}.3mf`;
-  return base;
 }
 
 function availabilityReason(waiting: { printer: PrinterRecord; why: Availability }[]): string {

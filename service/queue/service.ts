@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import { DomainError } from '../errors';
 import type { Store } from '../db';
 import type { FileRecord } from '../db/repositories/files';
-import type { QueueItemRecord, QueueItemStatus } from '../db/repositories/queue';
+import type { DispatchRecord, QueueItemRecord, QueueItemStatus } from '../db/repositories/queue';
 import type { EventBus } from '../events';
 import type { CreateQueueItemInput, QueueItemView, QueueListFilter, UpdateQueueItemInput } from '../schemas/queue';
 import type { SettingsService } from '../settings';
@@ -149,8 +149,8 @@ export class QueueService {
   }
 
   /** Announces an item as it is stored now (queue_update) and returns its view. */
-  async publish(id: string): Promise<QueueItemView> {
-    const view = await this.detail(id);
+  async publish(id: string, known?: { item: QueueItemRecord; dispatches: DispatchRecord[] }): Promise<QueueItemView> {
+    const view = known ? itemView(known.item, known.dispatches) : await this.detail(id);
     this.bus.emit('queue_update', view);
     return view;
   }
