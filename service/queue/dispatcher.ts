@@ -107,7 +107,9 @@ export class Dispatcher {
     }
     this.deps.fleet.onReport((id, state) => this.onReport(id, state));
     this.stopListening = this.deps.bus.on('printer_status', (e) => {
-      if (e.change !== 'state') this.recordsStale = true;
+      if (e.change === 'state') return;
+      this.recordsStale = true;
+      this.wake('printer changed');
     });
     this.deps.settings.onChange((keys) => {
       if (keys.some((k) => k.startsWith('queue_'))) this.wake('settings changed');
