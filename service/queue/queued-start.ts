@@ -13,13 +13,18 @@ export function remoteName(fileName: string, type: PrinterRecord['type']): strin
 
 /** The start of one copy on the printer its dispatch claimed (the AMS mapping computed for that printer). */
 export function queuedStart(item: QueueItemRecord, d: DispatchRecord, file: FileRecord & { local_path: string }, mapping: number[]): QueuedStart {
-  const o = item.options ?? {};
   return {
     localPath: file.local_path,
     remoteName: d.remote_name,
     plate: item.plate,
     taskId: d.task_id,
     amsMapping: mapping,
-    options: { bed_leveling: o.bed_leveling ?? true, timelapse: o.timelapse ?? false, flow_cali: o.flow_cali ?? false, vibration_cali: o.vibration_cali ?? false },
+    options: startOptions(item),
   };
+}
+
+/** The item's start options with their defaults (bed levelling on, the rest off). */
+export function startOptions(item: QueueItemRecord): QueuedStart['options'] {
+  const o = item.options ?? {};
+  return { bed_leveling: o.bed_leveling ?? true, timelapse: o.timelapse ?? false, flow_cali: o.flow_cali ?? false, vibration_cali: o.vibration_cali ?? false };
 }

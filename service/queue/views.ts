@@ -1,6 +1,7 @@
 /** Queue items as the API and /ws show them, and the item status that follows from its dispatches. */
 import { OPEN_DISPATCH_STATES, UNSUCCESSFUL_DISPATCH_STATES, type DispatchRecord, type QueueItemRecord, type QueueItemStatus } from '../db/repositories/queue';
 import type { QueueItemView } from '../schemas/queue';
+import { startOptions } from './queued-start';
 
 export interface CopyCounts {
   completed: number;
@@ -38,7 +39,6 @@ export function derivedStatus(item: QueueItemRecord, dispatches: readonly Dispat
 
 export function itemView(item: QueueItemRecord, dispatches: readonly DispatchRecord[]): QueueItemView {
   const c = copyCounts(item.copies, dispatches);
-  const o = item.options ?? {};
   return {
     id: item.id,
     file_id: item.file_id,
@@ -54,7 +54,7 @@ export function itemView(item: QueueItemRecord, dispatches: readonly DispatchRec
     waiting_reason: item.status === 'queued' || item.status === 'held' ? item.waiting_reason : null,
     target: item.target,
     requirements: item.requirements,
-    options: { bed_leveling: o.bed_leveling ?? true, timelapse: o.timelapse ?? false, flow_cali: o.flow_cali ?? false, vibration_cali: o.vibration_cali ?? false },
+    options: startOptions(item),
     start_after: item.start_after,
     created_at: item.created_at,
     updated_at: item.updated_at,
