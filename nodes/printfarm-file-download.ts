@@ -25,7 +25,7 @@ import {
   type QueueTask,
   type QueueWorkers,
 } from '../service/client';
-import { asError, clientOf, connectionStatus, flagUnknownPrinter, useServer, type ServerNode, type ServerUser } from './shared';
+import { asError, clientOf, connectionStatus, flagUnknownPrinter, useServerWhenReady, type ServerNode, type ServerUser } from './shared';
 
 interface FileDownloadDef extends NodeDef {
   server: string;
@@ -87,7 +87,6 @@ export = function (RED: NodeAPI) {
     let online = false;
     let stopAuto: (() => void) | null = null;
     let stopFlagging: (() => void) | null = null;
-    let closed = false;
     /** Inputs waiting for their task: answered when it ends. */
     const waiting = new Map<string, { msg: NodeMessageInFlow; send: Send; done: Done }[]>();
 
@@ -143,24 +142,20 @@ export = function (RED: NodeAPI) {
       node.status({ fill: 'red', shape: 'dot', text: t('printfarm-file-download.status.failed') });
     });
 
-    server = useServer(RED, node, def.server, TYPE, async () => {
-      closed = true;
-      stopAuto?.();
-      stopFlagging?.();
-      await queue.close();
-      for (const list of waiting.values()) for (const { done } of list) done();
-      waiting.clear();
-    });
-    if (!server) return;
-    const farm = server;
-    clientOf(farm).then(
-      () => {
-        if (closed) return;
+    server = useServerWhenReady(RED, node, def.server, TYPE, {
+      ready: (farm) => {
         stopFlagging = flagUnknownPrinter(node, farm, wanted, TYPE, t);
         stopAuto = autoDownload(farm.connection.monitor!, queue, (p) => !wanted || p.id === wanted);
       },
-      () => undefined,
-    );
+      close: async () => {
+        stopAuto?.();
+        stopFlagging?.();
+        await queue.close();
+        for (const list of waiting.values()) for (const { done } of list) done();
+        waiting.clear();
+      },
+    });
+    if (!server) return;
 
     node.on('input', (msg: NodeMessageInFlow, send: Send, done: Done) => {
       if (msg.payload === 'tasks') {

@@ -6,7 +6,7 @@
  */
 import type { NodeAPI, NodeDef, NodeMessage } from '@node-red/registry';
 import { JOB_EVENTS, JobEventStream, type ConnectionState, type JobEvent, type JobEventType } from '../service/client';
-import { asError, clientOf, connectionStatus, flagUnknownPrinter, useServer, type ServerNode, type ServerUser } from './shared';
+import { asError, clientOf, connectionStatus, flagUnknownPrinter, useServerWhenReady, type ServerNode, type ServerUser } from './shared';
 
 interface JobWatcherDef extends NodeDef {
   server: string;
@@ -40,7 +40,6 @@ export = function (RED: NodeAPI) {
     let stream: JobEventStream | null = null;
     let server: ServerNode | null = null;
     let last: NodeMessage | null = null;
-    let closed = false;
     let stopFlagging: (() => void) | null = null;
 
     node.onServerState = (state: ConnectionState, error?: Error) => {
@@ -65,24 +64,19 @@ export = function (RED: NodeAPI) {
       node.status({ fill, shape: 'dot', text: t(`printfarm-job-watcher.status.${e.event}`, { job: e.job_id, progress: Math.floor(e.progress) }) });
     };
 
-    server = useServer(RED, node, def.server, TYPE, () => {
-      closed = true;
-      stream?.close();
-      stopFlagging?.();
-    });
-    if (!server) return;
-    const farm = server;
-    clientOf(farm).then(
-      () => {
-        if (closed) return;
+    server = useServerWhenReady(RED, node, def.server, TYPE, {
+      ready: (farm) => {
         stopFlagging = flagUnknownPrinter(node, farm, wanted, TYPE, t);
         stream = new JobEventStream(farm.connection.monitor!, { progressThrottleMs: throttle * 1000 });
         stream.on('event', (e: JobEvent) => {
           deliver(e).catch((err) => node.error(asError(err), { topic: e.printer_id, payload: e }));
         });
       },
-      () => undefined,
-    );
+      close: () => {
+        stream?.close();
+        stopFlagging?.();
+      },
+    });
   }
 
   RED.nodes.registerType(TYPE, JobWatcherNode);

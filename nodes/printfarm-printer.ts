@@ -8,7 +8,7 @@
 import type { Node, NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from '@node-red/registry';
 import type { ConnectionState, CreatePrinterInput, PrinterCommand, PrinterSnapshot, PrintfarmClient } from '../service/client';
 import { updateFilter } from './printer-updates';
-import { asError, clientOf, connectionStatus, farmStatus, printerStatus, useServer, type ServerNode, type ServerUser } from './shared';
+import { asError, clientOf, connectionStatus, farmStatus, printerStatus, useServerWhenReady, type ServerNode, type ServerUser } from './shared';
 
 interface PrinterDef extends NodeDef {
   server: string;
@@ -117,18 +117,9 @@ export = function (RED: NodeAPI) {
       else node.status(connectionStatus(t, TYPE, state, error));
     };
 
-    server = useServer(RED, node, def.server, TYPE, () => {
-      closed = true;
-      if (statusTimer) clearTimeout(statusTimer);
-      server?.connection.monitor?.off('printer', onPrinter).off('removed', onRemoved);
-    });
-    if (!server) return;
-    const farm = server;
-
-    clientOf(farm).then(
-      async (client) => {
+    server = useServerWhenReady(RED, node, def.server, TYPE, {
+      ready: async (farm, client) => {
         const monitor = farm.connection.monitor!;
-        if (closed) return;
         if (def.register && wanted) {
           await upsert(client, registration(def, node.credentials.accessCode)).catch((err) => {
             node.error(t('printfarm-printer.errors.register-failed', { printer: wanted, message: asError(err).message }), { topic: wanted, payload: { error: asError(err).message } });
@@ -141,8 +132,14 @@ export = function (RED: NodeAPI) {
         for (const p of monitor.printers.values()) if (matches(p.id) && updates.pass(p)) node.send(message(p));
         showStatus();
       },
-      () => undefined, // the config node reports it
-    );
+      close: () => {
+        closed = true;
+        if (statusTimer) clearTimeout(statusTimer);
+        server?.connection.monitor?.off('printer', onPrinter).off('removed', onRemoved);
+      },
+    });
+    if (!server) return;
+    const farm = server;
 
     node.on('input', (msg: NodeMessageInFlow, send: (m: NodeMessage | (NodeMessage | NodeMessage[] | null)[]) => void, done: (err?: Error) => void) => {
       const command = String((msg as { command?: unknown }).command ?? msg.payload ?? '')

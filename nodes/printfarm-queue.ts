@@ -10,7 +10,7 @@ import type { NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from '@node-red
 import { PrintfarmError, type ConnectionState, type Frame } from '../service/client';
 import { QueueCounts } from './queue-counts';
 import { actionOf, addItem, InputError, runAction } from './queue-input';
-import { asError, clientOf, connectionStatus, flagUnknownPrinter, useServer, type ServerNode, type ServerUser } from './shared';
+import { asError, clientOf, connectionStatus, flagUnknownPrinter, useServerWhenReady, type ServerNode, type ServerUser } from './shared';
 
 interface QueueDef extends NodeDef {
   server: string;
@@ -101,22 +101,20 @@ export = function (RED: NodeAPI) {
       showCounts();
     };
 
-    server = useServer(RED, node, def.server, TYPE, () => {
-      closed = true;
-      server?.connection.monitor?.off('frame', onFrame);
-      stopFlagging?.();
-    });
-    if (!server) return;
-    const farm = server;
-    clientOf(farm).then(
-      () => {
-        if (closed) return;
+    server = useServerWhenReady(RED, node, def.server, TYPE, {
+      ready: (farm) => {
         farm.connection.monitor!.on('frame', onFrame);
         if (printer) stopFlagging = flagUnknownPrinter(node, farm, printer, TYPE, t);
         recount();
       },
-      () => undefined,
-    );
+      close: () => {
+        closed = true;
+        server?.connection.monitor?.off('frame', onFrame);
+        stopFlagging?.();
+      },
+    });
+    if (!server) return;
+    const farm = server;
 
     node.on('input', (msg: NodeMessageInFlow, send: (m: NodeMessage) => void, done: (err?: Error) => void) => {
       const work = async () => {

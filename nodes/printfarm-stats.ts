@@ -6,7 +6,7 @@
  */
 import type { NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from '@node-red/registry';
 import type { ConnectionState, StatisticsFilter, StatisticsPeriod } from '../service/client';
-import { asError, clientOf, connectionStatus, flagUnknownPrinter, useServer, type ServerNode, type ServerUser } from './shared';
+import { asError, clientOf, connectionStatus, flagUnknownPrinter, useServerWhenReady, type ServerNode, type ServerUser } from './shared';
 
 interface StatsDef extends NodeDef {
   server: string;
@@ -66,19 +66,17 @@ export = function (RED: NodeAPI) {
       return { ...msg, topic: printerId || 'overview', payload };
     };
 
-    server = useServer(RED, node, def.server, TYPE, () => {
-      if (timer) clearInterval(timer);
-      timer = null;
-      stopFlagging?.();
-    });
-    if (!server) return;
-    const farm = server;
-    clientOf(farm).then(
-      () => {
+    server = useServerWhenReady(RED, node, def.server, TYPE, {
+      ready: (farm) => {
         if (fixedPrinter) stopFlagging = flagUnknownPrinter(node, farm, fixedPrinter, TYPE, t);
       },
-      () => undefined,
-    );
+      close: () => {
+        if (timer) clearInterval(timer);
+        timer = null;
+        stopFlagging?.();
+      },
+    });
+    if (!server) return;
 
     if (seconds > 0) {
       const tick = () => {

@@ -103,6 +103,32 @@ export function useServer(RED: NodeAPI, node: ServerUser, serverId: string | und
 }
 
 /**
+ * useServer, then `ready` once the config node's client is up, unless the node
+ * closed first (a client that could not start is the config node's to report;
+ * an error of `ready` is the node's).
+ */
+export function useServerWhenReady(
+  RED: NodeAPI,
+  node: ServerUser,
+  serverId: string | undefined,
+  type: string,
+  hooks: { ready(server: ServerNode, client: PrintfarmClient): void | Promise<void>; close?(): Promise<void> | void },
+): ServerNode | null {
+  let closed = false;
+  const server = useServer(RED, node, serverId, type, () => {
+    closed = true;
+    return hooks.close?.();
+  });
+  if (server) {
+    clientOf(server)
+      .then((client) => (closed ? undefined : hooks.ready(server, client)), () => undefined)
+      // A failing start-up of the node is its own error, never an unhandled rejection that ends Node-RED.
+      .catch((err) => node.error(asError(err)));
+  }
+  return server;
+}
+
+/**
  * A node set to one printer shows a red "unknown printer <id>" while the
  * service does not know that id (instead of a green light over a node that
  * can never deliver), and its connection state again once the printer
