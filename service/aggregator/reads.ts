@@ -144,16 +144,6 @@ export class AggregatorReads {
       .map(({ first_id: _first, ...r }) => ({ ...r, installations: Number(r.installations), printers: Number(r.printers), ...('printer_count' in r ? { printer_count: Number(r.printer_count) } : {}) }) as unknown as LatestGroup<K>);
   }
 
-  /** The latest submission of every installation that submitted in (startMs, endMs]. */
-  async latestPerInstallation(startMs: number, endMs: number): Promise<StoredSubmission[]> {
-    const rows = await sql<Selectable<SubmissionsTable>>`
-      SELECT * FROM (
-        SELECT s.*, ROW_NUMBER() OVER (PARTITION BY installation_id ORDER BY received_ms DESC, id DESC) AS rn
-        FROM submissions s WHERE received_ms > ${startMs} AND received_ms <= ${endMs}
-      ) latest WHERE rn = 1 ORDER BY installation_id`.execute(this.db);
-    return rows.rows.map(({ rn: _rn, ...row }: Selectable<SubmissionsTable> & { rn?: number }) => parseSubmission(row));
-  }
-
   /**
    * The latest submission per (bucket, installation) in (endMs - buckets * sizeMs, endMs] (bucket 0 the
    * newest), counted per bucket and value of one field. Only the bucket, installation and field go

@@ -32,20 +32,23 @@ export function compareVersions(a: string, b: string): number {
   return x.pre < y.pre ? -1 : 1;
 }
 
-/** Rows per key, in the order the keys first occur; a row with `installations` counts as that many. */
-export function tally<T>(rows: T[], keyOf: (row: T) => string): { key: string; n: number }[] {
+/** Installations per key of their groups, in the order the keys first occur. */
+export function tally<T extends { installations: number }>(groups: T[], keyOf: (group: T) => string): { key: string; n: number }[] {
   const counts = new Map<string, number>();
-  for (const row of rows) counts.set(keyOf(row), (counts.get(keyOf(row)) ?? 0) + ((row as { installations?: number }).installations ?? 1));
+  for (const group of groups) {
+    const key = keyOf(group);
+    counts.set(key, (counts.get(key) ?? 0) + group.installations);
+  }
   return [...counts].map(([key, n]) => ({ key, n }));
 }
 
 export const byCountThenName = (a: { key: string; n: number }, b: { key: string; n: number }) => b.n - a.n || a.key.localeCompare(b.key);
 
-/** Enabled and disabled counts per feature; a row with `installations` stands for that many installations. */
-export function featureCounts(rows: (Pick<StoredSubmission, 'feature_usage'> & { installations?: number })[]) {
+/** Enabled and disabled installations per feature, over groups of installations that agree on their features. */
+export function featureCounts(rows: (Pick<StoredSubmission, 'feature_usage'> & { installations: number })[]) {
   const counts = new Map<string, { enabled: number; disabled: number }>();
   for (const row of rows) {
-    const times = row.installations ?? 1;
+    const times = row.installations;
     for (const [feature, on] of Object.entries(row.feature_usage)) {
       const c = counts.get(feature) ?? { enabled: 0, disabled: 0 };
       if (on) c.enabled += times;

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { openTarget } from '../../service/db/connection';
-import { DAY_MS, HOUR_MS, type AggregatorRepository } from '../../service/aggregator/repository';
+import { DAY_MS, HOUR_MS, type AggregatorRepository, type StoredSubmission } from '../../service/aggregator/repository';
 import { AGGREGATOR_DB_FILENAME, AGGREGATOR_MIGRATIONS, openAggregatorDatabase, type AggregatorConnection, type AggregatorDB } from '../../service/aggregator/db';
 import { backfillDerived } from '../../service/aggregator/derived-schema';
 import { compareVersions } from '../../service/aggregator/stats';
@@ -19,6 +19,17 @@ import { tempDir } from '../helpers/service';
 import { startAggregator, type AggregatorHarness } from '../helpers/usage';
 
 const LIMIT = 3;
+
+/** The latest submission of each installation in (start, end], from every stored submission: the reference the SQL is checked against. */
+function latestPerInstallation(all: StoredSubmission[], start: number, end: number): StoredSubmission[] {
+  const latest = new Map<string, StoredSubmission>();
+  for (const s of all) {
+    if (s.received_ms <= start || s.received_ms > end) continue;
+    const seen = latest.get(s.installation_id);
+    if (!seen || s.received_ms > seen.received_ms || (s.received_ms === seen.received_ms && s.id > seen.id)) latest.set(s.installation_id, s);
+  }
+  return [...latest.values()];
+}
 
 describeDialects('aggregation service derived tables', (db) => {
   let a: AggregatorHarness;
@@ -141,8 +152,8 @@ describeDialects('aggregation service derived tables', (db) => {
         },
       ]);
       expect(await repo.activeCount(start, end)).toBe(new Set(inWindow.map((s) => s.installation_id)).size);
-      // The latest submission inside the window, per installation, tallied by version (the old whole-scan path).
-      const latest = await repo.latestPerInstallation(start, end);
+      // The latest submission inside the window, per installation, tallied by version and fleet size.
+      const latest = latestPerInstallation(all, start, end);
       const groups = await repo.latestGroups(start, end, ['app_version', 'printer_count']);
       const key = (v: string, p: number) => `${v}/${p}`;
       const expected = new Map<string, number>();
@@ -177,10 +188,11 @@ describeDialects('aggregation service derived tables', (db) => {
   });
 
   test('the latest submission per bucket and installation, counted by version and by features, equals the latest within each bucket', async () => {
+    const all = await repo.allSubmissions();
     for (const [end, size, count] of [[NOW, DAY_MS, 14], [NOW - 5 * HOUR_MS, 7 * DAY_MS, 3]]) {
       const [versions, features] = await Promise.all([repo.latestPerBucketGroups(end, size, count, 'app_version'), repo.latestPerBucketGroups(end, size, count, 'feature_usage')]);
       for (let bucket = 0; bucket < count; bucket++) {
-        const latest = await repo.latestPerInstallation(end - (bucket + 1) * size, end - bucket * size);
+        const latest = latestPerInstallation(all, end - (bucket + 1) * size, end - bucket * size);
         const tallyOf = (keyOf: (s: (typeof latest)[number]) => string) => {
           const m = new Map<string, number>();
           for (const s of latest) m.set(keyOf(s), (m.get(keyOf(s)) ?? 0) + 1);
@@ -194,7 +206,7 @@ describeDialects('aggregation service derived tables', (db) => {
 
   test('the version view lists what the latest submissions say', async () => {
     const res = await a.call('GET', '/stats/versions?days=30');
-    const latest = await repo.latestPerInstallation(NOW - 30 * DAY_MS, NOW);
+    const latest = latestPerInstallation(await repo.allSubmissions(), NOW - 30 * DAY_MS, NOW);
     const versions = [...new Set(latest.map((s) => s.app_version))].sort((x, y) => compareVersions(y, x));
     expect(res.body.versions.map((v: { version: string; installations: number }) => [v.version, v.installations])).toEqual(versions.map((v) => [v, latest.filter((s) => s.app_version === v).length]));
     expect(res.body.total_installations).toBe(latest.length);

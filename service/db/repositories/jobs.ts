@@ -141,7 +141,6 @@ export class JobsRepository {
     return { jobs: rows.map(toRecord), total: Number(total) };
   }
 
-  /** Four counts, each an index range (status, end_time): no scan of the history. */
   /** A page of the list with its total and the summary, read on one snapshot (they agree while jobs change). */
   listWithSummary(q: JobQuery, todayStart: string) {
     return readSnapshot(this.db, async (trx) => {
@@ -151,6 +150,7 @@ export class JobsRepository {
     });
   }
 
+  /** Four counts, each an index range (status, end_time): no scan of the history. */
   async summary(printerId: string | undefined, todayStart: string) {
     const count = (status: readonly string[], endFrom?: string) => {
       let q = this.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('status', 'in', [...status] as never);
