@@ -17,6 +17,8 @@ import { ConfigError, runtimeDefaults, startupOptions, VERSION, type StartupOpti
 import type { ServiceContext } from './context';
 import { openStore, type Store, type StoreOptions } from './db';
 import { EventBus } from './events';
+import { Filament } from './filament';
+import type { SpoolmanOptions } from './filament/spoolman/inventory';
 import { JobService } from './jobs/service';
 import { FileCatalog } from './files/catalog';
 import { DownloadManager, type DownloadOptions } from './files/downloads';
@@ -30,6 +32,7 @@ import { createDriver } from './printers/drivers';
 import { Fleet, type DriverFactory, type FleetTimings } from './printers/fleet';
 import { PrinterRegistry } from './printers/registry';
 import { Dispatcher } from './queue/dispatcher';
+import { filamentGate, wakeOnSpoolChanges } from './queue/filament-gate';
 import { FactsCache } from './queue/facts-cache';
 import { PlateTracker } from './queue/plate';
 import { QueueService } from './queue/service';
@@ -77,6 +80,8 @@ export interface ServiceOptions {
   allowedOrigins?: string[];
   /** Added to ALLOWED_HOSTS. */
   allowedHosts?: string[];
+  /** Spoolman poll and retry periods (tests shorten them). */
+  spoolman?: SpoolmanOptions;
 }
 
 export interface Service {
@@ -186,10 +191,12 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const cache = new StatusCache();
   const fleet = new Fleet(store, cache, bus, settings, log, options.driverFactory ?? createDriver, options.fleet);
   const tracker = new JobTracker(store, settings, bus, log, options.jobTracking);
+  const filament = new Filament({ store, settings, bus, log, stateOf: (id) => fleet.stateOf(id), spoolman: options.spoolman });
   fleet.onLinkUp((printerId) => tracker.linkUp(printerId));
   fleet.onReport((printerId, state) => {
     metrics.report();
     tracker.report(printerId, state);
+    filament.onReport(printerId, state);
   });
   const usage = await UsageService.create({ store, bus, settings, log, version: VERSION }, options.usageStats).catch(async (err) => {
     metrics.close();
@@ -206,7 +213,9 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const facts = new FactsCache();
   const plates = new PlateTracker(store, fleet, bus, log);
   let queue: QueueService | undefined;
-  const dispatcher = new Dispatcher({ store, settings, fleet, log, facts, plates, bus, publish: (id, known) => queue!.publish(id, known) });
+  const gate = filamentGate({ grams: filament.grams, spoolAt: (id, slot) => filament.spools.spoolAt(id, slot), settings });
+  const dispatcher = new Dispatcher({ store, settings, fleet, log, facts, plates, bus, filamentGate: gate, publish: (id, known) => queue!.publish(id, known) });
+  const stopSpoolWake = wakeOnSpoolChanges(bus, (why) => dispatcher.wake(why));
   queue = new QueueService(store, bus, settings, facts, dispatcher);
   tracker.linkDispatches(dispatcher);
   context = {
@@ -220,7 +229,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     cache,
     fleet,
     tracker,
-    printers: new PrinterRegistry(store, cache, bus, fleet),
+    printers: new PrinterRegistry(store, cache, bus, fleet, (id, materials) => filament.materialsOf(id, materials)),
     jobs: new JobService(store, settings, bus),
     files,
     previews: new PreviewService(store, files, settings, dataDir),
@@ -229,6 +238,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     ideas,
     queue,
     dispatcher,
+    filament,
   };
   api.mount(context);
   const wsCap = new ConnectionCap({
@@ -243,6 +253,8 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   files.start();
   ideas.start();
   retention.start();
+  // Before the printers connect: plans left open by a stop are settled, slots are known to the first report.
+  await filament.start();
   // Before the printers connect: open dispatches are watched from their first report on.
   await dispatcher.start();
   await fleet.start();
@@ -271,6 +283,8 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       await plates.idle();
       await files.close();
       await tracker.idle();
+      stopSpoolWake();
+      await filament.close();
       // In-flight requests finish; idle keep-alive connections close now, busy ones after their response.
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();

@@ -146,6 +146,28 @@ export const RUNTIME_SETTINGS = {
     max: 3600,
     description: 'Seconds a printer gets no further queued start after one was sent, unless it acknowledged that start earlier',
   },
+  spool_low_threshold_g: {
+    type: 'number',
+    default: 100,
+    env: 'SPOOL_LOW_THRESHOLD_G',
+    min: 0,
+    max: 100_000,
+    description: 'Grams left below which a spool counts as low (the `low` filter of /spools, one spool_low event when a spool crosses it)',
+  },
+  queue_filament_margin_g: {
+    type: 'number',
+    default: 10,
+    env: 'QUEUE_FILAMENT_MARGIN_G',
+    min: 0,
+    max: 10_000,
+    description: 'Grams a spool must hold beyond what a queued print needs of it before the queue starts the print there',
+  },
+  spoolman_url: {
+    type: 'string',
+    default: '',
+    env: 'SPOOLMAN_URL',
+    description: 'Base address of a Spoolman server (http://host:7912): Spoolman is then the spool inventory (see docs/filament.md); empty: the embedded inventory',
+  },
   usage_stats_endpoint: { type: 'url', default: 'https://stats.printfarm.invalid/submit', env: 'USAGE_STATS_ENDPOINT', description: 'Aggregation service submit address' },
   usage_stats_api_key: { type: 'string', default: '', env: 'USAGE_STATS_API_KEY', secret: true, description: 'X-API-Key sent with usage statistics; bound to its endpoint: a new usage_stats_endpoint set through the API clears it unless the same request sets a new key' },
   usage_stats_timeout: { type: 'integer', default: 10, env: 'USAGE_STATS_TIMEOUT', min: 5, max: 60, description: 'Seconds per submission attempt' },
@@ -158,6 +180,11 @@ type ValueOf<D extends SettingDef> = D['type'] extends 'boolean' ? boolean : D['
 export type RuntimeSettings = { [K in RuntimeSettingKey]: ValueOf<(typeof RUNTIME_SETTINGS)[K]> };
 
 export class ConfigError extends Error {}
+
+/** An http(s) address (Spoolman's base address). */
+export function isHttpUrl(raw: string): boolean {
+  return URL.canParse(raw) && /^https?:$/.test(new URL(raw).protocol);
+}
 
 /** Parses one value (from the environment or a flag) against its definition. */
 export function parseSettingValue(key: string, def: SettingDef, raw: string): boolean | number | string {
@@ -196,6 +223,7 @@ export function parseSettingValue(key: string, def: SettingDef, raw: string): bo
       if (key === 'timezone' && !isValidTimeZone(raw)) throw fail('must be an IANA time zone such as Europe/Berlin');
       // Named without its value: a connection string holds a password.
       if (key === 'database_url' && !/^postgres(ql)?:\/\/./i.test(raw)) throw new ConfigError(`${def.env} must be a postgres:// URL`);
+      if (key === 'spoolman_url' && !isHttpUrl(raw)) throw fail('must be an http(s) URL');
       return raw;
   }
 }

@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import type { Store } from './db';
 import type { EventBus } from './events';
+import type { Filament } from './filament';
 import type { FileCatalog } from './files/catalog';
 import type { PreviewService } from './files/previews';
 import type { IdeaService } from './ideas/service';
@@ -39,4 +40,6 @@ export interface ServiceContext {
   /** The print queue (items and their API operations) and its dispatcher. */
   queue: QueueService;
   dispatcher: Dispatcher;
+  /** Spools, where they are, what each print used; Spoolman mode. */
+  filament: Filament;
 }

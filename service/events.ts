@@ -33,6 +33,10 @@ export interface EventMap {
   file_update: Record<string, unknown>;
   /** A queue item as GET /queue/{id} shows it, after every change of the item or its dispatches. */
   queue_update: Record<string, unknown> & { id: string };
+  /** A spool as GET /spools/{id} shows it, after every change (created, updated, assigned, used, deleted). */
+  spool_update: Record<string, unknown> & { id: number; change: string };
+  /** Once when a spool's grams fall below spool_low_threshold_g. */
+  spool_low: Record<string, unknown> & { id: number; remaining_weight_g: number | null; threshold_g: number };
   system_alert: { level: 'info' | 'warning' | 'error'; message: string; [extra: string]: unknown };
 }
 

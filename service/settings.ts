@@ -5,7 +5,7 @@
  * write changes nothing.
  */
 import { DomainError } from './errors';
-import { RUNTIME_SETTINGS, runtimeDefaults, type RuntimeSettingKey, type RuntimeSettings } from './config';
+import { isHttpUrl, RUNTIME_SETTINGS, runtimeDefaults, type RuntimeSettingKey, type RuntimeSettings } from './config';
 import type { SettingsRepository } from './db/repositories/settings';
 import { isValidTimeZone, nowIso } from './util/time';
 
@@ -52,6 +52,12 @@ export class SettingsService {
       throw new DomainError(422, 'VALIDATION_ERROR', `Invalid body: timezone: unknown time zone "${patch.timezone}"`, {
         location: 'body',
         fields: [{ field: 'timezone', message: 'unknown IANA time zone', code: 'invalid_value' }],
+      });
+    }
+    if (patch.spoolman_url && !isHttpUrl(patch.spoolman_url)) {
+      throw new DomainError(422, 'VALIDATION_ERROR', 'Invalid body: spoolman_url: must be an http(s) URL or empty', {
+        location: 'body',
+        fields: [{ field: 'spoolman_url', message: 'must be an http(s) URL or empty', code: 'invalid_format' }],
       });
     }
     // Writing back the mask shown by GET must not replace the real secret.

@@ -23,6 +23,7 @@ import { routeLimiter, type RateLimiter } from './rate-limit';
 import { requestLog } from '../http/request-log';
 import { defineRoute, mountRoutes, type AnyRoute } from '../http/route';
 import { settingsRoutes } from './settings';
+import { spoolRoutes } from './spools';
 import { statisticsRoutes } from './statistics';
 import { OpenApiDocument, systemRoutes } from './system';
 import { usageRoutes } from './usage';
@@ -108,7 +109,7 @@ export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, t
         response: OpenApiDocument,
         handler: () => document,
       });
-      routes = [...systemRoutes(ctx), ...printerRoutes(ctx), ...jobRoutes(ctx), ...fileRoutes(ctx), ...statisticsRoutes(ctx), ...settingsRoutes(ctx), ...ideaRoutes(ctx), ...usageRoutes(ctx), ...queueRoutes(ctx), openapiRoute];
+      routes = [...systemRoutes(ctx), ...printerRoutes(ctx), ...jobRoutes(ctx), ...fileRoutes(ctx), ...statisticsRoutes(ctx), ...settingsRoutes(ctx), ...ideaRoutes(ctx), ...usageRoutes(ctx), ...queueRoutes(ctx), ...spoolRoutes(ctx), openapiRoute];
       document = buildOpenApi(routes, API_BASE, {
         version: ctx.version,
         rateLimited: true,

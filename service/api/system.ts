@@ -23,6 +23,7 @@ export function systemRoutes(ctx: ServiceContext): AnyRoute[] {
           database: dbOk ? 'connected' : 'error',
           active_printers: active,
           uptime_seconds: Math.floor((Date.now() - ctx.startedAt) / 1000),
+          ...(ctx.filament.spools.mode === 'spoolman' ? { spoolman: ctx.filament.spools.spoolman.health() } : {}),
         };
         return dbOk ? body : new Reply(503, body);
       },

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { openDatabase, type Connection } from './connection';
 import { PostgresReader, ReadWorker } from './read-worker';
+import { FilamentUsageRepository } from './repositories/filament-usage';
 import { FilesRepository } from './repositories/files';
 import { IdeasRepository, TrendingRepository } from './repositories/ideas';
 import { JobsRepository } from './repositories/jobs';
@@ -11,6 +12,7 @@ import { MaintenanceRepository } from './repositories/maintenance';
 import { PrintersRepository } from './repositories/printers';
 import { QueueRepository } from './repositories/queue';
 import { SettingsRepository } from './repositories/settings';
+import { SpoolsRepository } from './repositories/spools';
 import { StatisticsRepository } from './repositories/statistics';
 import { StatusHistoryRepository } from './repositories/status-history';
 import { UsageRepository } from './repositories/usage';
@@ -34,6 +36,10 @@ export interface Store {
   trending: TrendingRepository;
   /** The print queue: items and their dispatches. */
   queue: QueueRepository;
+  /** Filament: the embedded spool inventory and the Spoolman slot map. */
+  spools: SpoolsRepository;
+  /** Filament: each print's plan, its usage per slot, the Spoolman outbox. */
+  filamentUsage: FilamentUsageRepository;
   /**
    * A trivial query: true while the database answers and, on SQLite, its file is still the one opened (not
    * deleted or replaced); on PostgreSQL a `SELECT 1`.
@@ -83,6 +89,8 @@ export async function openStore(dataDir: string, options: StoreOptions = {}): Pr
     ideas: new IdeasRepository(db),
     trending: new TrendingRepository(db),
     queue: new QueueRepository(db),
+    spools: new SpoolsRepository(db),
+    filamentUsage: new FilamentUsageRepository(db),
     ping: async () => (await connection.ping()) && sameFile(),
     sizeBytes: async () => {
       if (connection.dialect === 'sqlite') return sqliteFileBytes(connection.file);

@@ -171,6 +171,62 @@ export interface QueueDispatchesTable {
   updated_at: string;
 }
 
+export interface SpoolsTable {
+  id: Generated<number>;
+  material: string;
+  color: string | null;
+  brand: string | null;
+  name: string | null;
+  diameter_mm: number;
+  density_g_cm3: number | null;
+  initial_weight_g: number;
+  remaining_weight_g: number;
+  cost_per_kg: number | null;
+  location: string | null;
+  printer_id: string | null;
+  slot: number | null;
+  rfid_uuid: string | null;
+  archived: number;
+  low_notified: Generated<number>;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface SpoolmanSlotsTable {
+  printer_id: string;
+  slot: number;
+  spoolman_id: number;
+  assigned_at: string;
+}
+
+export interface FilamentPlansTable {
+  job_id: number;
+  printer_id: string;
+  entries: string;
+  slots_seen: Generated<string>;
+  settled_at: string | null;
+  created_at: string;
+}
+
+export interface FilamentUsageTable {
+  id: Generated<number>;
+  job_id: number;
+  printer_id: string;
+  slot: number;
+  source: string | null;
+  spool_id: number | null;
+  material: string | null;
+  color: string | null;
+  grams: number;
+  cost: number | null;
+  spoolman_state: string | null;
+  spoolman_attempts: Generated<number>;
+  spoolman_error: string | null;
+  spoolman_used_before: number | null;
+  spoolman_sent_at: string | null;
+  created_at: string;
+}
+
 export interface DB {
   printers: PrintersTable;
   jobs: JobsTable;
@@ -181,4 +237,8 @@ export interface DB {
   trending_cache: TrendingCacheTable;
   queue_items: QueueItemsTable;
   queue_dispatches: QueueDispatchesTable;
+  spools: SpoolsTable;
+  spoolman_slots: SpoolmanSlotsTable;
+  filament_plans: FilamentPlansTable;
+  filament_usage: FilamentUsageTable;
 }

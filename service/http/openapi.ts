@@ -19,6 +19,7 @@ const TAG_TEXT: Record<string, string> = {
   Statistics: 'Farm and printer statistics, maintenance events',
   Ideas: 'Ideas and bookmarks from model platforms; trending',
   'Usage statistics': 'Opt-in anonymous usage statistics',
+  Filament: 'Spools (the embedded inventory or Spoolman), which slot holds which spool',
   'Real-time': 'The /ws WebSocket channel',
 };
 

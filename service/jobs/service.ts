@@ -39,15 +39,17 @@ export class JobService {
       },
       dayStart(calendarDate(new Date(), tz), tz).toISOString(),
     );
+    const usage = await this.store.filamentUsage.usageOf(jobs.map((j) => j.id));
     return {
-      jobs: jobs.map(jobView),
+      jobs: jobs.map((j) => jobView(j, usage.get(j.id))),
       pagination: paginationOf(q, total),
       summary,
     };
   }
 
   async detail(id: number): Promise<JobDetailView> {
-    return jobDetailView(await this.require(id));
+    const job = await this.require(id);
+    return jobDetailView(job, (await this.store.filamentUsage.usageOf([id])).get(id));
   }
 
   async create(input: CreateJobInput) {
@@ -163,7 +165,10 @@ export class JobService {
 
 const num = (v: number | null | undefined) => v ?? 0;
 
-export function jobView(job: JobRecord): JobView {
+/** What a print used per slot (filament tracking): spool, grams, cost. */
+type SlotUsage = { spool_id: number | null; slot: number; material: string | null; color: string | null; grams: number; cost: number | null };
+
+export function jobView(job: JobRecord, usage: readonly SlotUsage[] = []): JobView {
   return {
     id: job.id,
     printer_id: job.printer_id,
@@ -195,13 +200,14 @@ export function jobView(job: JobRecord): JobView {
     is_business: job.is_business,
     customer_info: job.customer_info,
     queue_item_id: job.queue_item_id,
+    filament_usage: usage.map((u) => ({ spool_id: u.spool_id, slot: u.slot, material: u.material, color: u.color, grams: u.grams, cost: u.cost })),
     created_at: job.created_at,
     updated_at: job.updated_at,
   };
 }
 
-export function jobDetailView(job: JobRecord): JobDetailView {
-  const base = jobView(job);
+export function jobDetailView(job: JobRecord, usage: readonly SlotUsage[] = []): JobDetailView {
+  const base = jobView(job, usage);
   const ps = job.print_settings ?? {};
   const qm = job.quality_metrics ?? {};
   const n = (v: unknown) => (typeof v === 'number' ? v : null);

@@ -61,6 +61,10 @@ export interface PrinterMaterial {
   color: string | null;
   /** 0..100, null when the printer does not know. */
   remaining_percent: number | null;
+  /** Bambu: the spool's RFID identity (32 hex characters); absent or null for a spool without a Bambu tag. */
+  tray_uuid?: string | null;
+  /** Bambu: grams of filament on a full spool of this kind (`tray_weight`), when reported. */
+  tray_weight_g?: number | null;
 }
 
 export interface PrinterState {
@@ -77,6 +81,8 @@ export interface PrinterState {
   nozzle_diameter?: number | null;
   /** The filaments loaded now (empty when none or not reported). */
   materials?: PrinterMaterial[];
+  /** The slot feeding the nozzle now (Bambu `tray_now`: a global tray, 254 the external spool), null when none or not reported. */
+  active_slot?: number | null;
 }
 
 export interface PrinterFile {

@@ -13,7 +13,7 @@ import type { StatusCache } from '../monitoring/status-cache';
 import type { CreatePrinterInput, PrinterDetailView, PrinterView, UpdatePrinterInput } from '../schemas/printers';
 import { nowIso } from '../util/time';
 import { capabilitiesOf } from './capabilities';
-import type { PrinterState } from './driver';
+import type { PrinterMaterial, PrinterState } from './driver';
 import { isHost } from './host';
 
 /** What the registry needs of the fleet: keep drivers in line with the configuration, and what printers reported. */
@@ -31,6 +31,9 @@ export class PrinterRegistry {
     private readonly cache: StatusCache,
     private readonly bus: EventBus,
     private readonly fleet: FleetView,
+    /** Adds the spool of each slot (filament tracking); without it the slots show no spool. */
+    private readonly spoolsOf: (printerId: string, materials: readonly PrinterMaterial[]) => PrinterView['materials'] = (_id, ms) =>
+      ms.map((m) => ({ slot: m.slot, type: m.type, color: m.color, remaining_percent: m.remaining_percent, spool_id: null, remaining_weight_g: null })),
   ) {}
 
   async list(filter: { active?: boolean; type?: string }) {
@@ -222,7 +225,7 @@ export class PrinterRegistry {
       last_seen: record.last_seen,
       created_at: record.created_at,
       nozzle_diameter: this.fleet.stateOf(record.id)?.nozzle_diameter ?? null,
-      materials: this.fleet.stateOf(record.id)?.materials ?? [],
+      materials: this.spoolsOf(record.id, this.fleet.stateOf(record.id)?.materials ?? []),
       plate_state: record.plate_state ?? 'clear',
       plate_auto_clear: record.plate_auto_clear ?? false,
     };

@@ -24,6 +24,7 @@ import type { PrinterState } from '../printers/driver';
 import type { Fleet } from '../printers/fleet';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
+import type { FilamentGate } from './filament-gate';
 import { checkPrinter, mismatchReason, type Mismatch, type PrinterFacts } from './compatibility';
 import { DispatchRunner, NOT_READY } from './dispatch-run';
 import type { FactsCache } from './facts-cache';
@@ -48,6 +49,8 @@ export interface DispatcherDeps {
   facts: FactsCache;
   plates: PlateTracker;
   bus: EventBus;
+  /** Filament tracking's check of the spools a print would use (filament-gate.ts); none: not checked. */
+  filamentGate?: FilamentGate;
   /** Announces an item (queue_update): as stored now, or as the caller just read it. */
   publish(itemId: string, known?: { item: QueueItemRecord; dispatches: DispatchRecord[] }): Promise<unknown>;
 }
@@ -263,6 +266,11 @@ export class Dispatcher {
         const fit = checkPrinter(fileFacts, item, pf);
         if (!fit.ok) {
           mismatches.push({ printer: pf, mismatch: fit.mismatch });
+          continue;
+        }
+        const short = await this.deps.filamentGate?.(item, file as FileRecord & { local_path: string }, pf, fit.ams_mapping);
+        if (short) {
+          mismatches.push({ printer: pf, mismatch: { kind: 'material', reason: short } });
           continue;
         }
         const why = claimed.has(printer.id) ? 'busy' : this.availability(printer.id, false);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { FilamentUsage } from './spools';
 import { amount, boundedObject, decimalParam, nullableTimestamp, Pagination, pageQuery, queryBoolean, queryDate, timestamp } from './common';
 
 /** Stored job states; `running` is accepted in filters and shown by the auto-creation event (it means `printing`). */
@@ -109,6 +110,9 @@ export const Job = z.object({
   is_business: z.boolean(),
   customer_info: z.record(z.string(), z.unknown()).nullable(),
   queue_item_id: z.string().nullable().meta({ description: 'The print-queue item this job prints a copy of (a print the queue dispatched); null for a print started by hand' }),
+  filament_usage: z.array(FilamentUsage).meta({
+    description: 'What the print used, per slot, once it ended (failed and cancelled prints pro rata to their progress); material_info.actual_usage and costs.material_cost are its sums',
+  }),
   created_at: timestamp,
   updated_at: timestamp,
 });

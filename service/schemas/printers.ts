@@ -89,6 +89,8 @@ export const LoadedMaterial = z.object({
   type: z.string().meta({ description: 'PLA, PETG...' }),
   color: z.string().nullable().meta({ description: '#RRGGBB' }),
   remaining_percent: z.number().nullable(),
+  spool_id: z.number().int().nullable().meta({ description: 'The spool assigned to this slot (GET /spools/{id}; Spoolman\'s id in Spoolman mode), null when none' }),
+  remaining_weight_g: z.number().nullable().meta({ description: 'Grams left on that spool, as Printfarm counts them' }),
 });
 
 export const Printer = z.object({

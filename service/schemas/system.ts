@@ -8,6 +8,15 @@ export const Health = z.object({
   database: z.enum(['connected', 'error']),
   active_printers: z.number().int(),
   uptime_seconds: z.number().int(),
+  spoolman: z
+    .object({
+      status: z.enum(['ok', 'degraded']).meta({ description: 'degraded: Spoolman cannot be reached or usage waits to be sent (it is sent once Spoolman answers again)' }),
+      pending_usage: z.number().int().meta({ description: 'Usage reports waiting in the outbox' }),
+      last_error: z.string().nullable(),
+      last_ok_at: z.string().nullable(),
+    })
+    .optional()
+    .meta({ description: 'Only with spoolman_url set' }),
 });
 
 export const SystemInfo = z.object({

@@ -21,7 +21,24 @@ function material(slot: number, tray: Json): PrinterMaterial | null {
   const type = str(tray.tray_type)?.trim();
   if (!type) return null; // an empty slot
   const remain = num(tray.remain);
-  return { slot, type, color: trayColor(tray.tray_color), remaining_percent: remain === null || remain < 0 ? null : Math.min(100, remain) };
+  const uuid = str(tray.tray_uuid)?.trim() ?? '';
+  const weight = num(tray.tray_weight);
+  return {
+    slot,
+    type,
+    color: trayColor(tray.tray_color),
+    remaining_percent: remain === null || remain < 0 ? null : Math.min(100, remain),
+    // All zeros: a spool without a Bambu RFID tag.
+    tray_uuid: /^[0-9a-f]{32}$/i.test(uuid) && !/^0+$/.test(uuid) ? uuid.toUpperCase() : null,
+    tray_weight_g: weight !== null && weight > 0 && weight <= 10_000 ? weight : null,
+  };
+}
+
+/** The global tray feeding the nozzle (`ams.tray_now`): 254 the external spool, null for none ("255") or nonsense. */
+export function activeSlotOf(print: Json): number | null {
+  const now = isObject(print.ams) ? num(print.ams.tray_now) : null;
+  if (now === null || !Number.isInteger(now) || now < 0 || now >= 255) return null;
+  return now;
 }
 
 /** The loaded filaments: AMS trays in tray order, then the external spool. */

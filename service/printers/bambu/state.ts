@@ -12,7 +12,7 @@
  *   that arrives with only its `id` is an emptied slot and replaces the old one.
  */
 import type { MachineState, PrinterError, PrinterState } from '../driver';
-import { materialsOf, nozzleDiameterOf } from './materials';
+import { activeSlotOf, materialsOf, nozzleDiameterOf } from './materials';
 
 import { MAX_LIST_ENTRIES, MAX_OBJECT_KEYS, pickUsedKeys } from './limits';
 import { hasAms, hasCamera, modelFromSerial, supportsRemoteControl, type VersionInfo } from './model';
@@ -296,5 +296,6 @@ export function toPrinterState(tracked: BambuTracked, context: MapContext): Prin
     },
     nozzle_diameter: nozzleDiameterOf(p),
     materials: materialsOf(p),
+    active_slot: activeSlotOf(p),
   };
 }

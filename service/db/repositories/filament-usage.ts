@@ -1,0 +1,180 @@
+/**
+ * What prints used: each print's plan (taken when it starts), the usage rows
+ * written when it ends (one per job and slot, unique: a print is counted
+ * once however often its end is seen), the subtraction from the embedded
+ * spools in the same transaction, and the Spoolman outbox (usage rows whose
+ * `spoolman_state` is pending).
+ */
+import type { Selectable } from 'kysely';
+import type { Db } from '../connection';
+import type { FilamentUsageTable } from '../schema';
+
+export interface PlanEntry {
+  /** 1-based filament number of the file (G-code: the extruder + 1). */
+  filament: number;
+  /** Global tray / extruder it prints from; null when not known yet (a print started by hand). */
+  slot: number | null;
+  grams: number;
+  material: string | null;
+  color: string | null;
+}
+
+export interface FilamentPlan {
+  job_id: number;
+  printer_id: string;
+  entries: PlanEntry[];
+  slots_seen: number[];
+  settled_at: string | null;
+}
+
+export interface NewUsage {
+  job_id: number;
+  printer_id: string;
+  slot: number;
+  source: 'local' | 'spoolman' | null;
+  spool_id: number | null;
+  material: string | null;
+  color: string | null;
+  grams: number;
+  cost: number | null;
+}
+
+export type UsageRecord = Omit<Selectable<FilamentUsageTable>, 'id'> & { id: number };
+
+export interface UsageTotals {
+  key: string;
+  grams: number;
+  cost: number;
+  jobs: number;
+}
+
+const usageRecord = (r: Selectable<FilamentUsageTable>): UsageRecord => ({
+  ...r,
+  id: Number(r.id),
+  job_id: Number(r.job_id),
+  slot: Number(r.slot),
+  spool_id: r.spool_id === null ? null : Number(r.spool_id),
+  grams: Number(r.grams),
+  cost: r.cost === null ? null : Number(r.cost),
+  spoolman_attempts: Number(r.spoolman_attempts),
+});
+
+export class FilamentUsageRepository {
+  constructor(private readonly db: Db) {}
+
+  async plan(jobId: number): Promise<FilamentPlan | undefined> {
+    const row = await this.db.selectFrom('filament_plans').selectAll().where('job_id', '=', jobId).executeTakeFirst();
+    return row && { job_id: Number(row.job_id), printer_id: row.printer_id, entries: JSON.parse(row.entries), slots_seen: JSON.parse(row.slots_seen), settled_at: row.settled_at };
+  }
+
+  /** Stores a plan unless the job has one (a replayed start keeps the first). */
+  async savePlan(plan: Omit<FilamentPlan, 'settled_at'>, now: string): Promise<void> {
+    await this.db
+      .insertInto('filament_plans')
+      .values({ job_id: plan.job_id, printer_id: plan.printer_id, entries: JSON.stringify(plan.entries), slots_seen: JSON.stringify(plan.slots_seen), settled_at: null, created_at: now })
+      .onConflict((oc) => oc.column('job_id').doNothing())
+      .execute();
+  }
+
+  async setSlotsSeen(jobId: number, slots: number[]): Promise<void> {
+    await this.db.updateTable('filament_plans').set({ slots_seen: JSON.stringify(slots) }).where('job_id', '=', jobId).where('settled_at', 'is', null).execute();
+  }
+
+  /** Jobs whose plan is not settled yet (oldest first): what a restart finishes. */
+  async unsettledJobs(limit: number): Promise<number[]> {
+    const rows = await this.db.selectFrom('filament_plans').select('job_id').where('settled_at', 'is', null).orderBy('job_id').limit(limit).execute();
+    return rows.map((r) => Number(r.job_id));
+  }
+
+  /**
+   * Writes the usage of an ended print and takes the grams off the embedded spools, in one transaction. A row
+   * that exists already (same job and slot) is skipped with its subtraction: counted once. Marks the plan settled.
+   * Returns the rows written now.
+   */
+  async settle(jobId: number, rows: NewUsage[], now: string): Promise<UsageRecord[]> {
+    return this.db.transaction().execute(async (trx) => {
+      const written: UsageRecord[] = [];
+      for (const u of rows) {
+        const inserted = await trx
+          .insertInto('filament_usage')
+          .values({ ...u, spoolman_state: u.source === 'spoolman' && u.spool_id !== null && u.grams > 0 ? 'pending' : null, created_at: now })
+          .onConflict((oc) => oc.columns(['job_id', 'slot']).doNothing())
+          .returningAll()
+          .executeTakeFirst();
+        if (!inserted) continue;
+        written.push(usageRecord(inserted));
+        if (u.source === 'local' && u.spool_id !== null && u.grams > 0) {
+          await trx
+            .updateTable('spools')
+            .set((eb) => ({ remaining_weight_g: eb.case().when('remaining_weight_g', '>', u.grams).then(eb('remaining_weight_g', '-', u.grams)).else(0).end(), updated_at: now }))
+            .where('id', '=', u.spool_id)
+            .execute();
+        }
+      }
+      await trx.updateTable('filament_plans').set({ settled_at: now }).where('job_id', '=', jobId).execute();
+      return written;
+    });
+  }
+
+  /** Settles a plan with nothing to write (no grams known). */
+  async markSettled(jobId: number, now: string): Promise<void> {
+    await this.db.updateTable('filament_plans').set({ settled_at: now }).where('job_id', '=', jobId).execute();
+  }
+
+  async usageOf(jobIds: readonly number[]): Promise<Map<number, UsageRecord[]>> {
+    const out = new Map<number, UsageRecord[]>();
+    if (jobIds.length === 0) return out;
+    const rows = await this.db.selectFrom('filament_usage').selectAll().where('job_id', 'in', [...jobIds]).orderBy('job_id').orderBy('slot').execute();
+    for (const r of rows.map(usageRecord)) out.set(r.job_id, [...(out.get(r.job_id) ?? []), r]);
+    return out;
+  }
+
+  /** Grams and cost between two times, per spool (`source:id`) or per material. */
+  async totals(by: 'spool' | 'material', from: string | null, to: string | null): Promise<UsageTotals[]> {
+    let q = this.db.selectFrom('filament_usage');
+    if (from) q = q.where('created_at', '>=', from);
+    if (to) q = q.where('created_at', '<=', to);
+    const rows =
+      by === 'spool'
+        ? await q
+            .select(['source', 'spool_id', (eb) => eb.fn.sum<number>('grams').as('grams'), (eb) => eb.fn.sum<number>('cost').as('cost'), (eb) => eb.fn.count<number>('job_id').distinct().as('jobs')])
+            .where('spool_id', 'is not', null)
+            .groupBy(['source', 'spool_id'])
+            .execute()
+        : await q
+            .select([(eb) => eb.fn.coalesce('material', eb.val('unknown')).as('material'), (eb) => eb.fn.sum<number>('grams').as('grams'), (eb) => eb.fn.sum<number>('cost').as('cost'), (eb) => eb.fn.count<number>('job_id').distinct().as('jobs')])
+            .groupBy((eb) => eb.fn.coalesce('material', eb.val('unknown')))
+            .execute();
+    return rows
+      .map((r) => {
+        const rec = r as Record<string, unknown>;
+        const key = by === 'spool' ? `${rec.source}:${rec.spool_id}` : String(rec.material);
+        return { key, grams: Number(rec.grams ?? 0), cost: Number(rec.cost ?? 0), jobs: Number(rec.jobs ?? 0) };
+      })
+      .sort((a, b) => b.grams - a.grams);
+  }
+
+  // --- Spoolman outbox ---
+
+  async pendingSpoolman(limit: number): Promise<UsageRecord[]> {
+    const rows = await this.db.selectFrom('filament_usage').selectAll().where('spoolman_state', '=', 'pending').orderBy('id').limit(limit).execute();
+    return rows.map(usageRecord);
+  }
+
+  async countPendingSpoolman(): Promise<number> {
+    const { n } = await this.db.selectFrom('filament_usage').select((eb) => eb.fn.countAll<number>().as('n')).where('spoolman_state', '=', 'pending').executeTakeFirstOrThrow();
+    return Number(n);
+  }
+
+  async spoolmanAttempt(id: number, patch: { spoolman_used_before?: number | null; spoolman_error?: string | null }): Promise<void> {
+    await this.db
+      .updateTable('filament_usage')
+      .set((eb) => ({ ...patch, spoolman_attempts: eb('spoolman_attempts', '+', 1) }))
+      .where('id', '=', id)
+      .execute();
+  }
+
+  async spoolmanSent(id: number, now: string, state: 'sent' | 'dropped' = 'sent', error: string | null = null): Promise<void> {
+    await this.db.updateTable('filament_usage').set({ spoolman_state: state, spoolman_sent_at: now, spoolman_error: error }).where('id', '=', id).execute();
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * Follows what the printers report loaded, off the hot report path: a
+ * report is looked at only when the filament part of it (trays, their RFID
+ * identities, the tray feeding the nozzle) differs from the last one of that
+ * printer, and the work runs after the report, one printer at a time.
+ *
+ * Bambu spools with an RFID tag (`tray_uuid` not all zeros) are found by that
+ * identity or created, with the type, colour and remaining percentage the
+ * AMS reports, and put in the slot the AMS has them in; an RFID spool no
+ * longer reported in its slot leaves it. Spools without a tag are assigned by
+ * hand (PUT /printers/{id}/slots/{slot}). The AMS figure is taken when a
+ * spool is (re)loaded; while it stays in its slot, the prints' grams count.
+ */
+import type { Logger } from 'pino';
+import type { Store } from '../db';
+import type { PrinterMaterial, PrinterState } from '../printers/driver';
+import { nowIso } from '../util/time';
+import type { SpoolService } from './spools';
+import type { FilamentUsageService } from './usage';
+
+/** A spool whose tray does not report its weight: Bambu sells 1 kg spools. */
+const DEFAULT_SPOOL_G = 1000;
+
+function filamentKey(state: PrinterState): string {
+  const trays = (state.materials ?? []).map((m) => `${m.slot}:${m.type}:${m.color}:${m.tray_uuid ?? ''}`).join(',');
+  return `${trays}|${state.active_slot ?? ''}`;
+}
+
+export class AmsSync {
+  private readonly keys = new Map<string, string>();
+  private readonly pending = new Map<string, PrinterState>();
+  private readonly busy = new Map<string, Promise<void>>();
+  private closed = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly spools: SpoolService,
+    private readonly usage: FilamentUsageService,
+    private readonly log: Logger,
+  ) {}
+
+  /** Called with every report: a string compare unless the filament part changed. */
+  onReport(printerId: string, state: PrinterState): void {
+    if (this.closed || state.materials === undefined) return;
+    const key = filamentKey(state);
+    if (this.keys.get(printerId) === key) return;
+    this.keys.set(printerId, key);
+    this.usage.sawSlot(printerId, state.active_slot);
+    this.pending.set(printerId, state);
+    if (this.busy.has(printerId)) return;
+    const run = (async () => {
+      for (let next = this.pending.get(printerId); next && !this.closed; next = this.pending.get(printerId)) {
+        this.pending.delete(printerId);
+        try {
+          await this.sync(printerId, next.materials ?? []);
+        } catch (err) {
+          // Seen again with the next change; a failed sync must not stop monitoring.
+          this.keys.delete(printerId);
+          this.log.error({ err, printer_id: printerId }, 'spool sync from the AMS report failed');
+        }
+      }
+    })().finally(() => this.busy.delete(printerId));
+    this.busy.set(printerId, run);
+  }
+
+  /** The printer was removed or went away: its next report is looked at afresh. */
+  forget(printerId: string): void {
+    this.keys.delete(printerId);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.busy.values());
+  }
+
+  async idle(): Promise<void> {
+    while (this.busy.size) await Promise.all(this.busy.values());
+  }
+
+  private async sync(printerId: string, materials: PrinterMaterial[]): Promise<void> {
+    // Spoolman keeps no tray identities of Bambu's: there, spools are assigned by hand.
+    if (this.spools.mode !== 'local') return;
+    if (!(await this.store.printers.exists(printerId))) return;
+    const tagged = new Map(materials.filter((m) => m.tray_uuid).map((m) => [m.slot, m]));
+    // RFID spools that left their slot (taken out, or another spool in it).
+    for (const spool of await this.store.spools.list({ printer_id: printerId, page: 1, limit: 100, order_by: 'id', order_dir: 'asc' }).then((r) => r.spools)) {
+      if (!spool.rfid_uuid || spool.slot === null) continue;
+      if (tagged.get(spool.slot)?.tray_uuid !== spool.rfid_uuid) await this.spools.unassign({ printer_id: printerId, slot: spool.slot });
+    }
+    for (const m of tagged.values()) await this.place(printerId, m);
+  }
+
+  private async place(printerId: string, m: PrinterMaterial): Promise<void> {
+    const uuid = m.tray_uuid!;
+    const full = m.tray_weight_g ?? DEFAULT_SPOOL_G;
+    const reported = m.remaining_percent === null ? null : Math.round(((full * m.remaining_percent) / 100) * 100) / 100;
+    let spool = await this.store.spools.byRfid(uuid);
+    const now = nowIso();
+    if (!spool) {
+      spool = await this.store.spools.insert({
+        material: m.type.toUpperCase(),
+        color: m.color,
+        brand: 'Bambu Lab',
+        name: `Bambu ${m.type}`,
+        diameter_mm: 1.75,
+        density_g_cm3: null,
+        initial_weight_g: full,
+        remaining_weight_g: reported ?? full,
+        cost_per_kg: null,
+        location: null,
+        printer_id: null,
+        slot: null,
+        rfid_uuid: uuid,
+        archived: false,
+        created_at: now,
+        updated_at: now,
+      });
+      this.log.info({ spool_id: spool.id, printer_id: printerId, slot: m.slot }, 'RFID spool created from the AMS report');
+      await this.spools.announce(spool.id, 'created');
+    } else if (spool.printer_id === printerId && spool.slot === m.slot) {
+      return;
+    }
+    // (Re)loaded: the AMS's figure is the best there is; an archived spool in a tray is in use again.
+    const displaced = await this.store.spools.assign(spool.id, { printer_id: printerId, slot: m.slot }, { archived: false, ...(reported !== null ? { remaining_weight_g: reported } : {}) }, now);
+    await this.spools.reloadSlots();
+    if (displaced !== null) await this.spools.announce(displaced, 'unassigned');
+    await this.spools.announce(spool.id, 'assigned');
+  }
+}

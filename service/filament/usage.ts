@@ -1,0 +1,156 @@
+/**
+ * What every print used. A job's plan is taken when it starts; when it ends
+ * (completed: everything; failed or cancelled: pro rata to the progress
+ * reached) its grams go to the spool in each slot, once: the usage rows are
+ * unique per job and slot and written in one transaction with the
+ * subtraction, and a restart settles every plan left open (a SIGKILL between
+ * the job's end and its usage).
+ */
+import type { Logger } from 'pino';
+import type { Store } from '../db';
+import type { FilamentPlan, NewUsage, PlanEntry } from '../db/repositories/filament-usage';
+import type { EventBus, JobUpdateEvent } from '../events';
+import type { PrinterState } from '../printers/driver';
+import type { SettingsService } from '../settings';
+import { nowIso } from '../util/time';
+import type { FileGramsCache } from './file-grams';
+import { planEntries } from './plan';
+import type { SpoolService } from './spools';
+
+const ENDED = ['completed', 'failed', 'cancelled'];
+/** Plans settled per restart pass (a farm down for long has a few dozen). */
+const RECOVERY_BATCH = 500;
+/** Trays remembered per running print (multi-colour prints by hand use a few). */
+const MAX_SLOTS_SEEN = 32;
+
+const round2 = (n: number) => Math.round(n * 100) / 100;
+
+export class FilamentUsageService {
+  /** The running job of each printer with a plan, and the trays it was seen feeding from. */
+  private readonly running = new Map<string, { jobId: number; seen: number[] }>();
+  private readonly chains = new Map<number, Promise<void>>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly spools: SpoolService,
+    private readonly settings: SettingsService,
+    private readonly bus: EventBus,
+    private readonly stateOf: (printerId: string) => PrinterState | undefined,
+    private readonly grams: FileGramsCache,
+    private readonly log: Logger,
+  ) {}
+
+  /** Settles the plans a stop left open; remembers the running ones. */
+  async start(): Promise<void> {
+    for (const jobId of await this.store.filamentUsage.unsettledJobs(RECOVERY_BATCH)) {
+      const job = await this.store.jobs.get(jobId);
+      if (!job || ENDED.includes(job.status)) await this.settle(jobId);
+      else {
+        const plan = await this.store.filamentUsage.plan(jobId);
+        if (plan) this.running.set(plan.printer_id, { jobId, seen: plan.slots_seen });
+      }
+    }
+  }
+
+  /** Waits for the work under way (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.chains.size) await Promise.all(this.chains.values());
+  }
+
+  onJobUpdate(e: JobUpdateEvent): void {
+    if (e.change === 'created') this.serial(e.job_id, () => this.plan(e.job_id));
+    else if ((e.change === 'status' || e.change === 'cancelled') && ENDED.includes(e.status)) this.serial(e.job_id, () => this.settle(e.job_id));
+  }
+
+  /** The printer feeds from `slot` now: remembered for the print's end (prints started by hand). */
+  sawSlot(printerId: string, slot: number | null | undefined): void {
+    const run = this.running.get(printerId);
+    if (!run || slot === null || slot === undefined || run.seen.includes(slot) || run.seen.length >= MAX_SLOTS_SEEN) return;
+    run.seen.push(slot);
+    const seen = [...run.seen];
+    this.serial(run.jobId, () => this.store.filamentUsage.setSlotsSeen(run.jobId, seen));
+  }
+
+  private serial(jobId: number, work: () => Promise<void>): void {
+    const next = (this.chains.get(jobId) ?? Promise.resolve()).then(work).catch((err) => this.log.error({ err, job_id: jobId }, 'filament usage failed'));
+    this.chains.set(jobId, next);
+    void next.finally(() => this.chains.get(jobId) === next && this.chains.delete(jobId));
+  }
+
+  private async plan(jobId: number): Promise<void> {
+    const job = await this.store.jobs.get(jobId);
+    // Jobs typed in through the API print nothing the service sees; tracked and queued prints do.
+    if (!job || (!job.queue_item_id && job.customer_info?.auto_created !== true)) return;
+    const state = this.stateOf(job.printer_id);
+    const printer = await this.store.printers.get(job.printer_id);
+    const entries = await planEntries(this.store, this.grams, job, printer?.type ?? 'bambu_lab', state);
+    const seen = state?.active_slot !== null && state?.active_slot !== undefined ? [state.active_slot] : [];
+    await this.store.filamentUsage.savePlan({ job_id: jobId, printer_id: job.printer_id, entries, slots_seen: seen }, nowIso());
+    this.running.set(job.printer_id, { jobId, seen });
+  }
+
+  private async settle(jobId: number): Promise<void> {
+    const job = await this.store.jobs.get(jobId);
+    let plan: FilamentPlan | undefined = await this.store.filamentUsage.plan(jobId);
+    if (this.running.get(plan?.printer_id ?? job?.printer_id ?? '')?.jobId === jobId) this.running.delete(plan?.printer_id ?? job!.printer_id);
+    if (plan?.settled_at || !job) {
+      if (plan && !plan.settled_at) await this.store.filamentUsage.markSettled(jobId, nowIso());
+      return;
+    }
+    if (!plan) {
+      // The start was not seen (the service was down, or the job was created before a restart): plan now.
+      await this.plan(jobId);
+      this.running.delete(job.printer_id);
+      plan = await this.store.filamentUsage.plan(jobId);
+      if (!plan) return;
+    }
+    const factor = job.status === 'completed' ? 1 : Math.max(0, Math.min(100, job.progress)) / 100;
+    const rows = this.rowsOf(plan, factor);
+    const now = nowIso();
+    const written = await this.store.filamentUsage.settle(jobId, rows, now);
+    if (written.length === 0) return;
+    const all = (await this.store.filamentUsage.usageOf([jobId])).get(jobId) ?? [];
+    const total = round2(all.reduce((s, u) => s + u.grams, 0));
+    const cost = round2(all.reduce((s, u) => s + (u.cost ?? 0), 0));
+    await this.store.jobs.update(jobId, { material_actual_usage: total, material_cost: cost, updated_at: now });
+    this.log.info({ job_id: jobId, grams: total, slots: written.map((w) => w.slot) }, 'filament usage recorded');
+    await this.spools.used(
+      written.filter((w) => w.source === 'local' && w.spool_id !== null).map((w) => w.spool_id!),
+      written.some((w) => w.source === 'spoolman'),
+    );
+    this.bus.emit('job_update', { id: jobId, job_id: jobId, printer_id: job.printer_id, change: 'updated', status: job.status, progress: job.progress, filament_usage: all.map(usageView) });
+  }
+
+  /** One row per slot: the plan's grams (times `factor`), the spool in the slot, its cost. */
+  private rowsOf(plan: FilamentPlan, factor: number): NewUsage[] {
+    const bySlot = new Map<number, PlanEntry[]>();
+    for (const e of plan.entries) {
+      const slot = e.slot ?? plan.slots_seen[0] ?? null;
+      if (slot === null) {
+        this.log.warn({ job_id: plan.job_id, filament: e.filament }, 'filament usage: the tray of a filament is not known; not counted');
+        continue;
+      }
+      bySlot.set(slot, [...(bySlot.get(slot) ?? []), e]);
+    }
+    const perKgDefault = this.settings.get('filament_cost_per_kg');
+    return [...bySlot.entries()].map(([slot, entries]) => {
+      const spool = this.spools.spoolAt(plan.printer_id, slot);
+      const grams = round2(entries.reduce((s, e) => s + e.grams, 0) * factor);
+      return {
+        job_id: plan.job_id,
+        printer_id: plan.printer_id,
+        slot,
+        source: spool?.source ?? null,
+        spool_id: spool?.id ?? null,
+        material: spool?.material ?? entries[0].material,
+        color: spool?.color ?? entries[0].color,
+        grams,
+        cost: round2((grams * (spool?.cost_per_kg ?? perKgDefault)) / 1000),
+      };
+    });
+  }
+}
+
+export function usageView(u: { spool_id: number | null; slot: number; material: string | null; color: string | null; grams: number; cost: number | null }) {
+  return { spool_id: u.spool_id, slot: u.slot, material: u.material, color: u.color, grams: u.grams, cost: u.cost };
+}
