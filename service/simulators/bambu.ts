@@ -103,7 +103,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
     this.hasAms = options.ams ?? true;
     const units = Math.max(0, Math.min(MAX_AMS_UNITS, Math.floor(options.amsUnits ?? (this.hasAms ? 1 : 0))));
     this.hasAms = units > 0;
-    this.materials = new SimMaterials(units);
+    this.materials = new SimMaterials(units, this.serial);
     this.nozzleDiameter = options.nozzleDiameter ?? 0.4;
     // Its seed 3MF is sliced for this very model.
     this.storage = SimStorage.seeded(new Date(), this.model);
@@ -369,7 +369,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
 
   /** A POST /materials body: replaces what the trays and the external spool hold; reported at once. */
   applyMaterials(body: Json): { ok: true; materials: unknown } | { ok: false; error: string } {
-    const parsed = parseMaterials(body, this.materials.amsUnits);
+    const parsed = parseMaterials(body, this.materials.amsUnits, this.serial);
     if (!parsed.ok) return parsed;
     this.materials.replace(parsed.materials);
     this.report(false);

@@ -90,6 +90,13 @@ function thumbnailBlock(png: Buffer, width: number, height: number, keyword = 't
   return out;
 }
 
+/** The print metadata with the grams of each extruder when the filaments state them. */
+function prusaMetadata(filaments: SeedFilament[]): Record<string, string> {
+  if (!filaments.some((f) => f.grams !== undefined)) return PRUSA_METADATA;
+  const grams = filaments.map((f) => f.grams ?? 0);
+  return { ...PRUSA_METADATA, 'filament used [g]': grams.map((g) => g.toFixed(2)).join(', '), 'total filament used [g]': grams.reduce((a, b) => a + b, 0).toFixed(2) };
+}
+
 const PRUSA_METADATA: Record<string, string> = {
   'filament used [mm]': '1052.36',
   'filament used [g]': '3.14',
@@ -109,6 +116,8 @@ export interface SeedFilament {
   type: string;
   /** "#RRGGBB". */
   color: string;
+  /** Grams of it the print uses (3MF `used_g`, G-code `filament used [g]`); default: a small cube's share. */
+  grams?: number;
 }
 
 const DEFAULT_FILAMENTS: SeedFilament[] = [{ type: 'PLA', color: '#FFFFFF' }];
@@ -148,7 +157,7 @@ export function prusaGcode(options: PrusaSeedOptions = {}): Buffer {
     'M190 S60',
     'M109 S215',
     ...cubeGcode(50),
-    ...Object.entries(PRUSA_METADATA).map(([k, v]) => `; ${k} = ${v}`),
+    ...Object.entries(prusaMetadata(options.filaments ?? DEFAULT_FILAMENTS)).map(([k, v]) => `; ${k} = ${v}`),
     '',
     '; prusaslicer_config = begin',
     ...Object.entries(config).map(([k, v]) => `; ${k} = ${v}`),
@@ -211,7 +220,7 @@ export function bambu3mf(options: BambuSeedOptions = {}): Buffer {
     ...cubeGcode(40),
   ].join('\n');
   const filamentLines = filaments.map(
-    (f, i) => `    <filament id="${i + 1}" tray_info_idx="${bambuFilamentIdx(f.type)}" type="${f.type}" color="${f.color}" used_m="${(0.88 / filaments.length).toFixed(2)}" used_g="${(2.65 / filaments.length).toFixed(2)}"/>`,
+    (f, i) => `    <filament id="${i + 1}" tray_info_idx="${bambuFilamentIdx(f.type)}" type="${f.type}" color="${f.color}" used_m="${(0.88 / filaments.length).toFixed(2)}" used_g="${(f.grams ?? 2.65 / filaments.length).toFixed(2)}"/>`,
   );
   const sliceInfo = `<?xml version="1.0" encoding="UTF-8"?>
 <config>

@@ -6,7 +6,10 @@
  * objects of a push_status report as a real P1/X1 does:
  * `ams.ams[].tray[]` with `tray_type`, `tray_color` (RRGGBBAA) and `remain`
  * (percent, -1 unknown); an empty slot is reported as just its `id`.
+ * A Bambu spool with an RFID tag reports its `tray_uuid` (32 hex characters)
+ * and `remain`; a spool without one reports all zeros and `remain` -1.
  */
+import { createHash } from 'node:crypto';
 import { bambuFilamentIdx } from '../seed-files';
 import type { Json } from './printer';
 
@@ -24,21 +27,33 @@ export interface LoadedMaterial {
   color: string;
   /** Percent left, -1 when unknown (no RFID). */
   remain: number;
+  /** The RFID tag's tray_uuid (32 hex characters); null for a spool without a Bambu tag. */
+  rfid: string | null;
+}
+
+const NO_TAG = '0'.repeat(32);
+
+/** A stable tag for a simulated Bambu spool (the same printer and slot get the same spool after a restart). */
+export function simulatedTag(seed: string, slot: number): string {
+  return createHash('md5').update(`${seed}:${slot}`).digest('hex').toUpperCase();
 }
 
 /** Nozzle temperature range Bambu Studio shows for a filament type (what a tray reports). */
 const TEMPS: Record<string, [number, number]> = { PLA: [190, 230], PETG: [230, 260], ABS: [240, 270], ASA: [240, 270], TPU: [200, 240], PC: [260, 290] };
 
-/** The default: white PLA in AMS tray 0, nothing else (a PETG job must wait for someone to load PETG). */
-export function defaultMaterials(hasAms: boolean): LoadedMaterial[] {
-  return [{ slot: hasAms ? 0 : EXTERNAL_SPOOL, type: 'PLA', color: '#FFFFFF', remain: 100 }];
+/** The default: a Bambu white PLA spool (RFID tagged) in AMS tray 0, nothing else (a PETG job must wait for someone to load PETG). */
+export function defaultMaterials(hasAms: boolean, seed = 'sim'): LoadedMaterial[] {
+  const slot = hasAms ? 0 : EXTERNAL_SPOOL;
+  return [{ slot, type: 'PLA', color: '#FFFFFF', remain: 100, rfid: simulatedTag(seed, slot) }];
 }
 
 /**
  * Checks a `POST /materials` body (`{"materials":[{"slot":0,"type":"PLA","color":"#FFFFFF"}]}`)
  * against the trays this printer has; returns the new list or the reason it is refused.
+ * `"rfid": true` makes it a tagged Bambu spool (or `"tray_uuid"` names its tag); without, a
+ * spool without a tag (`remain` -1 unless given).
  */
-export function parseMaterials(body: Json, amsUnits: number): { ok: true; materials: LoadedMaterial[] } | { ok: false; error: string } {
+export function parseMaterials(body: Json, amsUnits: number, seed = 'sim'): { ok: true; materials: LoadedMaterial[] } | { ok: false; error: string } {
   const list = body.materials;
   if (!Array.isArray(list)) return { ok: false, error: 'give {"materials": [{"slot": 0, "type": "PLA", "color": "#FFFFFF"}]}' };
   if (list.length > MAX_AMS_UNITS * 4 + 1) return { ok: false, error: 'too many materials' };
@@ -54,9 +69,11 @@ export function parseMaterials(body: Json, amsUnits: number): { ok: true; materi
     if (typeof m.type !== 'string' || !/^[A-Za-z0-9+-]{1,16}$/.test(m.type)) return { ok: false, error: `materials[${i}].type must be a filament type such as "PLA"` };
     const color = m.color ?? '#FFFFFF';
     if (typeof color !== 'string' || !/^#[0-9a-fA-F]{6}$/.test(color)) return { ok: false, error: `materials[${i}].color must be "#RRGGBB"` };
-    const remain = m.remain ?? 100;
+    if (m.tray_uuid !== undefined && (typeof m.tray_uuid !== 'string' || !/^[0-9A-Fa-f]{32}$/.test(m.tray_uuid))) return { ok: false, error: `materials[${i}].tray_uuid must be 32 hex characters` };
+    const rfid = typeof m.tray_uuid === 'string' && m.tray_uuid !== NO_TAG ? m.tray_uuid.toUpperCase() : m.rfid === true ? simulatedTag(seed, slot) : null;
+    const remain = m.remain ?? (rfid ? 100 : -1);
     if (typeof remain !== 'number' || !Number.isInteger(remain) || remain < -1 || remain > 100) return { ok: false, error: `materials[${i}].remain must be -1..100` };
-    out.push({ slot, type: m.type.toUpperCase(), color: color.toUpperCase(), remain });
+    out.push({ slot, type: m.type.toUpperCase(), color: color.toUpperCase(), remain, rfid });
   }
   return { ok: true, materials: out.sort((a, b) => a.slot - b.slot) };
 }
@@ -67,8 +84,10 @@ export class SimMaterials {
   constructor(
     /** AMS units attached (0 = none: only the external spool). */
     readonly amsUnits: number,
+    /** Makes the simulated RFID tags of this printer (its serial). */
+    readonly seed = 'sim',
   ) {
-    this.loaded = defaultMaterials(amsUnits > 0);
+    this.loaded = defaultMaterials(amsUnits > 0, seed);
   }
 
   /** What is loaded, by slot. */
@@ -107,6 +126,8 @@ export class SimMaterials {
       nozzle_temp_max: String(max),
       tray_weight: '1000',
       tray_diameter: '1.75',
+      tray_uuid: m.rfid ?? NO_TAG,
+      tag_uid: m.rfid ? m.rfid.slice(0, 16) : '0000000000000000',
       remain: m.remain < 0 ? -1 : Math.max(0, m.remain - used),
     };
   }
@@ -129,7 +150,8 @@ export class SimMaterials {
       }
       units.push({ id: String(unit), humidity: '4', temp: '24.5', tray: trays });
     }
-    const now = inUse && feeding !== null && feeding !== EXTERNAL_SPOOL ? String(feeding) : '255';
+    // The tray feeding the nozzle, 254 the external spool, 255 none.
+    const now = inUse && feeding !== null ? String(feeding) : '255';
     return {
       ams: units,
       ams_exist_bits: ((1 << this.amsUnits) - 1).toString(16),

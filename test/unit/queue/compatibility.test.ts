@@ -188,8 +188,8 @@ describe('Bambu start command and reports', () => {
       vt_tray: { id: '254', tray_type: 'TPU', tray_color: 'FF0000FF', remain: -1 },
     });
     expect(materials).toEqual([
-      { slot: 4, type: 'PETG', color: '#000000', remaining_percent: 40 },
-      { slot: 254, type: 'TPU', color: '#FF0000', remaining_percent: null },
+      { slot: 4, type: 'PETG', color: '#000000', remaining_percent: 40, tray_uuid: null, tray_weight_g: null },
+      { slot: 254, type: 'TPU', color: '#FF0000', remaining_percent: null, tray_uuid: null, tray_weight_g: null },
     ]);
   });
 });
