@@ -1,11 +1,24 @@
 import type { ServiceContext } from '../context';
-import { AssignSlotBody, CreateSpoolBody, SlotAssignment, SlotParams, Spool, SpoolDeleted, SpoolIdParams, SpoolList, SpoolListQuery, UpdateSpoolBody } from '../schemas/spools';
+import { StatisticsQuery } from '../schemas/statistics';
+import { filamentStatistics } from '../filament/statistics';
+import { AssignSlotBody, CreateSpoolBody, FilamentStatistics, SlotAssignment, SlotParams, Spool, SpoolDeleted, SpoolIdParams, SpoolList, SpoolListQuery, UpdateSpoolBody } from '../schemas/spools';
 import { defineRoute, type AnyRoute } from '../http/route';
 
-export function spoolRoutes({ filament }: ServiceContext): AnyRoute[] {
+export function spoolRoutes({ filament, store, settings }: ServiceContext): AnyRoute[] {
   const spools = filament.spools;
   const spoolmanNote = ' With `spoolman_url` set, Spoolman is the inventory: its spools are listed (`source: "spoolman"`) and adding, changing or deleting spools is done in Spoolman (409 SPOOLS_IN_SPOOLMAN here).';
   return [
+    defineRoute({
+      method: 'get',
+      path: '/statistics/filament',
+      tag: 'Statistics',
+      summary: 'Filament used in a period, per material and per spool',
+      description:
+        'From what ended prints used (completed ones in full, failed and cancelled ones pro rata to their progress). Give `period` (day, week, month, year; default week) or `start_date` and `end_date`, not both.',
+      query: StatisticsQuery,
+      response: FilamentStatistics,
+      handler: ({ query }) => filamentStatistics(store, filament.spools, settings, query),
+    }),
     defineRoute({
       method: 'get',
       path: '/spools',

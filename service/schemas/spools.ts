@@ -115,3 +115,23 @@ export type SpoolListFilter = z.output<typeof SpoolListQuery>;
 export type CreateSpoolInput = z.output<typeof CreateSpoolBody>;
 export type UpdateSpoolInput = z.output<typeof UpdateSpoolBody>;
 export type FilamentUsageView = z.output<typeof FilamentUsage>;
+
+const Use = { grams: z.number().meta({ description: 'Grams used in the period' }), cost: z.number(), jobs: z.number().int().meta({ description: 'Prints that used it' }) };
+
+export const FilamentStatistics = z.object({
+  period: z.object({ name: z.string(), start_date: z.string(), end_date: z.string() }),
+  total_grams: z.number(),
+  total_cost: z.number(),
+  per_material: z.array(z.object({ material: z.string(), ...Use })),
+  per_spool: z.array(
+    z.object({
+      spool_id: z.number().int(),
+      source: z.enum(['local', 'spoolman']),
+      material: z.string().nullable(),
+      color: z.string().nullable(),
+      name: z.string().nullable(),
+      remaining_weight_g: z.number().nullable().meta({ description: 'Left now (null: the spool is gone)' }),
+      ...Use,
+    }),
+  ),
+});
