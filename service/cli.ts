@@ -18,7 +18,7 @@ const USAGE = `Printfarm ${VERSION}
 
 Usage:
   printfarm serve [--port 8000] [--host 0.0.0.0] [--data-dir ./data] [--database-url postgres://...] [--demo]
-  printfarm simulate [--bambu N] [--prusa N] [--speed X] [--json]
+  printfarm simulate [--bambu N] [--prusa N] [--speed X] [--spoolman] [--json]
   printfarm aggregator [--port 8100] [--host 0.0.0.0] [--data-dir ./aggregator-data] [--api-key KEY]...
                        [--rate-limit 10] [--tls-key FILE --tls-cert FILE] [--database-url postgres://...]
   printfarm db copy --from ./data/printfarm.db --to postgres://...
@@ -28,7 +28,8 @@ Usage:
 
 serve --demo  also starts 3 simulated Bambu Lab and 2 PrusaLink printers and registers them.
 simulate      starts simulated printers on 127.0.0.1 (real MQTT/FTPS and PrusaLink protocols);
-              --json prints one line {"printers":[{"printer":{...},"control_url":"..."}]}.
+              --spoolman also starts a Spoolman simulator (set its address as the setting spoolman_url);
+              --json prints one line {"printers":[{"printer":{...},"control_url":"..."}]} (and "spoolman_url").
 aggregator    runs the aggregation service for opt-in usage statistics (own database in --data-dir);
               API keys from --api-key (repeatable) or AGGREGATOR_API_KEY (comma-separated), mail
               reports from AGGREGATOR_SMTP_* (see docs/usage-statistics.md).
@@ -201,6 +202,7 @@ async function simulate(args: string[]): Promise<void> {
       bambu: { type: 'string', default: '1' },
       prusa: { type: 'string', default: '1' },
       speed: { type: 'string', default: '1' },
+      spoolman: { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
     },
     strict: true,
@@ -211,11 +213,12 @@ async function simulate(args: string[]): Promise<void> {
   };
   const speed = Number(values.speed);
   if (!(speed > 0 && speed <= 10_000)) throw new ConfigError(`--speed must be a number above 0 (at most 10000), got "${values.speed}"`);
-  const farm = await startFarm({ bambu: count('bambu', values.bambu), prusa: count('prusa', values.prusa), speed });
+  const farm = await startFarm({ bambu: count('bambu', values.bambu), prusa: count('prusa', values.prusa), speed, spoolman: values.spoolman });
   if (values.json) {
-    process.stdout.write(JSON.stringify({ printers: farm.printers }) + '\n');
+    process.stdout.write(JSON.stringify({ printers: farm.printers, ...(farm.spoolman_url ? { spoolman_url: farm.spoolman_url } : {}) }) + '\n');
   } else {
     for (const { printer, control_url } of farm.printers) process.stdout.write(`${printer.type}  ${printer.id}  control ${control_url}\n`);
+    if (farm.spoolman_url) process.stdout.write(`spoolman  ${farm.spoolman_url}  (PUT /api/v1/settings {"spoolman_url": "${farm.spoolman_url}"})\n`);
     process.stdout.write('Add them with POST /api/v1/printers (--json prints ready bodies). Ctrl+C stops.\n');
   }
   stopOnSignals(() => farm.close());

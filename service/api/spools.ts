@@ -1,4 +1,5 @@
 import type { ServiceContext } from '../context';
+import { notFound } from '../errors';
 import { StatisticsQuery } from '../schemas/statistics';
 import { filamentStatistics } from '../filament/statistics';
 import { AssignSlotBody, CreateSpoolBody, FilamentStatistics, SlotAssignment, SlotParams, Spool, SpoolDeleted, SpoolIdParams, SpoolList, SpoolListQuery, UpdateSpoolBody } from '../schemas/spools';
@@ -95,13 +96,14 @@ export function spoolRoutes({ filament, store, settings }: ServiceContext): AnyR
       path: '/printers/{printer_id}/slots/{slot}',
       tag: 'Filament',
       summary: 'Take the spool out of a printer slot',
-      description: 'The spool stays in the inventory, unassigned. `spool_id` is the spool that was in the slot (null: the slot was empty).',
+      description: 'The spool stays in the inventory, unassigned; `spool_id` is the spool that was in the slot. 404 SLOT_EMPTY when no spool is assigned to the slot.',
       params: SlotParams,
       response: SlotAssignment,
       errors: [404],
       async handler({ params }) {
         const id = await spools.unassign({ printer_id: params.printer_id, slot: params.slot });
-        return { printer_id: params.printer_id, slot: params.slot, spool_id: id, spool: null, message: id === null ? 'The slot was empty' : `Spool ${id} left slot ${params.slot}` };
+        if (id === null) throw notFound('SLOT_EMPTY', `No spool is assigned to slot ${params.slot} of printer "${params.printer_id}"`, { printer_id: params.printer_id, slot: params.slot });
+        return { printer_id: params.printer_id, slot: params.slot, spool_id: id, spool: null, message: `Spool ${id} left slot ${params.slot}` };
       },
     }),
   ];

@@ -16,7 +16,14 @@ export const SpoolIdParams = z.object({
 
 export const SlotParams = z.object({
   printer_id: z.string().min(1).max(128),
-  slot: decimalParam(z.number().int().min(0).max(255)).meta({ description: 'Global tray number the printer reports (Bambu AMS: ams_id*4 + tray, AMS-HT 128+, external spool 254); Prusa: 0 (the extruder number on multi-tool printers)' }),
+  slot: decimalParam(
+    z
+      .number()
+      .int()
+      .min(0)
+      .max(255)
+      .refine((n) => !Object.is(n, -0), { message: 'must be a whole number from 0 to 255' }),
+  ).meta({ description: 'Global tray number the printer reports (Bambu AMS: ams_id*4 + tray, AMS-HT 128+, external spool 254); Prusa: 0 (the extruder number on multi-tool printers)' }),
 });
 
 export const SpoolListQuery = z.object({

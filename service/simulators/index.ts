@@ -4,6 +4,7 @@
  */
 import { BambuSimulator } from './bambu';
 import { PrusaSimulator } from './prusa';
+import { SpoolmanSimulator } from './spoolman';
 
 export interface SimulatedPrinter {
   /** A body ready for POST /api/v1/printers (with the port overrides). */
@@ -13,6 +14,8 @@ export interface SimulatedPrinter {
 
 export interface SimulatedFarm {
   printers: SimulatedPrinter[];
+  /** The Spoolman simulator's address (the setting spoolman_url), when asked for. */
+  spoolman_url?: string;
   close(): Promise<void>;
 }
 
@@ -21,14 +24,18 @@ export interface FarmOptions {
   prusa?: number;
   /** Time compression: 60 makes a one-hour print take a minute. */
   speed?: number;
+  /** Also start a Spoolman simulator (three spools). */
+  spoolman?: boolean;
 }
 
 const BAMBU_MODELS = ['X1C', 'P1S', 'A1'];
 const PRUSA_MODELS = ['MK4S', 'Core One'];
 
 export async function startFarm(options: FarmOptions = {}): Promise<SimulatedFarm> {
-  const sims: (BambuSimulator | PrusaSimulator)[] = [];
+  const sims: (BambuSimulator | PrusaSimulator | SpoolmanSimulator)[] = [];
+  let spoolman: SpoolmanSimulator | null = null;
   try {
+    if (options.spoolman) sims.push((spoolman = await SpoolmanSimulator.start()));
     for (let i = 0; i < (options.bambu ?? 0); i++) {
       const n = String(i + 1).padStart(2, '0');
       sims.push(
@@ -49,7 +56,10 @@ export async function startFarm(options: FarmOptions = {}): Promise<SimulatedFar
     throw err;
   }
   return {
-    printers: sims.map((s) => ({ printer: s.printerConfig() as SimulatedPrinter['printer'], control_url: s.controlUrl })),
+    printers: sims
+      .filter((s): s is BambuSimulator | PrusaSimulator => !(s instanceof SpoolmanSimulator))
+      .map((s) => ({ printer: s.printerConfig() as SimulatedPrinter['printer'], control_url: s.controlUrl })),
+    ...(spoolman ? { spoolman_url: spoolman.url } : {}),
     close: async () => {
       await Promise.all(sims.map((s) => s.close()));
     },

@@ -85,7 +85,7 @@ describeDialects('spools API', (db) => {
     await h.put('/api/v1/printers/x1c-01/slots/254', { spool_id: a.id });
     const out = await h.del('/api/v1/printers/x1c-01/slots/254');
     expect(out.body).toMatchObject({ spool_id: a.id, spool: null });
-    expect((await h.del('/api/v1/printers/x1c-01/slots/254')).body).toMatchObject({ spool_id: null });
+    expectError(await h.del('/api/v1/printers/x1c-01/slots/254'), 404, 'SLOT_EMPTY');
     expectError(await h.put('/api/v1/printers/nope/slots/0', { spool_id: a.id }), 404, 'PRINTER_NOT_FOUND');
     expectError(await h.put('/api/v1/printers/x1c-01/slots/0', { spool_id: 999999 }), 404, 'SPOOL_NOT_FOUND');
     expectError(await h.put('/api/v1/printers/x1c-01/slots/256', { spool_id: a.id }), 400, 'VALIDATION_ERROR');

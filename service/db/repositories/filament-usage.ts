@@ -142,13 +142,13 @@ export class FilamentUsageRepository {
             .groupBy(['source', 'spool_id'])
             .execute()
         : await q
-            .select([(eb) => eb.fn.coalesce('material', eb.val('unknown')).as('material'), (eb) => eb.fn.sum<number>('grams').as('grams'), (eb) => eb.fn.sum<number>('cost').as('cost'), (eb) => eb.fn.count<number>('job_id').distinct().as('jobs')])
-            .groupBy((eb) => eb.fn.coalesce('material', eb.val('unknown')))
+            .select(['material', (eb) => eb.fn.sum<number>('grams').as('grams'), (eb) => eb.fn.sum<number>('cost').as('cost'), (eb) => eb.fn.count<number>('job_id').distinct().as('jobs')])
+            .groupBy('material')
             .execute();
     return rows
       .map((r) => {
         const rec = r as Record<string, unknown>;
-        const key = by === 'spool' ? `${rec.source}:${rec.spool_id}` : String(rec.material);
+        const key = by === 'spool' ? `${rec.source}:${rec.spool_id}` : String(rec.material ?? 'unknown');
         return { key, grams: Number(rec.grams ?? 0), cost: Number(rec.cost ?? 0), jobs: Number(rec.jobs ?? 0) };
       })
       .sort((a, b) => b.grams - a.grams);
