@@ -21,7 +21,9 @@ interface Sent {
 
 /** What makes a state worth a message at once. */
 function keyOf(p: PrinterSnapshot): string {
-  return JSON.stringify([p.status, p.connection_status, p.is_active, p.current_job?.id ?? null, p.current_job?.name ?? null, p.error?.code ?? null, p.error?.message ?? null]);
+  // A spool loaded, taken out or lighter after a print (its grams) is a change too; the AMS percentage is not.
+  const spools = (p.materials ?? []).map((m) => [m.slot, m.type, m.spool_id, m.remaining_weight_g === null ? null : Math.round(m.remaining_weight_g)]);
+  return JSON.stringify([p.status, p.connection_status, p.is_active, p.current_job?.id ?? null, p.current_job?.name ?? null, p.error?.code ?? null, p.error?.message ?? null, spools]);
 }
 
 export class PrinterUpdateFilter {

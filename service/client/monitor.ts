@@ -12,6 +12,7 @@
  *   mode ('connecting' | 'realtime' | 'polling' | 'unreachable' | 'stopped')
  *   poll-error (PrintfarmError)               reading GET /printers failed
  */
+import { applySpoolFrame, isSpoolFrame, type SlotMaterial, type SpoolFrame } from './spool-frames';
 import { EventEmitter } from 'node:events';
 import { RealtimeClient, type RealtimeOptions } from './realtime';
 import type { PrintfarmClient } from './rest';
@@ -42,6 +43,8 @@ export interface PrinterSnapshot {
   is_active: boolean;
   last_seen: string | null;
   updated_at: string;
+  /** The loaded filaments with the spool in each slot (spool_id, remaining_weight_g), when the service reports them. */
+  materials?: SlotMaterial[];
 }
 
 export type MonitorMode = 'connecting' | 'realtime' | 'polling' | 'unreachable' | 'stopped';
@@ -79,6 +82,7 @@ function fromView(p: PrinterView, prev: PrinterSnapshot | undefined): PrinterSna
     is_active: p.is_active,
     last_seen: p.last_seen,
     updated_at: new Date().toISOString(),
+    ...(p.materials ? { materials: p.materials } : {}),
   };
 }
 
@@ -111,6 +115,8 @@ export function applyStatusFrame(prev: PrinterSnapshot | undefined, d: PrinterSt
     is_active: typeof d.is_active === 'boolean' ? d.is_active : (prev?.is_active ?? true),
     last_seen: d.connection_status === 'connected' ? at : (prev?.last_seen ?? null),
     updated_at: at,
+    // Status frames do not carry the filaments: what the list said (and spool frames changed) stays.
+    ...(prev?.materials ? { materials: prev.materials } : {}),
   };
 }
 
@@ -194,6 +200,7 @@ export class FarmMonitor extends EventEmitter {
 
   private onFrame(frame: Frame): void {
     this.emit('frame', frame);
+    if (frame.type === 'spool_update' && isSpoolFrame(frame.data)) return this.onSpool(frame.data);
     if (frame.type !== 'printer_status') return;
     const d = frame.data as unknown as PrinterStatusData;
     if (typeof d.printer_id !== 'string') return;
@@ -209,6 +216,14 @@ export class FarmMonitor extends EventEmitter {
       return;
     }
     this.update(applyStatusFrame(prev, d, frame.timestamp ?? new Date().toISOString()));
+  }
+
+  /** A spool changed: the printers whose slots it leaves or enters get their new materials. */
+  private onSpool(f: SpoolFrame): void {
+    for (const [id, snap] of this.printers) {
+      const materials = snap.materials && applySpoolFrame(id, snap.materials, f);
+      if (materials) this.update({ ...snap, materials, updated_at: new Date().toISOString() });
+    }
   }
 
   private onOpen(): void {
@@ -259,6 +274,6 @@ export class FarmMonitor extends EventEmitter {
 
 function changed(a: PrinterSnapshot, b: PrinterSnapshot): boolean {
   const key = (p: PrinterSnapshot) =>
-    JSON.stringify([p.name, p.status, p.connection_status, p.progress, p.temperatures, p.current_job, p.error, p.is_active]);
+    JSON.stringify([p.name, p.status, p.connection_status, p.progress, p.temperatures, p.current_job, p.error, p.is_active, p.materials ?? null]);
   return key(a) !== key(b);
 }
