@@ -14,7 +14,7 @@ const TYPES = { printer: 'printfarm-printer', jobWatcher: 'printfarm-job-watcher
 const read = (name) => fs.readFileSync(path.join(__dirname, name), 'utf8').trimEnd();
 const code = (name) => read(path.join('functions', name));
 
-const tabInfo = (port) => `The farm dashboard: Node-RED Dashboard 2.0 pages at /dashboard (farm, queue, jobs, statistics), fed by this pack's nodes.
+const tabInfo = (port) => `The farm dashboard: Node-RED Dashboard 2.0 pages at /dashboard (farm, queue, jobs, statistics, filament), fed by this pack's nodes.
 
 Needs **@flowfuse/node-red-dashboard** (Dashboard 2.0): install it from the palette manager first.
 
@@ -63,6 +63,7 @@ function buildDashboardFlow(options = {}) {
   page('page-queue', 'Queue', '/queue', 'tray-full', 2);
   page('page-jobs', 'Jobs', '/jobs', 'history', 3);
   page('page-stats', 'Statistics', '/statistics', 'chart-bar', 4);
+  page('page-filament', 'Filament', '/filament', 'printer-3d-nozzle', 5);
   const group = (name, label, pageName, width, order, showTitle = true) => add({ id: id(name), type: 'ui-group', name: label, page: id(pageName), width: String(width), height: '1', order, showTitle, className: showTitle ? '' : 'pf-bare', visible: 'true', disabled: 'false', groupType: 'default' });
   group('g-farm', 'Printers', 'page-farm', 12, 1, false);
   group('g-queue', 'Queue', 'page-queue', 12, 1, false);
@@ -73,6 +74,7 @@ function buildDashboardFlow(options = {}) {
   group('g-hours', 'Print hours', 'page-stats', 6, 3);
   group('g-filament', 'Filament used (kg)', 'page-stats', 6, 4);
   group('g-util', 'Utilisation per printer (%)', 'page-stats', 6, 5);
+  group('g-spools', 'Spools', 'page-filament', 12, 1, false);
   add({
     // The example runs a demo service of its own; flows/dashboard.json uses the farm flow's service (as
     // flows/home-assistant.json does; npm start points it at the farm flow's config node instead).
@@ -104,7 +106,7 @@ function buildDashboardFlow(options = {}) {
   inline('get-printers', 'GET /printers', "msg.path = '/printers';\nmsg.kind = 'printers';\nreturn msg;", 320, 260, ['call-printers']);
   call('call-printers', 490, 260, ['printers-out']);
   inline('printers-out', 'share the list', "// The cards, the job filter, the statistics and the queue all need the printer list.\nreturn [msg, { ...msg, topic: 'printers' }];", 670, 260, ['farm-state', 'list-out']);
-  linkOut('list-out', 'printer list', ['list-jobs', 'list-stats', 'list-queue'], 805, 300);
+  linkOut('list-out', 'printer list', ['list-jobs', 'list-stats', 'list-queue', 'list-filament'], 805, 300);
   add({ id: id('stats-today'), type: TYPES.stats, z, name: 'today', server: id('server'), scope: 'overview', printer: '', period: 'day', interval: '30', x: 310, y: 340, wires: [[id('today')]] });
   inline('today', 'kind = today', "msg.kind = 'today';\nreturn msg;", 490, 340, ['farm-state']);
   add({ id: id('downloads'), type: TYPES.fileDownload, z, name: 'thumbnails', server: id('server'), printer: '', autoDetectionEnabled: false, thumbnails: true, maxConcurrentDownloads: '2', maxConcurrentThumbnails: '1', retryAttempts: '3', retryDelay: '5000', logRetentionDays: '30', x: 320, y: 400, wires: [[id('file-kind')]] });
@@ -117,7 +119,7 @@ function buildDashboardFlow(options = {}) {
   call('call-action', 1510, 260, ['action-result']);
   fn('action-result', 'action result', 'action-result.js', 1690, 260, ['notify-action', 'refresh-out']);
   linkOut('notify-action', 'notify', ['notify-in'], 1835, 240);
-  linkOut('refresh-out', 'refresh', ['refresh-printers', 'refresh-queue'], 1835, 280);
+  linkOut('refresh-out', 'refresh', ['refresh-printers', 'refresh-queue', 'refresh-filament'], 1835, 280);
 
   comment('c-notes', 'Notifications: failed prints, failed downloads, refused commands (offline and plate ones come from farm state)', 410, 470);
   add({ id: id('failures'), type: TYPES.jobWatcher, z, name: 'failed prints', server: id('server'), printer: '', events: ['failed'], throttle: '10', details: true, x: 160, y: 510, wires: [[id('failure-note')]] });
@@ -171,6 +173,18 @@ function buildDashboardFlow(options = {}) {
   chart('chart-hours', 'print hours', 'g-hours', 'bar', 870, 1130);
   chart('chart-filament', 'filament', 'g-filament', 'bar', 870, 1170, { colors: ['#ed6c02'] });
   chart('chart-util', 'utilisation', 'g-util', 'bar', 870, 1210, { colors: ['#00897b'], ymin: '0', ymax: '100' });
+
+  // ---- Filament page.
+  comment('c-filament', 'Filament page: GET /spools every 5 s (low ones first), the printers\' slots from the printer list; load a spool into a slot, take it out', 420, 1410);
+  inject('tick-spools', 'every 5 s', 5, 140, 1450, 'get-spools');
+  linkIn('refresh-filament', 'refresh', ['refresh-out'], 135, 1490, 'get-spools');
+  inline('get-spools', 'GET /spools', "msg.path = '/spools?archived=false&limit=100&order_by=remaining_weight_g&order_dir=asc';\nmsg.kind = 'spools';\nreturn msg;", 320, 1450, ['call-spools']);
+  call('call-spools', 490, 1450, ['filament-state']);
+  linkIn('list-filament', 'printer list', ['list-out'], 515, 1500, 'filament-state');
+  fn('filament-state', 'filament state', 'filament-state.js', 680, 1470, ['filament-board']);
+  template('filament-board', 'spools', 'g-spools', 'filament-board.vue', 860, 1470, 'filament-action');
+  fn('filament-action', 'spool button', 'filament-action.js', 1040, 1470, ['call-filament-action']);
+  call('call-filament-action', 1220, 1470, ['action-result']);
 
   // ---- The service's API, called from the server (link call "printfarm API").
   comment('c-api', 'printfarm API: msg.path, msg.method, msg.payload -> msg.payload, msg.apiError (every answer returns to its caller)', 380, 1270);
