@@ -44,7 +44,7 @@ export async function planEntries(store: Store, grams: FileGramsCache, job: JobR
   if (filaments.length === 0 && job.material_estimated_usage) {
     filaments = [{ filament: 1, type: job.material_type, color: job.material_color, grams: job.material_estimated_usage }];
   }
-  if (filaments.length === 0) return [];
+  if (filaments.length === 0) return printerType === 'bambu_lab' ? byRemainDrop(state) : [];
   if (printerType !== 'bambu_lab') {
     // PrusaLink: extruder i prints filament i + 1; a single-tool printer has slot 0.
     return filaments.map((f) => ({ filament: f.filament, slot: f.filament - 1, grams: f.grams, material: f.type, color: f.color }));
@@ -67,6 +67,18 @@ export async function planEntries(store: Store, grams: FileGramsCache, job: JobR
     const tray = mapping[f.filament - 1] ?? -1;
     return { ...entryOf(f), slot: tray >= 0 ? tray : external ? EXTERNAL_SPOOL : null };
   });
+}
+
+/** Bambuddy's fallback: the AMS's remaining percentage of each tagged tray now, to take the drop at the end. */
+function byRemainDrop(state: PrinterState | undefined): PlanEntry[] {
+  const remain: NonNullable<PlanEntry['remain_start']> = {};
+  for (const m of state?.materials ?? []) {
+    if (m.remaining_percent !== null) remain[String(m.slot)] = { percent: m.remaining_percent, full_g: m.tray_weight_g ?? 1000 };
+  }
+  if (Object.keys(remain).length === 0) return [];
+  const slot = state?.active_slot ?? null;
+  const loaded = state?.materials?.find((m) => m.slot === slot);
+  return [{ filament: 1, slot, grams: 0, material: loaded?.type ?? null, color: loaded?.color ?? null, remain_start: remain }];
 }
 
 function entryOf(f: FilamentGrams): PlanEntry {

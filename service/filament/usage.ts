@@ -105,7 +105,7 @@ export class FilamentUsageService {
       if (!plan) return;
     }
     const factor = job.status === 'completed' ? 1 : Math.max(0, Math.min(100, job.progress)) / 100;
-    const rows = this.rowsOf(plan, factor);
+    const rows = this.rowsOf(plan, factor, this.stateOf(plan.printer_id));
     const now = nowIso();
     const written = await this.store.filamentUsage.settle(jobId, rows, now);
     if (written.length === 0) return;
@@ -121,11 +121,13 @@ export class FilamentUsageService {
     this.bus.emit('job_update', { id: jobId, job_id: jobId, printer_id: job.printer_id, change: 'updated', status: job.status, progress: job.progress, filament_usage: all.map(usageView) });
   }
 
-  /** One row per slot: the plan's grams (times `factor`), the spool in the slot, its cost. */
-  private rowsOf(plan: FilamentPlan, factor: number): NewUsage[] {
+  /** One row per slot: the plan's grams (the file's times `factor`), the spool in the slot, its cost. */
+  private rowsOf(plan: FilamentPlan, factor: number, state: PrinterState | undefined): NewUsage[] {
     const bySlot = new Map<number, PlanEntry[]>();
-    for (const e of plan.entries) {
-      const slot = e.slot ?? plan.slots_seen[0] ?? null;
+    for (const planned of plan.entries) {
+      const slot = planned.slot ?? plan.slots_seen[0] ?? null;
+      // Grams of the file count pro rata; the AMS's drop is what the print took already.
+      const e = { ...planned, grams: planned.remain_start ? remainDrop(planned, slot, state) : planned.grams * factor };
       if (slot === null) {
         this.log.warn({ job_id: plan.job_id, filament: e.filament }, 'filament usage: the tray of a filament is not known; not counted');
         continue;
@@ -135,7 +137,7 @@ export class FilamentUsageService {
     const perKgDefault = this.settings.get('filament_cost_per_kg');
     return [...bySlot.entries()].map(([slot, entries]) => {
       const spool = this.spools.spoolAt(plan.printer_id, slot);
-      const grams = round2(entries.reduce((s, e) => s + e.grams, 0) * factor);
+      const grams = round2(entries.reduce((s, e) => s + e.grams, 0));
       return {
         job_id: plan.job_id,
         printer_id: plan.printer_id,
@@ -149,6 +151,14 @@ export class FilamentUsageService {
       };
     });
   }
+}
+
+/** Grams the AMS's percentage of `slot` dropped by since the start (the print's real share: no pro rata). */
+function remainDrop(e: PlanEntry, slot: number | null, state: PrinterState | undefined): number {
+  const start = slot === null ? undefined : e.remain_start?.[String(slot)];
+  const now = state?.materials?.find((m) => m.slot === slot)?.remaining_percent;
+  if (!start || now === null || now === undefined || now > start.percent) return 0;
+  return ((start.percent - now) / 100) * start.full_g;
 }
 
 export function usageView(u: { spool_id: number | null; slot: number; material: string | null; color: string | null; grams: number; cost: number | null }) {

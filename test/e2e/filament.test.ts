@@ -31,7 +31,8 @@ describe('filament: spools over the simulators', () => {
   beforeAll(async () => {
     printers = [await bambuSim('x1c-a', 'X1C #01', 'X1C', 5), await bambuSim('x1c-b', 'X1C #02', 'X1C', 40)];
     for (const p of printers) p.body.plate_auto_clear = true;
-    h = await startService(queueServiceOptions);
+    // Screen starts right after queued prints: no one-new-job-a-minute limit here.
+    h = await startService({ ...queueServiceOptions, jobTracking: { minIntervalMs: 0 } });
     await addPrinters(h, printers);
   });
   afterAll(async () => {
@@ -134,5 +135,23 @@ describe('filament: spools over the simulators', () => {
     expect(now.dispatches[0].printer_id).toBe('x1c-a');
     await h.del(`/api/v1/queue/${waiting.id}`);
     await control(printers[0].control, 'cancel');
+  }, 60_000);
+
+  test('a print started on the printer\'s screen is charged to the tray it fed from', async () => {
+    const red = (await h.get('/api/v1/spools?printer_id=x1c-a')).body.spools.find((x: { slot: number }) => x.slot === 0);
+    const state = (await (await fetch(`${printers[0].control}/state`)).json()) as { files: string[] };
+    const file = state.files.find((f) => f.endsWith('.3mf'))!;
+    await control(printers[0].control, 'print', { file });
+    const job = await until(async () => {
+      const jobs = (await h.get('/api/v1/jobs?printer_id=x1c-a&status=printing')).body.jobs;
+      return jobs.find((j: { queue_item_id: string | null }) => j.queue_item_id === null) ?? null;
+    }, 'the job of the screen start', 20_000);
+    await control(printers[0].control, 'finish');
+    const done = await usageOf(job.id, 1);
+    // The file's grams when the service knows them, else the drop of the AMS's percentage of the tag.
+    const [use] = done.filament_usage;
+    expect(use).toMatchObject({ spool_id: red.id, slot: 0 });
+    expect(use.grams).toBeGreaterThan(0);
+    expect((await spool(red.id)).remaining_weight_g).toBe(round2(red.remaining_weight_g - use.grams));
   }, 60_000);
 });

@@ -17,6 +17,11 @@ export interface PlanEntry {
   grams: number;
   material: string | null;
   color: string | null;
+  /**
+   * No grams known (a print started by hand from a file the service has no copy of): the AMS's remaining
+   * percentage of each tray at the start and the full spool's grams; the print's grams are the drop.
+   */
+  remain_start?: Record<string, { percent: number; full_g: number }>;
 }
 
 export interface FilamentPlan {

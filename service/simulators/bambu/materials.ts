@@ -99,6 +99,12 @@ export class SimMaterials {
     this.loaded = materials.map((m) => ({ ...m }));
   }
 
+  /** Takes `percent` off a tray's `remain` for good (unknown stays unknown). */
+  consume(slot: number, percent: number): void {
+    const m = this.loaded.find((x) => x.slot === slot);
+    if (m && m.remain >= 0) m.remain = Math.max(0, m.remain - percent);
+  }
+
   /** The material in a global tray number, or null when the slot is empty or does not exist. */
   at(slot: number): LoadedMaterial | null {
     return this.loaded.find((m) => m.slot === slot) ?? null;

@@ -224,6 +224,7 @@ export class SimPrinter {
   /** Stop = user cancel: FAILED with print_error 50348044 for a few reports. */
   stop(): CommandResult {
     if (!['PREPARE', 'RUNNING', 'PAUSE'].includes(this.gcodeState)) return { ok: false, reason: `cannot stop: printer is ${this.gcodeState}` };
+    this.useUp();
     this.gcodeState = 'FAILED';
     this.printError = USER_CANCELLED_PRINT_ERROR;
     this.printErrorReportsLeft = 3;
@@ -235,6 +236,7 @@ export class SimPrinter {
     if (!this.job || !['PREPARE', 'RUNNING', 'PAUSE'].includes(this.gcodeState)) return { ok: false, reason: `no job to finish: printer is ${this.gcodeState}` };
     this.job.prepareElapsedS = PREPARE_SECONDS;
     this.job.elapsedS = this.job.durationS;
+    this.useUp(100);
     this.gcodeState = 'FINISH';
     this.cool();
     return { ok: true };
@@ -258,6 +260,7 @@ export class SimPrinter {
   }
 
   private failWith(printError: number, hms: Array<{ attr: number; code: number }> = []): void {
+    this.useUp();
     this.gcodeState = 'FAILED';
     this.printError = printError;
     this.printErrorReportsLeft = 0;
@@ -290,11 +293,16 @@ export class SimPrinter {
     }
   }
 
-  /** The tray feeding the print (null when idle) and the percent of it used so far. */
+  /** The tray feeding the print (null when idle) and the percent of it used so far (a print takes 5 % of a spool). */
   private feeding(): { feed: number | null; used: number } {
     const active = this.busy;
-    const used = active || this.gcodeState === 'FINISH' ? Math.floor(this.progress / 20) : 0;
-    return { feed: active || this.gcodeState === 'FINISH' ? (this.job?.feed ?? null) : null, used };
+    return { feed: active ? (this.job?.feed ?? null) : null, used: active ? Math.floor(this.progress / 20) : 0 };
+  }
+
+  /** A print ends: what it took stays off its tray's `remain` (a real AMS counts it down for good). */
+  private useUp(progress = this.progress): void {
+    if (!this.busy || !this.job || this.job.feed === null) return;
+    this.options.materials.consume(this.job.feed, Math.floor(progress / 20));
   }
 
   /** The full `print` object (without command/msg/sequence_id). */
