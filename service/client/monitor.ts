@@ -20,6 +20,8 @@ import type { Frame, PrinterStatusData, PrinterView } from './types';
 
 /** Spec: fallback polling every 30 seconds. */
 export const FALLBACK_POLL_MS = 30_000;
+/** After spool frames (a burst at a print's end or a load), the printer list is read once this much later. */
+const SPOOL_REFRESH_MS = 1000;
 
 /** A printer's current state, merged from GET /printers and printer_status frames. */
 export interface PrinterSnapshot {
@@ -128,6 +130,7 @@ export class FarmMonitor extends EventEmitter {
   private polling: Promise<void> | null = null;
   private _mode: MonitorMode = 'stopped';
   private started = false;
+  private spoolRefresh: NodeJS.Timeout | null = null;
 
   constructor(
     readonly client: PrintfarmClient,
@@ -218,12 +221,20 @@ export class FarmMonitor extends EventEmitter {
     this.update(applyStatusFrame(prev, d, frame.timestamp ?? new Date().toISOString()));
   }
 
-  /** A spool changed: the printers whose slots it leaves or enters get their new materials. */
+  /**
+   * A spool changed: the printers whose slots it leaves or enters get their new materials at once, and the
+   * list is read again soon after (status frames carry no filaments: a tray loaded meanwhile shows up too).
+   */
   private onSpool(f: SpoolFrame): void {
     for (const [id, snap] of this.printers) {
       const materials = snap.materials && applySpoolFrame(id, snap.materials, f);
       if (materials) this.update({ ...snap, materials, updated_at: new Date().toISOString() });
     }
+    this.spoolRefresh ??= setTimeout(() => {
+      this.spoolRefresh = null;
+      if (this.started) this.refresh().catch((err) => this.emit('poll-error', err));
+    }, SPOOL_REFRESH_MS);
+    this.spoolRefresh.unref?.();
   }
 
   private onOpen(): void {
@@ -266,6 +277,8 @@ export class FarmMonitor extends EventEmitter {
   async close(): Promise<void> {
     this.started = false;
     this.stopPolling();
+    if (this.spoolRefresh) clearTimeout(this.spoolRefresh);
+    this.spoolRefresh = null;
     await this.realtime?.close();
     await this.polling?.catch(() => undefined);
     this.setMode('stopped');

@@ -236,6 +236,39 @@ describeBrowser('the farm dashboard of npm run demo', () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 70_000);
+  test('filament page: spools low first with their grams and place; a spool loaded into a slot from the page; grams on the cards', async () => {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    // The simulated Bambu printers' RFID spools are found by the service itself.
+    await until(async () => ((await get(`/spools?printer_id=${EXTRA_ID}`)).spools as unknown[]).length === 1, 'the RFID spool of the extra printer', 20_000);
+    const res = await fetch(`${api}/spools`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ material: 'PETG', color: '#FF6A00', name: 'Dashboard test', remaining_weight_g: 60 }) });
+    const low = (await res.json()) as { id: number };
+
+    await page.goto(`${nodeRed.url}/dashboard/filament`);
+    const row = page.locator(`.pf-spool[data-spool="${low.id}"]`);
+    await row.waitFor({ timeout: 20_000 });
+    expect(await page.locator('.pf-spool').first().getAttribute('data-spool')).toBe(String(low.id));
+    expect(await row.getAttribute('data-low')).toBe('true');
+    expect(await row.locator('[data-role="grams"]').innerText()).toBe('60 g left');
+    expect(await row.locator('[data-role="where"]').innerText()).toBe('not loaded');
+    const rfid = page.locator('.pf-spool', { hasText: 'Bambu X1C #04' });
+    expect(await rfid.locator('[data-role="where"]').innerText()).toBe('Bambu X1C #04 · slot 0');
+
+    // Load it into the external spool holder of the extra printer from the page.
+    await row.locator('[data-role="slot-select"]').click();
+    await page.locator('.v-overlay--active .v-list-item', { hasText: 'Bambu X1C #04 · slot 0' }).first().click();
+    await row.locator('[data-action="assign"]').click();
+    await until(async () => (await get(`/spools/${low.id}`)).printer_id === EXTRA_ID, 'the spool loaded through the API', 15_000);
+    await until(async () => (await row.locator('[data-role="where"]').innerText()) === 'Bambu X1C #04 · slot 0', 'the row showing where it is', 15_000);
+    await shot(page, 'filament.png');
+
+    // The printer's card shows the grams of the spool in its slot.
+    await page.goto(`${nodeRed.url}/dashboard/farm`);
+    await until(async () => (await card(page, EXTRA_ID).locator('[data-role="grams"]').allInnerTexts()).includes('60 g'), 'the grams on the card', 20_000);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 70_000);
 });
 
 /** A socket.io frame `42["msg-input:<id>", msg]` as {id, payload}. */

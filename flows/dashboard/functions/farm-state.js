@@ -94,7 +94,8 @@ function card(id) {
     remaining: job ? (job.estimated_remaining ?? null) : null,
     reported_at: a.updated_at || new Date().toISOString(),
     temperatures: temps,
-    materials: a.materials || b.materials || null,
+    // GET /printers (every 5 s) is the fresher source of the slots and their spools.
+    materials: b.materials || a.materials || null,
     plate_state: a.plate_state || b.plate_state || null,
     nozzle_diameter: a.nozzle_diameter || b.nozzle_diameter || null,
     thumbnail: busy && file && file.thumbnail && file.job === jobName ? `../printfarm-dashboard/thumbnail/${encodeURIComponent(file.file_id)}` : null,
