@@ -8,21 +8,13 @@
 import Database from 'better-sqlite3';
 import path from 'node:path';
 import { bambu3mf } from '../../service/simulators/seed-files';
-import { killChildren, spawnService, type ChildService } from '../helpers/child-service';
+import { killChildren, spawnService } from '../helpers/child-service';
 import { control, until } from '../helpers/farm';
 import { tempDir } from '../helpers/service';
-import { bambuSim, type SimPrinter } from './queue-helpers';
+import { bambuSim, upload, type SimPrinter } from './queue-helpers';
 
 const ENV = { MONITORING_INTERVAL: '5' };
 const TAG = 'C3'.repeat(16);
-
-async function uploadTo(s: ChildService, name: string, data: Buffer): Promise<string> {
-  const form = new FormData();
-  form.append('file', new Blob([new Uint8Array(data)]), name);
-  const res = await fetch(`${s.base}/api/v1/files/upload`, { method: 'POST', body: form });
-  expect(res.status).toBe(201);
-  return ((await res.json()) as { id: string }).id;
-}
 
 /** The usage rows of a job, read from the killed service's database file. */
 function storedUsage(dir: string, jobId: number): { slot: number; grams: number }[] {
@@ -60,7 +52,7 @@ describe('filament: usage across SIGKILL restarts', () => {
     expect((await s.request('PUT', '/api/v1/printers/x1c-r/slots/1', { spool_id: green.id })).status).toBe(200);
     expect((await s.request('PUT', '/api/v1/printers/x1c-r/slots/2', { spool_id: blue.id })).status).toBe(200);
 
-    const file = await uploadTo(
+    const file = await upload(
       s,
       'Flag.gcode.3mf',
       bambu3mf({ model: 'X1C', filaments: [{ type: 'PLA', color: '#FF0000', grams: 21.5 }, { type: 'PETG', color: '#00FF00', grams: 14 }, { type: 'PLA', color: '#0000FF', grams: 6.25 }] }),
