@@ -28,6 +28,8 @@ function filamentKey(state: PrinterState): string {
 
 export class AmsSync {
   private readonly keys = new Map<string, string>();
+  /** The materials list and tray of the last report looked at: the same list again is skipped without a key. */
+  private readonly last = new Map<string, { materials: PrinterState['materials']; active: number | null | undefined }>();
   private readonly pending = new Map<string, PrinterState>();
   private readonly busy = new Map<string, Promise<void>>();
   private closed = false;
@@ -42,6 +44,9 @@ export class AmsSync {
   /** Called with every report: a string compare unless the filament part changed. */
   onReport(printerId: string, state: PrinterState): void {
     if (this.closed || state.materials === undefined) return;
+    const last = this.last.get(printerId);
+    if (last && last.materials === state.materials && last.active === state.active_slot) return;
+    this.last.set(printerId, { materials: state.materials, active: state.active_slot });
     const key = filamentKey(state);
     if (this.keys.get(printerId) === key) return;
     this.keys.set(printerId, key);
@@ -55,7 +60,7 @@ export class AmsSync {
           await this.sync(printerId, next.materials ?? []);
         } catch (err) {
           // Seen again with the next change; a failed sync must not stop monitoring.
-          this.keys.delete(printerId);
+          this.forget(printerId);
           this.log.error({ err, printer_id: printerId }, 'spool sync from the AMS report failed');
         }
       }
@@ -66,6 +71,7 @@ export class AmsSync {
   /** The printer was removed or went away: its next report is looked at afresh. */
   forget(printerId: string): void {
     this.keys.delete(printerId);
+    this.last.delete(printerId);
   }
 
   async close(): Promise<void> {

@@ -41,7 +41,9 @@ export class Filament {
     this.unsubscribe.push(
       deps.bus.on('job_update', (e) => this.usage.onJobUpdate(e)),
       deps.bus.on('printer_status', (e) => {
-        if (e.change === 'deleted' || e.change === 'created') this.ams.forget(e.printer_id);
+        if (e.change !== 'deleted' && e.change !== 'created') return;
+        this.ams.forget(e.printer_id);
+        if (e.change === 'deleted') this.spools.printerRemoved(e.printer_id).catch((err) => log.error({ err, printer_id: e.printer_id }, 'could not take the spools out of a removed printer'));
       }),
     );
   }

@@ -199,6 +199,17 @@ export class SpoolService {
     return id;
   }
 
+  /** A printer was removed: its spools leave its slots (they stay in the inventory). */
+  async printerRemoved(printerId: string): Promise<void> {
+    const local = (await this.store.spools.assigned()).filter((s) => s.printer_id === printerId);
+    for (const s of local) {
+      await this.store.spools.unassign({ printer_id: printerId, slot: s.slot! }, nowIso());
+      await this.announce(s.id, 'unassigned');
+    }
+    for (const r of (await this.store.spools.spoolmanSlots()).filter((r) => r.printer_id === printerId)) await this.spoolman.unassign(r);
+    await this.reloadSlots();
+  }
+
   /** After usage was written: announce the local spools; send the Spoolman outbox. */
   async used(localIds: number[], spoolman: boolean): Promise<void> {
     if (localIds.length) await this.reloadSlots();

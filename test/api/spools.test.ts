@@ -6,6 +6,7 @@
  */
 import { describeDialects } from '../helpers/dialects';
 import { bambu, expectError, startService, type Harness } from '../helpers/service';
+import { until } from '../helpers/farm';
 import { connectWs } from '../helpers/ws';
 
 describeDialects('spools API', (db) => {
@@ -89,6 +90,12 @@ describeDialects('spools API', (db) => {
     expectError(await h.put('/api/v1/printers/nope/slots/0', { spool_id: a.id }), 404, 'PRINTER_NOT_FOUND');
     expectError(await h.put('/api/v1/printers/x1c-01/slots/0', { spool_id: 999999 }), 404, 'SPOOL_NOT_FOUND');
     expectError(await h.put('/api/v1/printers/x1c-01/slots/256', { spool_id: a.id }), 400, 'VALIDATION_ERROR');
+
+    // A removed printer's spools stay in the inventory, out of any slot.
+    expect((await h.post('/api/v1/printers', bambu('x1c-09', { serial_number: '01S00A000000009' }))).status).toBe(201);
+    await h.put('/api/v1/printers/x1c-09/slots/1', { spool_id: a.id });
+    expect((await h.del('/api/v1/printers/x1c-09')).status).toBe(200);
+    await until(async () => ((await h.get(`/api/v1/spools/${a.id}`)).body.printer_id === null ? true : null), 'the spool out of the removed printer');
   });
 
   test('usage is subtracted once however often it is written; spool_update on every change, spool_low once', async () => {
