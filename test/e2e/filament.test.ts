@@ -6,10 +6,10 @@
  * printer whose spool is too light, naming the grams, and a printer with
  * enough takes the print.
  */
-import { bambu3mf } from '../../service/simulators/seed-files';
+import { bambu3mf, prusaGcode } from '../../service/simulators/seed-files';
 import { control, until } from '../helpers/farm';
 import { startService, type Harness } from '../helpers/service';
-import { addPrinters, bambuSim, itemUntil, queueServiceOptions, upload, type SimPrinter } from './queue-helpers';
+import { addPrinters, bambuSim, itemUntil, prusaSim, queueServiceOptions, upload, type SimPrinter } from './queue-helpers';
 
 const TAG_RED = 'A1'.repeat(16);
 const round2 = (n: number) => Math.round(n * 100) / 100;
@@ -29,7 +29,7 @@ describe('filament: spools over the simulators', () => {
     }, `the usage of job ${jobId}`, 20_000);
 
   beforeAll(async () => {
-    printers = [await bambuSim('x1c-a', 'X1C #01', 'X1C', 5), await bambuSim('x1c-b', 'X1C #02', 'X1C', 40)];
+    printers = [await bambuSim('x1c-a', 'X1C #01', 'X1C', 5), await bambuSim('x1c-b', 'X1C #02', 'X1C', 40), await prusaSim('mk4s-a', 'MK4S #01', 'MK4S', 5)];
     for (const p of printers) p.body.plate_auto_clear = true;
     // Screen starts right after queued prints: no one-new-job-a-minute limit here.
     h = await startService({ ...queueServiceOptions, jobTracking: { minIntervalMs: 0 } });
@@ -153,5 +153,17 @@ describe('filament: spools over the simulators', () => {
     expect(use).toMatchObject({ spool_id: red.id, slot: 0 });
     expect(use.grams).toBeGreaterThan(0);
     expect((await spool(red.id)).remaining_weight_g).toBe(round2(red.remaining_weight_g - use.grams));
+  }, 60_000);
+
+  test('a PrusaLink print takes the G-code\'s grams off the spool assigned to slot 0', async () => {
+    const spool = (await h.post('/api/v1/spools', { material: 'PLA', color: '#FFFFFF', remaining_weight_g: 750, cost_per_kg: 40 })).body;
+    expect((await h.put('/api/v1/printers/mk4s-a/slots/0', { spool_id: spool.id })).status).toBe(200);
+    const file = await upload(h, 'Cube_MK4S.gcode', prusaGcode({ model: 'MK4S', filaments: [{ type: 'PLA', color: '#FFFFFF', grams: 18.4 }] }));
+    const { body } = await h.post('/api/v1/queue', { file_id: file, target: { printer_ids: ['mk4s-a'] } });
+    const jobId = await jobOf(body.id);
+    await control(printers[2].control, 'finish');
+    const job = await usageOf(jobId, 1);
+    expect(job.filament_usage).toEqual([{ spool_id: spool.id, slot: 0, material: 'PLA', color: '#FFFFFF', grams: 18.4, cost: round2(18.4 * 0.04) }]);
+    expect((await h.get(`/api/v1/spools/${spool.id}`)).body.remaining_weight_g).toBe(731.6);
   }, 60_000);
 });
