@@ -166,14 +166,14 @@ export class SpoolService {
 
   /** Puts a spool in a printer's slot; the spool leaves any other slot, the slot's previous spool leaves it. */
   async assign(at: SlotRef, spoolId: number): Promise<SpoolView> {
-    await this.requirePrinter(at.printer_id);
+    const printer = await this.requirePrinter(at.printer_id);
     if (this.mode === 'spoolman') {
       const s = await this.spoolman.fetch(spoolId).catch((err) => {
         if ((err as { status?: number }).status === 404) throw notFound('SPOOL_NOT_FOUND', `Spool ${spoolId} not found in Spoolman`, { spool_id: spoolId });
         throw new DomainError(502, 'SPOOLMAN_UNAVAILABLE', `Spoolman cannot be reached: ${(err as Error).message}`, {});
       });
-      await this.spoolman.assign(s.id, at);
-      const view = spoolmanSpoolView(s, at, this.threshold);
+      await this.spoolman.assign(s.id, at, printer.name);
+      const view = spoolmanSpoolView(this.spoolman.get(s.id) ?? s, at, this.threshold);
       this.bus.emit('spool_update', { ...view, change: 'assigned' });
       return view;
     }
@@ -277,7 +277,9 @@ export class SpoolService {
     return spool;
   }
 
-  private async requirePrinter(id: string): Promise<void> {
-    if (!(await this.store.printers.exists(id))) throw notFound('PRINTER_NOT_FOUND', `Printer "${id}" not found`, { printer_id: id });
+  private async requirePrinter(id: string): Promise<{ id: string; name: string }> {
+    const printer = await this.store.printers.get(id);
+    if (!printer) throw notFound('PRINTER_NOT_FOUND', `Printer "${id}" not found`, { printer_id: id });
+    return printer;
   }
 }

@@ -54,7 +54,9 @@ describe('filament: Spoolman mode', () => {
     expect((await h.get('/api/v1/spools?material=PLA')).body.spools.map((s: { id: number }) => s.id)).toEqual([1, 2]);
     expect((await h.post('/api/v1/spools', { material: 'PLA' })).status).toBe(409);
 
-    expect((await h.put('/api/v1/printers/x1c-s/slots/0', { spool_id: 1 })).body).toMatchObject({ spool_id: 1, spool: { source: 'spoolman', printer_id: 'x1c-s', slot: 0 } });
+    expect((await h.put('/api/v1/printers/x1c-s/slots/0', { spool_id: 1 })).body).toMatchObject({ spool_id: 1, spool: { source: 'spoolman', printer_id: 'x1c-s', slot: 0, location: 'X1C #07 slot 0' } });
+    // Spoolman's own location follows the slot.
+    expect(spoolman.view(1)).toMatchObject({ location: 'X1C #07 slot 0' });
     expect((await h.put('/api/v1/printers/x1c-s/slots/1', { spool_id: 2 })).status).toBe(200);
     expect((await h.put('/api/v1/printers/x1c-s/slots/2', { spool_id: 99 })).status).toBe(404);
     const materials = (await h.get('/api/v1/printers/x1c-s')).body.materials;

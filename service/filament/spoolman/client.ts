@@ -84,7 +84,7 @@ export class SpoolmanClient {
     private readonly timeoutMs = 5000,
   ) {}
 
-  private async request(method: 'GET' | 'PUT', path: string, body?: unknown): Promise<unknown> {
+  private async request(method: 'GET' | 'PUT' | 'PATCH', path: string, body?: unknown): Promise<unknown> {
     const url = new URL(`api/v1/${path}`, this.baseUrl.endsWith('/') ? this.baseUrl : `${this.baseUrl}/`);
     let res: Response;
     try {
@@ -123,6 +123,11 @@ export class SpoolmanClient {
     const s = parseSpool(await this.request('GET', `spool/${id}`));
     if (!s) throw new SpoolmanError(`Spoolman answered no spool for ${id}`, 200);
     return s;
+  }
+
+  /** Sets the spool's location (where Printfarm loaded it). */
+  async locate(id: number, location: string): Promise<void> {
+    await this.request('PATCH', `spool/${id}`, { location: location.slice(0, 64) });
   }
 
   /** Takes `grams` off the spool; the spool as it is afterwards. */

@@ -135,9 +135,18 @@ export class SpoolmanInventory {
     return spool;
   }
 
-  async assign(spoolmanId: number, at: SlotRef): Promise<void> {
+  /** Stores the slot of a Spoolman spool, and makes its Spoolman location say where it is (best effort). */
+  async assign(spoolmanId: number, at: SlotRef, printerName: string): Promise<void> {
     await this.store.spools.assignSpoolman(spoolmanId, at, nowIso());
     await this.loadSlots();
+    const location = `${printerName} ${at.slot === 254 ? 'external spool' : `slot ${at.slot}`}`;
+    await this.clientNow()
+      .locate(spoolmanId, location)
+      .then(() => {
+        const s = this.spools.get(spoolmanId);
+        if (s) this.spools.set(spoolmanId, { ...s, location });
+      })
+      .catch((err) => this.log.warn({ spool_id: spoolmanId, err: (err as Error).message }, 'could not set the spool\'s location in Spoolman'));
   }
 
   async unassign(at: SlotRef): Promise<number | null> {
