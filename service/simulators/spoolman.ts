@@ -52,6 +52,8 @@ export class SpoolmanSimulator {
   private server: http.Server;
   private nextId = 1;
   port = 0;
+  /** Fault: the next use is applied, but its answer is lost (the connection is cut), like a timeout after the fact. */
+  loseNextUseAnswer = false;
 
   private constructor(seeds: SimSpoolSeed[]) {
     for (const s of seeds) this.add(s);
@@ -173,6 +175,11 @@ export class SpoolmanSimulator {
       spool.last_used = new Date().toISOString();
       spool.first_used ??= spool.last_used;
       this.uses.push({ spool_id: spool.id, use_weight: weight, use_length: length });
+      if (this.loseNextUseAnswer) {
+        this.loseNextUseAnswer = false;
+        req.socket.destroy();
+        return;
+      }
       return send(res, 200, this.view(spool.id));
     }
     if (m && spool && !m[2]) {

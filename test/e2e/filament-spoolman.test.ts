@@ -99,4 +99,18 @@ describe('filament: Spoolman mode', () => {
     expect([total(1), total(2)]).toEqual([13.5, 6.25]);
     expect((await h.get('/api/v1/spools/2')).body.remaining_weight_g).toBe(993.75);
   }, 60_000);
+
+  test('a use that arrived but whose answer was lost is not sent again', async () => {
+    spoolman.loseNextUseAnswer = true;
+    const before = spoolman.uses.length;
+    await print('Duo3.gcode.3mf', 1.5, 1);
+    await until(() => spoolman.uses.length === before + 2, 'both uses arrived', 20_000);
+    await until(async () => ((await h.get('/api/v1/health')).body.spoolman.pending_usage === 0 ? true : null), 'the outbox empty');
+    await new Promise((r) => setTimeout(r, 1000));
+    // The first answer was cut off: the retry saw Spoolman's used_weight had taken it and sent nothing more.
+    expect(spoolman.uses.slice(before)).toEqual([
+      { spool_id: 1, use_weight: 1.5, use_length: null },
+      { spool_id: 2, use_weight: 1, use_length: null },
+    ]);
+  }, 60_000);
 });
