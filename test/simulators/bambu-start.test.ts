@@ -212,7 +212,8 @@ describe('Bambu simulator: a queued print over FTPS and MQTT', () => {
         id: '0',
         humidity: expect.any(String),
         temp: expect.any(String),
-        tray: [expect.objectContaining({ id: '0', tray_type: 'PLA', tray_color: 'FFFFFFFF', remain: 100 }), { id: '1' }, { id: '2' }, { id: '3' }],
+        // The default spool is a tagged Bambu spool: its RFID identity and remaining percentage.
+        tray: [expect.objectContaining({ id: '0', tray_type: 'PLA', tray_color: 'FFFFFFFF', remain: 100, tray_uuid: expect.stringMatching(/^(?!0+$)[0-9A-F]{32}$/) }), { id: '1' }, { id: '2' }, { id: '3' }],
       },
     ]);
     expect(full.vt_tray).toMatchObject({ id: '254', tray_type: '' });
@@ -227,11 +228,16 @@ describe('Bambu simulator: a queued print over FTPS and MQTT', () => {
       { slot: 1, type: 'PETG', color: '#000000' },
       { slot: 254, type: 'TPU', color: '#FF0000' },
     ];
-    expect((await control(sim, '/materials', { materials })).body).toEqual({ materials: materials.map((m) => ({ ...m, remain: 100 })) });
+    // Spools without a tag: all-zero tray_uuid, remain unknown (-1), like a real AMS.
+    expect((await control(sim, '/materials', { materials })).body).toEqual({ materials: materials.map((m) => ({ ...m, remain: -1, rfid: null })) });
     const loaded = await watcher.full();
-    expect(loaded.ams.ams[0].tray[1]).toMatchObject({ id: '1', tray_type: 'PETG', tray_color: '000000FF', remain: 100 });
+    expect(loaded.ams.ams[0].tray[1]).toMatchObject({ id: '1', tray_type: 'PETG', tray_color: '000000FF', remain: -1, tray_uuid: '0'.repeat(32) });
     expect(loaded.vt_tray).toMatchObject({ id: '254', tray_type: 'TPU', tray_color: 'FF0000FF' });
-    expect((await state(sim)).materials).toEqual(materials.map((m) => ({ ...m, remain: 100 })));
+    expect((await state(sim)).materials).toEqual(materials.map((m) => ({ ...m, remain: -1, rfid: null })));
+    // A tagged spool reports its tag and percentage.
+    const tagged = [{ slot: 0, type: 'PLA', color: '#FFFFFF', tray_uuid: 'AB'.repeat(16), remain: 60 }, materials[1], materials[2]];
+    expect((await control(sim, '/materials', { materials: tagged })).status).toBe(200);
+    expect((await watcher.full()).ams.ams[0].tray[0]).toMatchObject({ tray_uuid: 'AB'.repeat(16), remain: 60 });
 
     // One AMS: trays 0-3 and the external spool, nothing else; bad bodies change nothing.
     for (const bad of [{ materials: [{ slot: 4, type: 'PLA' }] }, { materials: [{ slot: 0, type: 'PLA', color: 'white' }] }, { materials: 'PLA' }, { materials: [materials[0], materials[0]] }]) {
