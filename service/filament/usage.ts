@@ -114,6 +114,17 @@ export class FilamentUsageService {
     const cost = round2(all.reduce((s, u) => s + (u.cost ?? 0), 0));
     await this.store.jobs.update(jobId, { material_actual_usage: total, material_cost: cost, updated_at: now });
     this.log.info({ job_id: jobId, grams: total, slots: written.map((w) => w.slot) }, 'filament usage recorded');
+    // Peers count nothing for a tray without a spool and say so only when asked: here it is said at once.
+    const untracked = written.filter((w) => w.spool_id === null && w.grams > 0);
+    if (untracked.length) {
+      const slots = untracked.map((w) => `${w.grams} g from ${w.slot === 254 ? 'the external spool' : `slot ${w.slot}`}`).join(', ');
+      this.bus.emit('system_alert', {
+        level: 'warning',
+        message: `${job.printer_display_name ?? job.printer_id} printed ${slots} with no spool assigned: assign the spool (PUT /printers/${job.printer_id}/slots/{slot}) to count its grams`,
+        printer_id: job.printer_id,
+        job_id: jobId,
+      });
+    }
     await this.spools.used(
       written.filter((w) => w.source === 'local' && w.spool_id !== null).map((w) => w.spool_id!),
       written.some((w) => w.source === 'spoolman'),

@@ -9,6 +9,7 @@
 import { bambu3mf, prusaGcode } from '../../service/simulators/seed-files';
 import { control, until } from '../helpers/farm';
 import { startService, type Harness } from '../helpers/service';
+import { connectWs } from '../helpers/ws';
 import { addPrinters, bambuSim, itemUntil, prusaSim, queueServiceOptions, upload, type SimPrinter } from './queue-helpers';
 
 const TAG_RED = 'A1'.repeat(16);
@@ -165,5 +166,19 @@ describe('filament: spools over the simulators', () => {
     const job = await usageOf(jobId, 1);
     expect(job.filament_usage).toEqual([{ spool_id: spool.id, slot: 0, material: 'PLA', color: '#FFFFFF', grams: 18.4, cost: round2(18.4 * 0.04) }]);
     expect((await h.get(`/api/v1/spools/${spool.id}`)).body.remaining_weight_g).toBe(731.6);
+
+    // Printed again with no spool in the slot: the grams stay on the job, and an alert says so at once.
+    const ws = await connectWs(h.base);
+    try {
+      expect((await h.del('/api/v1/printers/mk4s-a/slots/0')).status).toBe(200);
+      const again = (await h.post('/api/v1/queue', { file_id: file, target: { printer_ids: ['mk4s-a'] } })).body;
+      const second = await jobOf(again.id);
+      await control(printers[2].control, 'finish');
+      expect((await usageOf(second, 1)).filament_usage).toEqual([expect.objectContaining({ spool_id: null, slot: 0, grams: 18.4 })]);
+      const alert = await ws.next((f) => f.type === 'system_alert' && f.data.job_id === second, 10_000);
+      expect(alert.data).toMatchObject({ level: 'warning', printer_id: 'mk4s-a', message: expect.stringContaining('18.4 g from slot 0 with no spool assigned') });
+    } finally {
+      await ws.close();
+    }
   }, 60_000);
 });
