@@ -121,7 +121,7 @@ export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, t
               tags: ['Real-time'],
               summary: 'WebSocket upgrade for real-time events',
               description:
-                'Upgrade to a WebSocket. Server frames: `{type, timestamp, data}` with type printer_status (with `plate_state`), job_update, job_auto_created, file_update, queue_update (a queue item as `GET /queue/{item_id}` shows it, after every change of the item or its dispatches) or system_alert. Client frames: `{"type":"subscribe","printer_ids":[...]}`, `{"type":"ping"}`.',
+                'Upgrade to a WebSocket. Server frames: `{type, timestamp, data}` with type printer_status (with `plate_state`), job_update, job_auto_created, file_update, queue_update (a queue item as `GET /queue/{item_id}` shows it, after every change of the item or its dispatches), spool_update (a spool as `GET /spools/{spool_id}` shows it, with `change`), spool_low (once when a spool falls below spool_low_threshold_g) or system_alert. Client frames: `{"type":"subscribe","printer_ids":[...]}`, `{"type":"ping"}`.',
               operationId: 'getWs',
               responses: {
                 '101': { description: 'Switching protocols' },
