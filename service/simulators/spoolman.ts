@@ -3,11 +3,14 @@
  * the demo use it): spools with their filament and vendor, `GET/POST
  * /spool`, `GET/PATCH/DELETE /spool/{id}`, `PUT /spool/{id}/use` with
  * `use_weight` or `use_length` (both or neither: 400; unknown spool: 404),
- * `GET /health`. It records every use it took, and can go down (its port
- * refuses connections) and come back on the same port, for the outbox tests.
+ * `GET /health`, and the change feed (a WebSocket on `/api/v1/spool`:
+ * `{type: added|updated|deleted, resource: "spool", date, payload}`). It
+ * records every use it took, and can go down (its port refuses connections)
+ * and come back on the same port, for the outbox tests.
  */
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { WebSocketServer } from 'ws';
 
 export interface SimSpoolSeed {
   material: string;
@@ -50,6 +53,7 @@ export class SpoolmanSimulator {
   private readonly spools = new Map<number, SimSpool>();
   private readonly sockets = new Set<Socket>();
   private server: http.Server;
+  private readonly feed = new WebSocketServer({ noServer: true });
   private nextId = 1;
   port = 0;
   /** Fault: the next use is applied, but its answer is lost (the connection is cut), like a timeout after the fact. */
@@ -108,6 +112,7 @@ export class SpoolmanSimulator {
 
   /** Stops answering: the port refuses connections until `up()`. */
   async down(): Promise<void> {
+    for (const c of this.feed.clients) c.terminate();
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
@@ -119,8 +124,8 @@ export class SpoolmanSimulator {
   }
 
   async close(): Promise<void> {
-    if (!this.server.listening) return;
-    await this.down();
+    if (this.server.listening) await this.down();
+    await new Promise<void>((resolve) => this.feed.close(() => resolve()));
   }
 
   private listen(port: number): Promise<void> {
@@ -138,11 +143,21 @@ export class SpoolmanSimulator {
     const server = http.createServer((req, res) => {
       void this.handle(req, res).catch((err) => send(res, 500, { message: (err as Error).message }));
     });
+    server.on('upgrade', (req, socket, head) => {
+      if (new URL(req.url ?? '/', 'http://spoolman').pathname !== '/api/v1/spool') return socket.destroy();
+      this.feed.handleUpgrade(req, socket, head, (ws) => this.feed.emit('connection', ws, req));
+    });
     server.on('connection', (s) => {
       this.sockets.add(s);
       s.on('close', () => this.sockets.delete(s));
     });
     return server;
+  }
+
+  /** A change on the feed, to every connected client. */
+  private announce(type: 'added' | 'updated' | 'deleted', id: number, payload?: unknown): void {
+    const frame = JSON.stringify({ type, resource: 'spool', date: new Date().toISOString(), payload: payload ?? this.view(id) ?? { id } });
+    for (const c of this.feed.clients) c.send(frame);
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -160,7 +175,9 @@ export class SpoolmanSimulator {
       }
       if (req.method === 'POST') {
         if (typeof body.material !== 'string' || typeof body.color_hex !== 'string') return send(res, 422, { message: 'give material and color_hex (simulator shortcut)' });
-        return send(res, 200, this.view(this.add(body as unknown as SimSpoolSeed)));
+        const id = this.add(body as unknown as SimSpoolSeed);
+        this.announce('added', id);
+        return send(res, 200, this.view(id));
       }
     }
     const m = /^\/api\/v1\/spool\/(\d+)(\/use)?$/.exec(path);
@@ -175,6 +192,7 @@ export class SpoolmanSimulator {
       spool.last_used = new Date().toISOString();
       spool.first_used ??= spool.last_used;
       this.uses.push({ spool_id: spool.id, use_weight: weight, use_length: length });
+      this.announce('updated', spool.id);
       if (this.loseNextUseAnswer) {
         this.loseNextUseAnswer = false;
         req.socket.destroy();
@@ -186,12 +204,14 @@ export class SpoolmanSimulator {
       if (req.method === 'GET') return send(res, 200, this.view(spool.id));
       if (req.method === 'DELETE') {
         this.spools.delete(spool.id);
+        this.announce('deleted', spool.id, { id: spool.id });
         return send(res, 200, { message: 'deleted' });
       }
       if (req.method === 'PATCH') {
         if (typeof body.location === 'string' || body.location === null) spool.location = body.location as string | null;
         if (typeof body.archived === 'boolean') spool.archived = body.archived;
         if (typeof body.remaining_weight === 'number') spool.used_weight = spool.initial_weight - body.remaining_weight;
+        this.announce('updated', spool.id);
         return send(res, 200, this.view(spool.id));
       }
     }

@@ -22,7 +22,7 @@ describe('filament: Spoolman mode', () => {
     printer = await bambuSim('x1c-s', 'X1C #07', 'X1C', 5);
     printer.body.plate_auto_clear = true;
     await control(printer.control, 'materials', { materials: [{ slot: 0, type: 'PLA', color: '#FFFFFF' }, { slot: 1, type: 'PLA', color: '#000000' }] });
-    h = await startService({ ...queueServiceOptions, env: { SPOOLMAN_URL: spoolman.url }, spoolman: { pollMs: 500, retryMs: 200, timeoutMs: 1000 } });
+    h = await startService({ ...queueServiceOptions, env: { SPOOLMAN_URL: spoolman.url }, spoolman: { pollMs: 60_000, retryMs: 200, timeoutMs: 1000 } });
     await addPrinters(h, [printer]);
   });
   afterAll(async () => {
@@ -113,4 +113,12 @@ describe('filament: Spoolman mode', () => {
       { spool_id: 2, use_weight: 1, use_length: null },
     ]);
   }, 60_000);
+
+  test('a spool weighed in Spoolman shows at once: the change feed, not the next poll', async () => {
+    await h.service.context.filament.spools.spoolman.idle();
+    const res = await fetch(`${spoolman.url}/api/v1/spool/3`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ remaining_weight: 42 }) });
+    expect(res.status).toBe(200);
+    // Polls are a minute apart here: only the feed can bring it this fast.
+    await until(async () => ((await h.get('/api/v1/spools/3')).body.remaining_weight_g === 42 ? true : null), 'the weighed spool', 5000);
+  }, 30_000);
 });

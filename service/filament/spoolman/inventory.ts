@@ -16,6 +16,7 @@ import type { SlotRef } from '../../db/repositories/spools';
 import type { SettingsService } from '../../settings';
 import { nowIso } from '../../util/time';
 import { SpoolmanClient, SpoolmanError, type SpoolmanSpool } from './client';
+import { SpoolmanFeed } from './feed';
 
 export interface SpoolmanHealth {
   status: 'ok' | 'degraded';
@@ -37,6 +38,7 @@ const key = (printerId: string, slot: number) => `${printerId}\u0000${slot}`;
 
 export class SpoolmanInventory {
   private client: SpoolmanClient | null = null;
+  private feed: SpoolmanFeed | null = null;
   private clientUrl = '';
   private readonly spools = new Map<number, SpoolmanSpool>();
   private readonly slots = new Map<string, number>();
@@ -70,6 +72,8 @@ export class SpoolmanInventory {
 
   close(): Promise<void> {
     this.closed = true;
+    this.feed?.close();
+    this.feed = null;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     return this.running ?? Promise.resolve();
@@ -176,7 +180,25 @@ export class SpoolmanInventory {
     return this.client;
   }
 
+  /** Follows Spoolman's change feed for the configured address (none without one). */
+  private follow(): void {
+    const url = this.enabled ? this.settings.get('spoolman_url') : '';
+    if (this.feed?.url === url || this.closed) return;
+    this.feed?.close();
+    this.feed = url
+      ? new SpoolmanFeed(url, {
+          changed: (spool) => {
+            const before = this.spools.get(spool.id);
+            this.spools.set(spool.id, spool);
+            if (before?.remaining_weight !== spool.remaining_weight || before?.archived !== spool.archived || before?.location !== spool.location) this.onChange([spool.id]);
+          },
+          deleted: (id) => this.spools.delete(id),
+        })
+      : null;
+  }
+
   private async round(): Promise<void> {
+    this.follow();
     if (!this.enabled) {
       this.lastError = null;
       return;
