@@ -220,12 +220,15 @@ export async function startSimulators(n: number, options: Options, tls: SimTlsCr
   });
 }
 
+/** The /ws clients the bench closed itself (any other close is the service dropping the client). */
+const closedByBench = new WeakSet<WebSocket>();
+
 async function connectWs(port: number, ledger: Ledger): Promise<WebSocket> {
   const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`);
   ws.on('message', (data: Buffer) => ledger.onFrame(data.toString('utf8')));
   // A client the service drops (it read too slowly: the machine is overloaded) loses every later frame: say so.
   ws.on('close', (code: number) => {
-    if (!ledger.closing) process.stderr.write(`bench/fleet: the /ws client was disconnected (code ${code}); its later frames count as lost\n`);
+    if (!closedByBench.has(ws)) process.stderr.write(`bench/fleet: the /ws client was disconnected (code ${code}); its later frames count as lost\n`);
   });
   await new Promise<void>((resolve, reject) => {
     ws.once('open', () => resolve());
@@ -234,8 +237,8 @@ async function connectWs(port: number, ledger: Ledger): Promise<WebSocket> {
   return ws;
 }
 
-async function closeWs(ws: WebSocket, ledger: Ledger): Promise<void> {
-  ledger.closing = true;
+async function closeWs(ws: WebSocket): Promise<void> {
+  closedByBench.add(ws);
   if (ws.readyState === WebSocket.CLOSED) return;
   const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
   ws.close();
@@ -321,7 +324,7 @@ export async function measure(mode: 'service' | 'relay', sims: BambuSimulator[],
     ledger.open(Infinity, Infinity);
     return result;
   } finally {
-    if (ws) await closeWs(ws, ledger);
+    if (ws) await closeWs(ws);
     await worker.close();
   }
 }
