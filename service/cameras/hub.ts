@@ -54,12 +54,14 @@ export class CameraHub {
     });
   }
 
-  /** `camera` of the printer list and detail. */
+  /** `camera` of the printer list and detail: available when a snapshot can be tried and the last try did not fail. */
   viewOf(record: PrinterRecord): CameraView {
     const plan = this.plan(record);
     if ('unavailable' in plan) return { available: false, source: plan.kind, fps: 0 };
+    // The printer's own camera is not tried while the printer is unreachable (see channel()).
+    const reachable = Boolean(record.camera_url) || record.connection_status === 'connected';
     const channel = this.channels.get(record.id);
-    return { available: !channel?.failure, source: plan.kind, fps: plan.fps };
+    return { available: reachable && !channel?.failure, source: plan.kind, fps: plan.fps };
   }
 
   /** A JPEG at most 2 s old (fetched on demand, waiting at most camera_timeout_s). */
