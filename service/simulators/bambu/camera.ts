@@ -32,6 +32,26 @@ export interface SimCameraOptions {
   intervalMs?: number;
   /** The printer's faults: `camera_stalled` keeps connections open and sends nothing. */
   faults?: { camera_stalled: boolean };
+  /** Benchmarks: every frame carries the time it was sent in a JPEG comment (cameraFrameStamp reads it). */
+  stamp?: boolean;
+}
+
+const STAMP_PREFIX = 'printfarm-sent=';
+
+/** The picture with a COM segment after SOI that says when it was sent (performance.timeOrigin + now, ms). */
+function stamped(jpeg: Buffer): Buffer {
+  const text = Buffer.from(`${STAMP_PREFIX}${(performance.timeOrigin + performance.now()).toFixed(3)}`, 'latin1');
+  const segment = Buffer.alloc(4);
+  segment.writeUInt16BE(0xfffe, 0);
+  segment.writeUInt16BE(text.length + 2, 2);
+  return Buffer.concat([jpeg.subarray(0, 2), segment, text, jpeg.subarray(2)]);
+}
+
+/** When a stamped frame was sent (ms on the performance.timeOrigin clock), or null. */
+export function cameraFrameStamp(jpeg: Buffer): number | null {
+  if (jpeg.length < 8 || jpeg[2] !== 0xff || jpeg[3] !== 0xfe) return null;
+  const text = jpeg.subarray(6, 4 + jpeg.readUInt16BE(4)).toString('latin1');
+  return text.startsWith(STAMP_PREFIX) ? Number(text.slice(STAMP_PREFIX.length)) : null;
 }
 
 export class SimCamera {
@@ -45,11 +65,11 @@ export class SimCamera {
   /** A listening camera showing `sim`'s name, state and progress. */
   static async open(
     sim: { name: string; accessCode: string; printer: SimPrinter },
-    o: { key: string; cert: string; faults: { camera_stalled: boolean }; size?: PictureSize; intervalMs?: number },
+    o: { key: string; cert: string; faults: { camera_stalled: boolean }; size?: PictureSize; intervalMs?: number; stamp?: boolean },
   ): Promise<SimCamera> {
     const pictures = new PictureCache(o.size);
     const picture = () => pictures.get({ name: sim.name, state: sim.printer.gcodeState, progress: sim.printer.progress });
-    const camera = new SimCamera({ key: o.key, cert: o.cert, accessCode: sim.accessCode, picture, intervalMs: o.intervalMs, faults: o.faults });
+    const camera = new SimCamera({ key: o.key, cert: o.cert, accessCode: sim.accessCode, picture, intervalMs: o.intervalMs, faults: o.faults, stamp: o.stamp });
     await camera.listen();
     return camera;
   }
@@ -147,7 +167,7 @@ export class SimCamera {
 
   private send(socket: tls.TLSSocket): void {
     if (this.stalled || this.linkMode !== 'online' || socket.destroyed || socket.writableLength > MAX_UNSENT_BYTES) return;
-    const jpeg = this.options.picture();
+    const jpeg = this.options.stamp ? stamped(this.options.picture()) : this.options.picture();
     const header = Buffer.alloc(16);
     header.writeUInt32LE(jpeg.length, 0);
     socket.cork();

@@ -50,6 +50,8 @@ export interface BambuSimulatorOptions {
   cameraSize?: { width: number; height: number };
   /** Milliseconds between camera frames (default 1000, as the printers send). */
   cameraIntervalMs?: number;
+  /** Benchmarks: every camera frame carries the time it was sent in a JPEG comment (bambu/camera.ts cameraFrameStamp). */
+  cameraStamp?: boolean;
   /** Delay of the first periodic report in ms (default: one report interval); spreads many printers over the second. */
   reportOffsetMs?: number;
   /**
