@@ -113,7 +113,10 @@ export class CameraChannel {
     this.clearIdle();
     this.idleTimer = setTimeout(() => {
       this.idleTimer = null;
-      if (this.viewers.size === 0 && this.waiters.length === 0) void this.closeUpstream();
+      if (this.viewers.size > 0 || this.waiters.length > 0) return;
+      // Nobody looks: the connection goes, and so does the picture (it would be stale by the next look).
+      this.latest = null;
+      void this.closeUpstream();
     }, this.timings.idleMs());
     this.idleTimer.unref?.();
   }

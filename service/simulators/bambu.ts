@@ -154,7 +154,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
       });
       await this.ftps.listen();
     }
-    if (this.options.camera ?? true) this.camera = await SimCamera.open(this, { key, cert, faults: this.faults, stamp: this.options.cameraStamp, size: this.options.cameraSize, intervalMs: this.options.cameraIntervalMs });
+    if (this.options.camera ?? SimCamera.servedBy(this.model)) this.camera = await SimCamera.open(this, { key, cert, faults: this.faults, stamp: this.options.cameraStamp, size: this.options.cameraSize, intervalMs: this.options.cameraIntervalMs });
     if (this.options.control ?? true) {
       this.control = new BambuControlServer(this);
       await this.control.listen();

@@ -62,6 +62,11 @@ export class SimCamera {
   private enabled = true;
   private linkMode: LinkMode = 'online';
 
+  /** Whether a model's camera is this protocol (A1 / A1 mini / P1P / P1S; the X1, H2 and P2 families stream RTSPS). */
+  static servedBy(model: string): boolean {
+    return !/^(X1|H2|P2|X2)/i.test(model.trim());
+  }
+
   /** A listening camera showing `sim`'s name, state and progress. */
   static async open(
     sim: { name: string; accessCode: string; printer: SimPrinter },

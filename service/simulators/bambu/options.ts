@@ -44,7 +44,7 @@ export interface BambuSimulatorOptions {
   ftps?: boolean;
   /** Run the HTTP control API (default true). Off: controlUrl is empty; the methods still work. */
   control?: boolean;
-  /** Run the "JPEG over TLS" camera (default true). Off: cameraPort is 0 and printerConfig() has no camera_port. */
+  /** Run the "JPEG over TLS" camera (default: for the models that have one, A1 / P1). Off: `camera` is null and printerConfig() has no camera_port. */
   camera?: boolean;
   /** Size of the camera's pictures (default 320x180). */
   cameraSize?: { width: number; height: number };
