@@ -14,14 +14,10 @@
  *   backpressure bookkeeping, no access control, no request log: what the
  *   service does on top is the difference.
  */
-import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
 import tls from 'node:tls';
-import { createService, type Service } from '../service/app';
 import { authPacket, BambuFrameReader, DEFAULT_MAX_FRAME_BYTES } from '../service/cameras/bambu-protocol';
-import { driverFactory } from '../service/printers/drivers';
+import { startBenchService } from './bench-service';
 import { serveBenchWorker } from './worker-ipc';
 
 export interface CameraBenchPrinter {
@@ -40,35 +36,9 @@ interface Running {
   close(): Promise<void>;
 }
 
-async function startService(viewers: number): Promise<Running> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'printfarm-bench-camera-'));
-  let service: Service;
-  try {
-    service = await createService({
-      host: '127.0.0.1',
-      port: 0,
-      dataDir,
-      env: { CAMERA_MAX_VIEWERS: String(Math.max(20, viewers)) },
-      logLevel: 'silent',
-      updateCheckUrl: 'http://127.0.0.1:9/unreachable',
-      updateCheckTimeout: 1,
-      driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),
-      fleet: { watchdogMs: 15_000, commandTimeoutMs: 3000, connectTimeoutMs: 15_000 },
-    });
-  } catch (err) {
-    fs.rmSync(dataDir, { recursive: true, force: true });
-    throw err;
-  }
-  return {
-    port: service.port,
-    close: async () => {
-      try {
-        await service.close();
-      } finally {
-        fs.rmSync(dataDir, { recursive: true, force: true });
-      }
-    },
-  };
+/** The real service, with camera_max_viewers raised to the run's number of streams. */
+function startService(viewers: number): Promise<Running> {
+  return startBenchService({ CAMERA_MAX_VIEWERS: String(Math.max(20, viewers)) });
 }
 
 const BOUNDARY = 'printfarm-frame';
