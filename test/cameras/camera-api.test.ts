@@ -7,6 +7,7 @@ import { BambuSimulator, type BambuSimulatorOptions, type SimTlsCredentials } fr
 import { addConnected, cameraService, openStream, until } from '../helpers/cameras';
 import { expectError, type Harness } from '../helpers/service';
 import { connectWs } from '../helpers/ws';
+import { PrintfarmClient } from '../../service/client';
 
 jest.setTimeout(30_000);
 
@@ -52,6 +53,10 @@ test('a snapshot of a simulated P1S is a fresh, decodable JPEG of the camera siz
   // A second snapshot within 2 s comes from the cached frame: still one connection to the camera.
   expect((await fetch(`${h.base}/api/v1/printers/${id}/camera/snapshot`)).status).toBe(200);
   expect(cameraStats(p1s).camera_connections).toBe(1);
+  // The client gives the bytes (what the Node-RED printer node sends on), and the error code when there is no camera.
+  const client = new PrintfarmClient(h.base);
+  expect(jpeg.decode(await client.printers.snapshot(id), { useTArray: true }).width).toBe(240);
+  await expect(client.printers.snapshot('nope')).rejects.toMatchObject({ status: 404, code: 'PRINTER_NOT_FOUND' });
   // Frames never reach the log.
   expect(JSON.stringify(h.logs)).not.toMatch(/\/9j\/|ffd8ff/);
 });
