@@ -134,3 +134,22 @@ test('unknown printers are 404, printers without a camera source 409, an inactiv
   const err = expectError(await h.get(`/api/v1/printers/${created.body.id}/camera/snapshot`), 409, 'CAMERA_UNAVAILABLE');
   expect(err.message).toMatch(/inactive/);
 });
+
+test('a viewer stays connected while the camera drops off the network, and gets frames again when it is back', async () => {
+  const p1s = await sim({ cameraIntervalMs: 200 });
+  const h = await service();
+  const id = await addConnected(h, p1s.printerConfig());
+  const ws = await connectWs(h.base);
+  opened.push(ws);
+  const viewer = await openStream(h.base, `/api/v1/printers/${id}/camera/stream`);
+  opened.push({ close: async () => viewer.close() });
+  await until(() => viewer.parts.length >= 2, 'frames before the drop');
+  await fetch(`${p1s.controlUrl}/camera`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"enabled":false}' });
+  await ws.next((f) => f.type === 'printer_status' && (f.data.camera as { available?: boolean } | undefined)?.available === false, 10_000);
+  expect((await h.get(`/api/v1/printers/${id}`)).body.camera.available).toBe(false);
+  const before = viewer.parts.length;
+  await fetch(`${p1s.controlUrl}/camera`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"enabled":true}' });
+  await until(() => viewer.parts.length >= before + 2, 'frames after the camera came back', 15_000);
+  expect(h.service.context.cameras.viewerCount).toBe(1);
+  expect((await h.get(`/api/v1/printers/${id}`)).body.camera.available).toBe(true);
+});
