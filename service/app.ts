@@ -130,6 +130,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       printers: async () => (context ? context.store.printers.list() : []),
       jobsByStatus: async (statuses) => (context ? context.store.jobs.countByStatus(statuses) : Object.fromEntries(statuses.map((s) => [s, 0]))),
       wsClients: () => realtime?.clientCount ?? 0,
+      cameras: () => ({ streams: context?.cameras.viewerCount ?? 0, upstreams: context?.cameras.upstreamCount ?? 0 }),
     },
     bus,
   );

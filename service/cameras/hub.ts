@@ -115,6 +115,13 @@ export class CameraHub {
     return this.viewers.size;
   }
 
+  /** Camera connections open now. */
+  get upstreamCount(): number {
+    let open = 0;
+    for (const channel of this.channels.values()) if (channel.upstreamOpen) open++;
+    return open;
+  }
+
   /** Bytes written to each viewer and not yet taken by its socket (bounded by about one frame each). */
   queuedBytes(): number[] {
     return [...this.viewers].map((v) => v.queuedBytes);

@@ -75,6 +75,9 @@ test('10 viewers of one printer share one upstream connection, closed camera_idl
   expect(jpeg.decode(viewers[9].parts[2], { useTArray: true }).width).toBe(320);
   expect(cameraStats(p1s).camera_connections).toBe(1);
   expect(cameraStats(p1s).camera_open_connections).toBe(1);
+  const metrics = await (await fetch(`${h.base}/metrics`)).text();
+  expect(metrics).toMatch(/^printfarm_camera_streams 10$/m);
+  expect(metrics).toMatch(/^printfarm_camera_connections 1$/m);
   const refused = await openStream(h.base, `/api/v1/printers/${id}/camera/stream`);
   expect(refused.status).toBe(429);
   expect(JSON.parse(refused.body).error.code).toBe('CAMERA_VIEWERS_EXCEEDED');
