@@ -15,8 +15,7 @@
  *   anywhere on the card, two at once corrupt each other (bambu/ftps.ts).
  * - AMS trays and the external spool (bambu/materials.ts), white PLA in
  *   tray 0 by default; the model as real printers tell it (bambu/version.ts).
- * - The A1/P1 "JPEG over TLS" camera (bambu/camera.ts; `camera.port`), its
- *   frames showing name, state and progress (camera-picture.ts).
+ * - The A1/P1 "JPEG over TLS" camera showing name, state and progress (bambu/camera.ts).
  * - A control API (JSON over HTTP, `controlUrl`; routes in bambu/control.ts)
  *   to drive it like a person at the printer and to inject faults.
  *
@@ -76,8 +75,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
   private mqtt: SimMqtt | null = null;
   private ftps: SimFtps | null = null;
   private control: BambuControlServer | null = null;
-  /** The port-6000 camera (null with `camera: false`). */
-  camera: SimCamera | null = null;
+  camera: SimCamera | null = null; // the port-6000 camera (null for the X1 family or with `camera: false`)
   private timer: NodeJS.Timeout | null = null;
   private lastTick = Date.now();
   private lastSent: Json | null = null;
