@@ -33,6 +33,8 @@ export class MjpegViewer {
       // Reverse proxies (nginx) must pass frames on as they come.
       'X-Accel-Buffering': 'no',
     });
+    // The client sees the stream start now, not with the first frame.
+    this.res.flushHeaders();
   }
 
   /** Bytes written to this viewer and not yet taken by its socket. */
