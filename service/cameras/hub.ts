@@ -17,7 +17,7 @@ import { CameraChannel } from './channel';
 import { cameraDomainError, cameraUnavailable } from './errors';
 import { cameraPlan, type CameraPlan } from './plan';
 import { CameraError, type CameraFrame, type CameraSource } from './source';
-import { MjpegViewer } from './viewer';
+import { clientGone, MjpegViewer } from './viewer';
 
 /** A snapshot is a frame at most this old. */
 export const SNAPSHOT_MAX_AGE_MS = 2000;
@@ -94,7 +94,7 @@ export class CameraHub {
       release();
       throw err;
     }
-    if (res.destroyed || this.closed || this.channels.get(printerId) !== channel) {
+    if (clientGone(res) || this.closed || this.channels.get(printerId) !== channel) {
       release();
       if (!res.headersSent) res.destroy();
       return;

@@ -10,6 +10,11 @@ import type { CameraFrame } from './source';
 export const BOUNDARY = 'printfarm-frame';
 export const STREAM_CONTENT_TYPE = `multipart/x-mixed-replace; boundary=${BOUNDARY}`;
 
+/** The client of `res` is gone (its socket closed or the response destroyed). */
+export function clientGone(res: ServerResponse): boolean {
+  return res.destroyed || !res.socket || res.socket.destroyed;
+}
+
 export class MjpegViewer {
   private draining = false;
   private drainingSince = 0;
@@ -22,6 +27,8 @@ export class MjpegViewer {
     private readonly onClose: (viewer: MjpegViewer) => void,
   ) {
     res.once('close', () => this.end());
+    // A client that left before the stream began: its 'close' has passed, so the viewer ends now.
+    if (clientGone(res)) queueMicrotask(() => this.end());
   }
 
   /** Sends the headers of the stream. */

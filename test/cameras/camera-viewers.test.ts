@@ -53,6 +53,29 @@ test('a viewer that never reads is skipped, then dropped; its queued bytes stay 
   expect(p1s.stateView().stats).toMatchObject({ camera_connections: 1 });
 });
 
+test('a client that leaves before its first frame gives its viewer slot back', async () => {
+  const p1s = await BambuSimulator.start({ model: 'P1S', ftps: false });
+  opened.push(p1s);
+  const h = await cameraService({ CAMERA_MAX_VIEWERS: '1', CAMERA_TIMEOUT_S: '5' });
+  opened.push(h);
+  const id = await addConnected(h, p1s.printerConfig());
+  p1s.setFaults({ camera_stalled: true });
+  const abort = new AbortController();
+  const leaving = fetch(`${h.base}/api/v1/printers/${id}/camera/stream`, { signal: abort.signal }).catch((e: Error) => e);
+  await until(() => h.service.context.cameras.upstreamOpen(id), 'the camera opened for the first viewer');
+  abort.abort();
+  expect(await leaving).toMatchObject({ name: 'AbortError' });
+  p1s.setFaults({ camera_stalled: false });
+  const next = await until(async () => {
+    const v = await openStream(h.base, `/api/v1/printers/${id}/camera/stream`);
+    if (v.status === 200) return v;
+    expect(v.status).toBe(429);
+    return null;
+  }, 'the slot given back');
+  expect(next.parts.length).toBeGreaterThanOrEqual(1);
+  next.close();
+});
+
 describe('access control', () => {
   const TOKENS = { viewer: 'viewer-token-0123456789', operator: 'operator-token-0123456789' };
   let h: Harness;
