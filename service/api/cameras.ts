@@ -20,7 +20,7 @@ export function cameraRoutes({ cameras }: ServiceContext): AnyRoute[] {
       path: '/printers/{printer_id}/camera/snapshot',
       tag: 'Cameras',
       summary: "A JPEG from the printer's camera, at most 2 s old",
-      description: `Served from the live stream when someone watches; otherwise the camera is opened on demand (and closed camera_idle_s later). ${ERRORS_TEXT}`,
+      description: `Served from the live stream when someone watches; otherwise the camera is opened on demand (and closed camera_idle_s later). With access control on, the token may also come as the \`access_token\` query parameter. ${ERRORS_TEXT}`,
       params: PrinterIdParams,
       response: CameraSnapshotResponse,
       rawResponse: { contentType: 'image/jpeg', description: 'The picture (Cache-Control: no-store)' },
@@ -39,6 +39,7 @@ export function cameraRoutes({ cameras }: ServiceContext): AnyRoute[] {
       summary: "The printer's camera as a live MJPEG stream (multipart/x-mixed-replace)",
       description:
         'For an <img src> or a video player: one JPEG part per frame, at most camera_max_fps per second, for as long as the client reads. ' +
+        'With access control on, an <img src> may give the token as the `access_token` query parameter. ' +
         'All viewers of a printer share one connection to the camera. At most camera_max_viewers streams are served at once (429 CAMERA_VIEWERS_EXCEEDED); ' +
         'a viewer that stops reading is skipped and then dropped, never buffered. ' +
         `Errors before the first frame: ${ERRORS_TEXT}`,

@@ -89,5 +89,8 @@ describe('access control', () => {
     expectError(await h.request('GET', `/api/v1/printers/p/camera/${what}`, undefined, { authorization: 'Bearer wrong-token-0123456789' }), 401, 'UNAUTHORIZED');
     // Past the check: the printer does not exist.
     expectError(await h.request('GET', `/api/v1/printers/p/camera/${what}`, undefined, { authorization: `Bearer ${TOKENS.viewer}` }), 404, 'PRINTER_NOT_FOUND');
+    // An <img src> cannot send headers: the token may come as access_token (camera routes only).
+    expectError(await h.request('GET', `/api/v1/printers/p/camera/${what}?access_token=${TOKENS.viewer}`), 404, 'PRINTER_NOT_FOUND');
+    expectError(await h.request('GET', `/api/v1/printers/p?access_token=${TOKENS.viewer}`), 401, 'UNAUTHORIZED');
   });
 });
