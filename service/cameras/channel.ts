@@ -132,7 +132,17 @@ export class CameraChannel {
     if (this.retryTimer && !now) return;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
-    const source = this.plan.create();
+    let source: CameraSource;
+    try {
+      source = this.plan.create();
+    } catch (err) {
+      // No source can be made (an RTSPS camera without ffmpeg): the waiters learn why at once.
+      const error = err instanceof CameraError ? err : new CameraError('PROTOCOL', (err as Error).message);
+      this.failure = error;
+      this.rejectWaiters(error);
+      this.announce(false, error);
+      return this.touch();
+    }
     this.source = source;
     this.events.opened();
     source.onFrame((frame) => this.onFrame(source, frame));

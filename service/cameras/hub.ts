@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { Store } from '../db';
 import type { PrinterRecord } from '../db/repositories/printers';
 import { DomainError, notFound } from '../errors';
-import type { EventBus } from '../events';
+import type { EventBus, PrinterStatusEvent } from '../events';
 import type { StatusCache } from '../monitoring/status-cache';
 import type { SettingsService } from '../settings';
 import { CameraChannel } from './channel';
@@ -45,11 +45,15 @@ export class CameraHub {
   private admitted = 0;
   private closed = false;
   private readonly unsubscribe: () => void;
+  private readonly lastStatus = new Map<string, PrinterStatusEvent>();
   /** Upstream connections opened since start (tests and diagnostics). */
   upstreamOpened = 0;
 
   constructor(private readonly deps: CameraHubDeps) {
     this.unsubscribe = deps.bus.on('printer_status', (e) => {
+      if (e.change === 'deleted') this.lastStatus.delete(e.printer_id);
+      // The last frame the fleet or the registry sent: a camera frame repeats it, so that clients never see an older status.
+      else if (e.camera === undefined) this.lastStatus.set(e.printer_id, e);
       if (e.change === 'deleted' || e.change === 'updated') void this.recheck(e.printer_id);
     });
   }
@@ -194,9 +198,15 @@ export class CameraHub {
   /** printer_status with `camera` when a camera fails or comes back (never with a frame). */
   private async announce(printerId: string, plan: CameraPlan, available: boolean, error: CameraError | null): Promise<void> {
     if (this.closed) return;
+    if (!available) this.deps.log.info({ printer_id: printerId, source: plan.kind, cause: error?.code }, `camera unavailable: ${error?.message ?? 'unknown'}`);
+    const camera = { available, source: plan.kind, fps: 'fps' in plan ? plan.fps : 0, ...(error ? { error: error.message } : {}) };
+    const last = this.lastStatus.get(printerId);
+    if (last) {
+      this.deps.bus.emit('printer_status', { ...last, change: 'state', camera });
+      return;
+    }
     const record = await this.deps.store.printers.get(printerId).catch(() => undefined);
     if (!record || this.closed) return;
-    if (!available) this.deps.log.info({ printer_id: printerId, source: plan.kind, cause: error?.code }, `camera unavailable: ${error?.message ?? 'unknown'}`);
     const live = this.deps.cache.get(printerId);
     this.deps.bus.emit('printer_status', {
       printer_id: printerId,
@@ -206,7 +216,7 @@ export class CameraHub {
       progress: live.progress,
       temperatures: { nozzle: live.temperatures.nozzle, bed: live.temperatures.bed },
       plate_state: record.plate_state ?? 'clear',
-      camera: { available, source: plan.kind, fps: 'fps' in plan ? plan.fps : 0, ...(error ? { error: error.message } : {}) },
+      camera,
     });
   }
 }

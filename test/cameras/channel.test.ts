@@ -106,3 +106,15 @@ test('a snapshot with nothing fresh opens the upstream and waits; a silent upstr
   expect(availability).toEqual([true, false]);
   expect(channel.failure?.code).toBe('TIMEOUT');
 });
+
+test('a camera that cannot be opened at all (an RTSPS camera without ffmpeg) fails its snapshot at once', async () => {
+  const failing = new CameraChannel(
+    { kind: 'rtsp', key: 'r', create: () => { throw new CameraError('UNSUPPORTED', 'no ffmpeg'); } },
+    { timeoutMs: () => 60_000, idleMs: () => 50, maxFps: () => 5 },
+    { availability: (a) => availability.push(a), opened: () => undefined },
+  );
+  await expect(failing.frame(2000)).rejects.toMatchObject({ code: 'UNSUPPORTED', message: 'no ffmpeg' });
+  expect(failing.failure?.code).toBe('UNSUPPORTED');
+  expect(availability).toEqual([false]);
+  await failing.close();
+});
