@@ -99,6 +99,19 @@ test('a snapshot camera_url is polled; wrong credentials are 502 CAMERA_ERROR', 
   expect((await h.get('/api/v1/printers/webcam-2')).body).toMatchObject({ camera_url: null, camera: { source: 'prusalink' } });
 });
 
+test('changing or deleting a printer ends the streams of its old camera', async () => {
+  await h.post('/api/v1/printers', prusa('webcam-3', { camera_url: `http://cam:s3cret@127.0.0.1:${port}/stream` }));
+  const first = await openStream(h.base, '/api/v1/printers/webcam-3/camera/stream');
+  expect(first.status).toBe(200);
+  await h.put('/api/v1/printers/webcam-3', { camera_url: `http://cam:s3cret@127.0.0.1:${port}/snapshot.jpg` });
+  await first.ended;
+  const second = await openStream(h.base, '/api/v1/printers/webcam-3/camera/stream');
+  expect(second.status).toBe(200);
+  expect((await h.del('/api/v1/printers/webcam-3')).status).toBe(200);
+  await second.ended;
+  expect(h.service.context.cameras.viewerCount).toBe(0);
+});
+
 test('camera_url and camera_port are validated', async () => {
   expectError(await h.post('/api/v1/printers', prusa('bad-1', { camera_url: 'ftp://cam.local/x' })), 422, 'VALIDATION_ERROR');
   expectError(await h.post('/api/v1/printers', prusa('bad-2', { camera_url: 'not a url' })), 422, 'VALIDATION_ERROR');

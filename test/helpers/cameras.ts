@@ -34,6 +34,8 @@ export interface StreamClient {
   parts: Buffer[];
   /** The error body when the answer was not a stream. */
   body: string;
+  /** Resolves when the service ended the answer (or the connection closed). */
+  ended: Promise<void>;
   close(): void;
 }
 
@@ -41,7 +43,8 @@ export interface StreamClient {
 export function openStream(base: string, path: string, headers: Record<string, string> = {}): Promise<StreamClient> {
   return new Promise((resolve, reject) => {
     const req = http.get(`${base}${path}`, { headers, agent: false }, (res) => {
-      const client: StreamClient = { status: res.statusCode ?? 0, headers: res.headers, parts: [], body: '', close: () => req.destroy() };
+      const ended = new Promise<void>((done) => res.once('close', () => done()));
+      const client: StreamClient = { status: res.statusCode ?? 0, headers: res.headers, parts: [], body: '', ended, close: () => req.destroy() };
       if (client.status !== 200) {
         res.setEncoding('utf8');
         res.on('data', (t: string) => (client.body += t));
