@@ -134,14 +134,15 @@ async function pool<T, R>(items: T[], limit: number, fn: (item: T, index: number
 // The worker process (service or relay)
 // ---------------------------------------------------------------------------
 
-class Worker {
+/** A forked bench worker (`script` in dist-bench/bench, serving worker-ipc.ts's protocol); bench/camera.ts uses it too. */
+export class Worker<C extends { cmd: string } = WorkerCommand> {
   private readonly child: ChildProcess;
   private readonly waiting = new Map<string, (e: WorkerEvent) => void>();
   private sampleId = 0;
   private exited = false;
 
-  constructor() {
-    this.child = fork(path.join(__dirname, 'fleet-worker.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  constructor(script = 'fleet-worker.js') {
+    this.child = fork(path.join(__dirname, script), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     this.child.on('message', (raw) => {
       const e = raw as WorkerEvent;
       if (e.ev === 'error') {
@@ -162,7 +163,7 @@ class Worker {
     });
   }
 
-  private ask<E extends WorkerEvent>(command: WorkerCommand, key: string): Promise<E> {
+  ask<E extends WorkerEvent>(command: C | WorkerCommand, key: string): Promise<E> {
     if (this.exited) return Promise.reject(new Error('worker exited'));
     return new Promise<E>((resolve, reject) => {
       this.waiting.set(key, (e) => (e.ev === 'error' ? reject(new Error(e.message)) : resolve(e as E)));
