@@ -1,5 +1,6 @@
 /** What the routers and background work share: one per running service. */
 import type { Logger } from 'pino';
+import type { CameraHub } from './cameras/hub';
 import type { Store } from './db';
 import type { EventBus } from './events';
 import type { Filament } from './filament';
@@ -40,6 +41,8 @@ export interface ServiceContext {
   /** The print queue (items and their API operations) and its dispatcher. */
   queue: QueueService;
   dispatcher: Dispatcher;
+  /** One upstream connection per printer camera, snapshots and MJPEG streams. */
+  cameras: CameraHub;
   /** Spools, where they are, what each print used; Spoolman mode. */
   filament: Filament;
 }
