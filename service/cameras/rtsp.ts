@@ -1,0 +1,237 @@
+/**
+ * An RTSP(S) camera (Bambu X1 / X1C / X1E / H2D / H2S / P2S at
+ * `rtsps://bblp:<access code>@<ip>:322/streaming/live/1`, or an rtsp(s)
+ * camera_url) as JPEG frames: a child ffmpeg reads the H.264 over TCP and
+ * writes MJPEG to a pipe, which JpegSplitter cuts into frames.
+ *
+ * - TLS: ffmpeg's TLS layer does not verify the peer by default
+ *   (`tls_verify=0`, GnuTLS and OpenSSL builds alike), which the printer's
+ *   self-signed certificate needs; nothing is passed for it.
+ * - Rate: ffmpeg's `select` filter keeps at most `maxFps` pictures a second
+ *   (a little jitter allowed) and never duplicates one; frames are encoded
+ *   only for the pictures kept.
+ * - Failures: a listener hears one CameraError per run; ffmpeg's stderr
+ *   (last 8 KiB, redacted) says which (ffmpeg-failure.ts). No frame within
+ *   `timeoutMs` of the start, or of the last frame, is TIMEOUT. After an
+ *   error the child is gone and start() opens a new run.
+ * - close(): SIGTERM, SIGKILL after 2 s, and it resolves once the child is
+ *   reaped and its pipes are closed.
+ *
+ * Without ffmpeg the source fails at start() with UNSUPPORTED naming the
+ * package to install.
+ */
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import { ffmpegStatus, type FfmpegStatus } from './ffmpeg';
+import { ffmpegFailure, publicUrl, redact, urlSecret } from './ffmpeg-failure';
+import { DEFAULT_MAX_FRAME_BYTES, JpegSplitter } from './jpeg-splitter';
+import { CameraError, type CameraFrame, type CameraSource } from './source';
+
+export interface RtspSourceOptions {
+  /** rtsp:// or rtsps:// URL, credentials in it (`rtsps://bblp:<code>@<ip>:322/streaming/live/1`). */
+  url: string;
+  /** At most this many frames a second (default 5; 0.1 … 30). */
+  maxFps?: number;
+  /** No frame within this long after start() or after the previous frame: TIMEOUT (default 10000 ms). */
+  timeoutMs?: number;
+  /** A JPEG larger than this is dropped (default 4 MiB). */
+  maxFrameBytes?: number;
+  /** JPEG quality as ffmpeg's -q:v, 2 (best) … 31 (default 5). */
+  quality?: number;
+  /** The ffmpeg to run (default: ffmpegStatus(), the system one). */
+  ffmpeg?: FfmpegStatus;
+}
+
+const STDERR_KEEP = 8 * 1024;
+const KILL_AFTER_MS = 2000;
+
+type Child = ChildProcessByStdio<null, Readable, Readable>;
+
+/** "5.1.9-0+deb12u1" → true; -fps_mode arrived in ffmpeg 5.1 (before it: -vsync). Unknown builds are taken as new. */
+export function hasFpsMode(version: string | null): boolean {
+  const match = /^n?(\d+)\.(\d+)/.exec(version ?? '');
+  if (!match) return true;
+  const [major, minor] = [Number(match[1]), Number(match[2])];
+  return major > 5 || (major === 5 && minor >= 1);
+}
+
+/** ffmpeg's arguments for reading `url` into JPEGs on stdout. */
+export function rtspFfmpegArgs(url: string, maxFps: number, quality: number, version: string | null): string[] {
+  // 10 % below the period: pictures timed by a network clock arrive a little early or late.
+  const minGap = ((1 / maxFps) * 0.9).toFixed(4);
+  return [
+    ...['-hide_banner', '-nostdin', '-loglevel', 'error'],
+    // Half a second of stream shows the SPS; every second more of probing delays the first frame.
+    ...['-rtsp_transport', 'tcp', '-fflags', 'nobuffer', '-flags', 'low_delay', '-analyzeduration', '500000', '-probesize', '1000000'],
+    ...['-i', url],
+    ...['-map', '0:v:0', '-an', '-sn', '-dn'],
+    ...['-vf', `select='isnan(prev_selected_t)+gte(t-prev_selected_t,${minGap})'`],
+    ...(hasFpsMode(version) ? ['-fps_mode', 'passthrough'] : ['-vsync', 'passthrough']),
+    ...['-c:v', 'mjpeg', '-q:v', String(quality), '-f', 'image2pipe', 'pipe:1'],
+  ];
+}
+
+export function createRtspSource(options: RtspSourceOptions): CameraSource {
+  return new RtspSource(options);
+}
+
+class RtspSource implements CameraSource {
+  readonly kind = 'rtsp' as const;
+  private readonly frameListeners = new Set<(frame: CameraFrame) => void>();
+  private readonly errorListeners = new Set<(error: CameraError) => void>();
+  private readonly maxFps: number;
+  private readonly timeoutMs: number;
+  private readonly quality: number;
+  private readonly target: string;
+  private readonly secret: string | null;
+  private child: Child | null = null;
+  private exited: Promise<void> = Promise.resolve();
+  private watchdog: NodeJS.Timeout | null = null;
+  private pendingError: NodeJS.Immediate | null = null;
+  private closed = false;
+
+  constructor(private readonly options: RtspSourceOptions) {
+    this.maxFps = clamp(options.maxFps ?? 5, 0.1, 30);
+    this.timeoutMs = clamp(options.timeoutMs ?? 10_000, 100, 600_000);
+    this.quality = Math.round(clamp(options.quality ?? 5, 2, 31));
+    this.target = publicUrl(options.url);
+    this.secret = urlSecret(options.url);
+  }
+
+  onFrame(listener: (frame: CameraFrame) => void): () => void {
+    this.frameListeners.add(listener);
+    return () => this.frameListeners.delete(listener);
+  }
+
+  onError(listener: (error: CameraError) => void): () => void {
+    this.errorListeners.add(listener);
+    return () => this.errorListeners.delete(listener);
+  }
+
+  start(): void {
+    if (this.closed || this.child || this.pendingError) return;
+    const ffmpeg = this.options.ffmpeg ?? ffmpegStatus();
+    if (!ffmpeg.available || !ffmpeg.path) {
+      this.failSoon(new CameraError('UNSUPPORTED', `cannot read the RTSP camera at ${this.target}: ${ffmpeg.message}`));
+      return;
+    }
+    if (!/^rtsps?:\/\//i.test(this.options.url)) {
+      this.failSoon(new CameraError('PROTOCOL', `not an rtsp:// or rtsps:// URL: ${this.target}`));
+      return;
+    }
+    this.run(ffmpeg.path, ffmpeg.version);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.pendingError) clearImmediate(this.pendingError);
+    this.pendingError = null;
+    this.frameListeners.clear();
+    this.errorListeners.clear();
+    await this.stopChild();
+  }
+
+  /** Reports an error from start() after the caller's current turn, so listeners added right after start() hear it. */
+  private failSoon(error: CameraError): void {
+    this.pendingError = setImmediate(() => {
+      this.pendingError = null;
+      this.emitError(error);
+    });
+  }
+
+  private run(path: string, version: string | null): void {
+    const args = rtspFfmpegArgs(this.options.url, this.maxFps, this.quality, version);
+    const child = spawn(path, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = child;
+    this.exited = new Promise<void>((resolve) => {
+      child.once('close', () => resolve());
+      // A child that never started (ENOENT) has nothing to reap.
+      child.once('error', () => {
+        if (child.pid === undefined) resolve();
+      });
+    });
+    const splitter = new JpegSplitter(this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES);
+    let stderr = '';
+    let frames = 0;
+    let failed = false;
+    const fail = (error: CameraError) => {
+      if (failed || this.child !== child) return;
+      failed = true;
+      this.emitError(error);
+      void this.stopChild();
+    };
+    this.armWatchdog(() => fail(new CameraError('TIMEOUT', `no frame from the camera at ${this.target} within ${this.timeoutMs / 1000} s`)));
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      const error =
+        err.code === 'ENOENT' || err.code === 'EACCES'
+          ? new CameraError('UNSUPPORTED', `cannot run ffmpeg at ${path} (${err.code}): apt-get install ffmpeg, or set FFMPEG_PATH`)
+          : new CameraError('PROTOCOL', `ffmpeg failed to start: ${redact(err.message, this.secret)}`);
+      fail(error);
+    });
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (text: string) => {
+      stderr = (stderr + text).slice(-STDERR_KEEP);
+    });
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (this.child !== child) return;
+      for (const jpeg of splitter.push(chunk)) {
+        frames++;
+        this.watchdog?.refresh();
+        this.emitFrame({ jpeg, at: Date.now() });
+      }
+    });
+    child.once('close', (code, signal) => {
+      if (this.child !== child) return;
+      fail(ffmpegFailure(stderr, { code, signal }, this.target, this.secret, frames > 0));
+      this.child = null;
+      this.clearWatchdog();
+    });
+  }
+
+  private armWatchdog(onTimeout: () => void): void {
+    this.clearWatchdog();
+    this.watchdog = setTimeout(onTimeout, this.timeoutMs);
+  }
+
+  private clearWatchdog(): void {
+    if (this.watchdog) clearTimeout(this.watchdog);
+    this.watchdog = null;
+  }
+
+  /** Ends the running child, if any: SIGTERM, SIGKILL after a grace period; resolves once it is reaped. */
+  private async stopChild(): Promise<void> {
+    this.clearWatchdog();
+    const child = this.child;
+    const exited = this.exited;
+    if (!child) return exited;
+    this.child = null;
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    const force = setTimeout(() => child.kill('SIGKILL'), KILL_AFTER_MS);
+    await exited;
+    clearTimeout(force);
+  }
+
+  private emitFrame(frame: CameraFrame): void {
+    for (const listener of [...this.frameListeners]) {
+      try {
+        listener(frame);
+      } catch {
+        // A listener's failure is its own; the camera goes on.
+      }
+    }
+  }
+
+  private emitError(error: CameraError): void {
+    for (const listener of [...this.errorListeners]) {
+      try {
+        listener(error);
+      } catch {
+        // As above.
+      }
+    }
+  }
+}
+
+function clamp(n: number, min: number, max: number): number {
+  return Number.isFinite(n) ? Math.min(max, Math.max(min, n)) : min;
+}
