@@ -154,7 +154,8 @@ export class JpegSplitter {
     const s = this.store;
     let p = this.pos;
     while (p < this.length) {
-      const ff = s.indexOf(0xff, p);
+      // The store holds stale bytes past `length`: search only what was received.
+      const ff = s.subarray(0, this.length).indexOf(0xff, p);
       if (ff < 0 || ff + 1 >= this.length) {
         this.pos = ff < 0 ? this.length : ff;
         return false;

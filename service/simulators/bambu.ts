@@ -13,6 +13,7 @@
  * - Implicit FTPS with vsftpd's manners, including 522 for a data connection
  *   that does not resume the control connection's TLS session; uploads (STOR)
  *   anywhere on the card, two at once corrupt each other (bambu/ftps.ts).
+ * - X1-family models: the RTSPS camera, where ffmpeg is installed (bambu/rtsps-camera.ts).
  * - AMS trays and the external spool (bambu/materials.ts), white PLA in
  *   tray 0 by default; the model as real printers tell it (bambu/version.ts).
  * - A control API (JSON over HTTP, `controlUrl`; routes in bambu/control.ts)
@@ -46,6 +47,7 @@ import {
 } from './bambu/options';
 import { decideProjectFile, plainStartRecord, type StartRecord } from './bambu/print-start';
 import { SimPrinter, type CommandResult, type Json, type StartOptions } from './bambu/printer';
+import { hasRtspsCamera, SimRtspsCamera } from './bambu/rtsps-camera';
 import { CORE_KEYS, diffReport } from './bambu/reports';
 import { handleRequest, type RequestTarget } from './bambu/requests';
 import { stateView, statusWord, type SimStatus } from './bambu/state-view';
@@ -73,6 +75,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
   /** Starts that arrived while a job held the printer (each cancelled that job). */
   startsWhileBusy = 0;
   lastStart: StartRecord | null = null;
+  rtsps: SimRtspsCamera | null = null;
 
   private mqtt: SimMqtt | null = null;
   private ftps: SimFtps | null = null;
@@ -144,16 +147,11 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
       },
     });
     if (this.options.ftps ?? true) {
-      this.ftps = new SimFtps({
-        key,
-        cert,
-        user: 'bblp',
-        password: this.accessCode,
-        storage: this.storage,
-        throttle: () => this.faults.transfer_bytes_per_sec,
-      });
+      this.ftps = new SimFtps({ key, cert, user: 'bblp', password: this.accessCode, storage: this.storage, throttle: () => this.faults.transfer_bytes_per_sec });
       await this.ftps.listen();
     }
+    if (hasRtspsCamera(this.model)) this.rtsps = new SimRtspsCamera({ label: this.name, accessCode: this.accessCode, key, cert, port: this.options.rtspsPort });
+    if (this.options.rtsps ?? true) await this.rtsps?.start();
     if (this.options.control ?? true) {
       this.control = new BambuControlServer(this);
       await this.control.listen();
@@ -353,7 +351,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
     const previous = this.linkMode;
     this.linkMode = mode;
     if (previous !== 'online' && mode === 'online') this.lastTick = Date.now();
-    await Promise.all([this.mqtt?.setMode(mode), this.ftps?.setMode(mode)]);
+    await Promise.all([this.mqtt?.setMode(mode), this.ftps?.setMode(mode), this.rtsps?.setMode(mode)]);
   }
 
   setFaults(patch: Partial<BambuFaults>): BambuFaults {
@@ -376,7 +374,6 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
     return { ok: true, materials: this.materials.list() };
   }
 
-
   get status(): SimStatus {
     return statusWord(this.printer.gcodeState, this.endedBy);
   }
@@ -393,6 +390,6 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
     this.timer = null;
     if (this.startTimer) clearTimeout(this.startTimer);
     this.startTimer = null;
-    await Promise.all([this.control?.close(), this.mqtt?.close(), this.ftps?.close()]);
+    await Promise.all([this.control?.close(), this.mqtt?.close(), this.ftps?.close(), this.rtsps?.stop()]);
   }
 }

@@ -44,6 +44,13 @@ export interface BambuSimulatorOptions {
   ftps?: boolean;
   /** Run the HTTP control API (default true). Off: controlUrl is empty; the methods still work. */
   control?: boolean;
+  /**
+   * The RTSPS camera of X1 / X1C / X1E / H2D / H2S / P2S models (default true; it runs only where
+   * the system ffmpeg is installed). Other models have none whatever this says.
+   */
+  rtsps?: boolean;
+  /** Port of the RTSPS camera (default 0: any free port; 322 on a real printer). */
+  rtspsPort?: number;
   /** Delay of the first periodic report in ms (default: one report interval); spreads many printers over the second. */
   reportOffsetMs?: number;
   /**

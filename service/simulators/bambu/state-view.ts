@@ -2,7 +2,7 @@
  * What the simulated Bambu printer's GET /state shows: the printer as a
  * person at it would describe it (status word, job, temperatures), what it
  * holds (files, materials), what happened (prints_started, last_start) and
- * counters of its MQTT and FTPS servers.
+ * counters of its MQTT, FTPS and RTSPS servers.
  */
 import type { BambuSimulator } from '../bambu';
 import type { SimFtps } from './ftps';
@@ -74,6 +74,9 @@ export function stateView({ sim, mqtt, ftps, link }: StateParts): Json {
     speed: sim.speed,
     mqtt_port: sim.mqttPort,
     ftps_port: sim.ftpsPort,
+    // 0 where the model has no RTSPS camera or ffmpeg is missing (then rtsps_unavailable says why).
+    rtsps_port: sim.rtsps?.running ? sim.rtsps.port : 0,
+    rtsps_unavailable: sim.rtsps ? sim.rtsps.unavailableReason : null,
     stats: {
       ...sim.stats,
       mqtt_clients: mqtt?.connectedClients ?? 0,
@@ -89,6 +92,19 @@ export function stateView({ sim, mqtt, ftps, link }: StateParts): Json {
       ftp_uploads: ftps?.stats.uploads ?? 0,
       ftp_upload_collisions: ftps?.stats.upload_collisions ?? 0,
       ftp_active_uploads: ftps?.activeUploads.size ?? 0,
+      ...rtspsStats(sim),
     },
+  };
+}
+
+/** The RTSPS camera's counters (zeros without one): connections, plays and who is watching now. */
+function rtspsStats(sim: BambuSimulator): Json {
+  const stats = sim.rtsps?.stats();
+  return {
+    rtsp_connections: stats?.connections ?? 0,
+    rtsp_auth_failures: stats?.auth_failures ?? 0,
+    rtsp_plays: stats?.plays ?? 0,
+    rtsp_players: stats?.players ?? 0,
+    rtsp_encoder_running: stats?.encoder_running ?? false,
   };
 }
