@@ -23,7 +23,7 @@ export class RtspProtocolError extends Error {}
 
 /** Cuts the client's byte stream into requests. */
 export class RtspReader {
-  private buffer = Buffer.alloc(0);
+  private buffer: Buffer = Buffer.alloc(0);
 
   /** The requests completed by `chunk`; throws RtspProtocolError for a stream that is no RTSP. */
   push(chunk: Buffer): RtspRequest[] {
