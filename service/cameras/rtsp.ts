@@ -26,6 +26,7 @@ import { ffmpegStatus, type FfmpegStatus } from './ffmpeg';
 import { ffmpegFailure, publicUrl, redact, urlSecret } from './ffmpeg-failure';
 import { DEFAULT_MAX_FRAME_BYTES, JpegSplitter } from './jpeg-splitter';
 import { CameraError, type CameraFrame, type CameraSource } from './source';
+import { terminate, whenGone } from './terminate';
 
 export interface RtspSourceOptions {
   /** rtsp:// or rtsps:// URL, credentials in it (`rtsps://bblp:<code>@<ip>:322/streaming/live/1`). */
@@ -43,7 +44,6 @@ export interface RtspSourceOptions {
 }
 
 const STDERR_KEEP = 8 * 1024;
-const KILL_AFTER_MS = 2000;
 
 type Child = ChildProcessByStdio<null, Readable, Readable>;
 
@@ -143,13 +143,7 @@ class RtspSource implements CameraSource {
     const args = rtspFfmpegArgs(this.options.url, this.maxFps, this.quality, version);
     const child = spawn(path, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
-    this.exited = new Promise<void>((resolve) => {
-      child.once('close', () => resolve());
-      // A child that never started (ENOENT) has nothing to reap.
-      child.once('error', () => {
-        if (child.pid === undefined) resolve();
-      });
-    });
+    this.exited = whenGone(child);
     const splitter = new JpegSplitter(this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES);
     let stderr = '';
     let frames = 0;
@@ -205,10 +199,7 @@ class RtspSource implements CameraSource {
     const exited = this.exited;
     if (!child) return exited;
     this.child = null;
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    const force = setTimeout(() => child.kill('SIGKILL'), KILL_AFTER_MS);
-    await exited;
-    clearTimeout(force);
+    await terminate(child, exited);
   }
 
   private emitFrame(frame: CameraFrame): void {

@@ -14,6 +14,7 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import fs from 'node:fs';
 import type { Readable } from 'node:stream';
+import { terminate, whenGone } from '../../cameras/terminate';
 
 export interface AccessUnit {
   /** NAL units without start codes (the delimiter left out). */
@@ -34,7 +35,6 @@ export interface H264FeedOptions {
 const FONT = '/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf';
 /** An Annex B stream with no start code for this long is broken: start over. */
 const MAX_PENDING_BYTES = 2 * 1024 * 1024;
-const KILL_AFTER_MS = 2000;
 const RESTART_AFTER_MS = 1000;
 
 type Encoder = ChildProcessByStdio<null, Readable, null>;
@@ -105,7 +105,7 @@ export class H264Feed {
     this.encoderStarts++;
     this.pending = Buffer.alloc(0);
     this.unit = [];
-    this.exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
+    this.exited = whenGone(child);
     child.on('error', () => undefined);
     child.stdout.on('data', (chunk: Buffer) => this.onBytes(chunk));
     child.once('close', () => {
@@ -122,10 +122,7 @@ export class H264Feed {
     const child = this.child;
     if (!child) return this.exited;
     this.child = null;
-    child.kill('SIGTERM');
-    const force = setTimeout(() => child.kill('SIGKILL'), KILL_AFTER_MS);
-    await this.exited;
-    clearTimeout(force);
+    await terminate(child, this.exited);
   }
 
   private onBytes(chunk: Buffer): void {

@@ -115,10 +115,13 @@ class RtspConnection {
   }
 
   private onData(chunk: Buffer): void {
+    // After a 400 the connection is closing: what else the client sends is not read.
+    if (this.socket.writableEnded) return;
     let requests: RtspRequest[];
     try {
       requests = this.reader.push(chunk);
     } catch (err) {
+      this.stopPlaying();
       if (err instanceof RtspProtocolError) this.socket.end(rtspResponse(400, '0'));
       else this.destroy();
       return;
