@@ -150,7 +150,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
       this.ftps = new SimFtps({ key, cert, user: 'bblp', password: this.accessCode, storage: this.storage, throttle: () => this.faults.transfer_bytes_per_sec });
       await this.ftps.listen();
     }
-    if (hasRtspsCamera(this.model)) this.rtsps = new SimRtspsCamera({ label: this.name, accessCode: this.accessCode, key, cert, port: this.options.rtspsPort });
+    if (hasRtspsCamera(this.model)) this.rtsps = new SimRtspsCamera({ label: this.name, caption: () => `${this.status} ${this.printer.progress} %`, accessCode: this.accessCode, key, cert, port: this.options.rtspsPort });
     if (this.options.rtsps ?? true) await this.rtsps?.start();
     if (this.options.control ?? true) {
       this.control = new BambuControlServer(this);

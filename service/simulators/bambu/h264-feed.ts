@@ -1,7 +1,8 @@
 /**
  * The simulated X1-family camera's picture: a child ffmpeg draws a test
- * pattern with the printer's name and the time (drawtext, where the build
- * has it and a DejaVu font is installed; the bare pattern otherwise) and
+ * pattern with the printer's name, a caption (its state and progress,
+ * bambu/caption-file.ts) and the time (drawtext, where a DejaVu font is
+ * installed; the bare pattern otherwise) and
  * encodes it to H.264 (libx264, baseline, one IDR a second, SPS/PPS before
  * every IDR, an access-unit delimiter before every picture). This module
  * cuts that Annex B byte stream into access units for the RTSP sessions.
@@ -15,6 +16,7 @@ import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import fs from 'node:fs';
 import type { Readable } from 'node:stream';
 import { terminate, whenGone } from '../../cameras/terminate';
+import { CaptionFile } from './caption-file';
 
 export interface AccessUnit {
   /** NAL units without start codes (the delimiter left out). */
@@ -27,6 +29,8 @@ export interface H264FeedOptions {
   ffmpegPath: string;
   /** What the picture says (the printer's name); only letters, digits and simple punctuation are kept. */
   label: string;
+  /** A second line that may change (e.g. "printing 42 %"), read once a second while the encoder runs. */
+  caption?: () => string;
   width?: number;
   height?: number;
   fps?: number;
@@ -54,12 +58,14 @@ export class H264Feed {
   private pending: Buffer = Buffer.alloc(0);
   private unit: Buffer[] = [];
   private restartTimer: NodeJS.Timeout | null = null;
+  private readonly caption: CaptionFile | null;
   private closed = false;
 
   constructor(private readonly options: H264FeedOptions) {
     this.width = options.width ?? 640;
     this.height = options.height ?? 360;
     this.fps = options.fps ?? 5;
+    this.caption = options.caption && fs.existsSync(FONT) ? new CaptionFile(options.caption) : null;
   }
 
   get running(): boolean {
@@ -87,13 +93,18 @@ export class H264Feed {
     if (!fs.existsSync(FONT)) return source;
     // Only characters that need no escaping in a filter graph.
     const label = this.options.label.replace(/[^A-Za-z0-9 ._#()-]/g, '').slice(0, 48) || 'printer';
-    const text = (what: string, y: string, size: number) =>
-      `drawtext=fontfile=${FONT}:text='${what}':x=12:y=${y}:fontsize=${size}:fontcolor=white:box=1:boxcolor=black@0.6:boxborderw=6`;
-    return [source, text(label, '30', 28), text('%{localtime}', 'h-40', 20)].join(',');
+    const style = 'fontcolor=white:box=1:boxcolor=black@0.6:boxborderw=6';
+    const text = (what: string, y: string, size: number) => `drawtext=fontfile=${FONT}:text='${what}':x=12:y=${y}:fontsize=${size}:${style}`;
+    const layers = [source, text(label, '30', 28), text('%{localtime}', 'h-40', 20)];
+    // The caption as written, no %{...} expansion: a "42 %" stays what it says.
+    if (this.caption) layers.push(`drawtext=fontfile=${FONT}:textfile=${this.caption.path}:reload=1:expansion=none:x=12:y=76:fontsize=22:${style}`);
+    return layers.join(',');
   }
 
   private spawnEncoder(): void {
     this.restartTimer = null;
+    // drawtext fails without its file: it is there before ffmpeg starts.
+    this.caption?.start();
     const args = [
       ...['-hide_banner', '-nostdin', '-loglevel', 'error'],
       ...['-re', '-f', 'lavfi', '-i', this.filterGraph()],
@@ -120,9 +131,11 @@ export class H264Feed {
     if (this.restartTimer) clearTimeout(this.restartTimer);
     this.restartTimer = null;
     const child = this.child;
-    if (!child) return this.exited;
     this.child = null;
-    await terminate(child, this.exited);
+    if (child) await terminate(child, this.exited);
+    else await this.exited;
+    // A viewer who came back meanwhile started a new encoder, which keeps the caption.
+    if (!this.child) this.caption?.stop();
   }
 
   private onBytes(chunk: Buffer): void {

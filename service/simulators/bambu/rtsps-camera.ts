@@ -24,6 +24,8 @@ export function hasRtspsCamera(model: string): boolean {
 export interface SimRtspsCameraOptions {
   /** What the picture shows (the printer's name). */
   label: string;
+  /** A second line that may change, such as the state and progress (read once a second while someone watches). */
+  caption?: () => string;
   accessCode: string;
   key: string;
   cert: string;
@@ -85,7 +87,7 @@ export class SimRtspsCamera {
     if (this.server) return true;
     const ffmpeg = this.ffmpeg;
     if (!ffmpeg.available || !ffmpeg.path) return false;
-    const feed = new H264Feed({ ffmpegPath: ffmpeg.path, label: this.options.label });
+    const feed = new H264Feed({ ffmpegPath: ffmpeg.path, label: this.options.label, caption: this.options.caption });
     const server = new SimRtsps({
       key: this.options.key,
       cert: this.options.cert,
