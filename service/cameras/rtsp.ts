@@ -12,7 +12,8 @@
  *   only for the pictures kept.
  * - Failures: a listener hears one CameraError per run; ffmpeg's stderr
  *   (last 8 KiB, redacted) says which (ffmpeg-failure.ts). No frame within
- *   `timeoutMs` of the start, or of the last frame, is TIMEOUT. After an
+ *   `timeoutMs` of the start, or within `stallTimeoutMs` of the last frame,
+ *   is TIMEOUT. After an
  *   error the child is gone and start() opens a new run.
  * - close(): SIGTERM, SIGKILL after 2 s, and it resolves once the child is
  *   reaped and its pipes are closed.
@@ -35,6 +36,8 @@ export interface RtspSourceOptions {
   maxFps?: number;
   /** No frame within this long after start() or after the previous frame: TIMEOUT (default 10000 ms). */
   timeoutMs?: number;
+  /** No frame for this long once frames flowed: TIMEOUT (default: timeoutMs). The first frame takes longer (TLS, RTSP, probing, an IDR). */
+  stallTimeoutMs?: number;
   /** A JPEG larger than this is dropped (default 4 MiB). */
   maxFrameBytes?: number;
   /** JPEG quality as ffmpeg's -q:v, 2 (best) … 31 (default 5). */
@@ -81,6 +84,7 @@ class RtspSource implements CameraSource {
   private readonly errorListeners = new Set<(error: CameraError) => void>();
   private readonly maxFps: number;
   private readonly timeoutMs: number;
+  private readonly stallTimeoutMs: number;
   private readonly quality: number;
   private readonly target: string;
   private readonly secret: string | null;
@@ -93,6 +97,7 @@ class RtspSource implements CameraSource {
   constructor(private readonly options: RtspSourceOptions) {
     this.maxFps = clamp(options.maxFps ?? 5, 0.1, 30);
     this.timeoutMs = clamp(options.timeoutMs ?? 10_000, 100, 600_000);
+    this.stallTimeoutMs = clamp(options.stallTimeoutMs ?? this.timeoutMs, 100, 600_000);
     this.quality = Math.round(clamp(options.quality ?? 5, 2, 31));
     this.target = publicUrl(options.url);
     this.secret = urlSecret(options.url);
@@ -154,7 +159,8 @@ class RtspSource implements CameraSource {
       this.emitError(error);
       void this.stopChild();
     };
-    this.armWatchdog(() => fail(new CameraError('TIMEOUT', `no frame from the camera at ${this.target} within ${this.timeoutMs / 1000} s`)));
+    this.armWatchdog(this.timeoutMs, () => fail(new CameraError('TIMEOUT', `no frame from the camera at ${this.target} within ${this.timeoutMs / 1000} s`)));
+    const stalled = () => fail(new CameraError('TIMEOUT', `the camera at ${this.target} sent no frame for ${this.stallTimeoutMs / 1000} s`));
     child.on('error', (err: NodeJS.ErrnoException) => {
       const error =
         err.code === 'ENOENT' || err.code === 'EACCES'
@@ -170,7 +176,8 @@ class RtspSource implements CameraSource {
       if (this.child !== child) return;
       for (const jpeg of splitter.push(chunk)) {
         frames++;
-        this.watchdog?.refresh();
+        if (frames === 1) this.armWatchdog(this.stallTimeoutMs, stalled);
+        else this.watchdog?.refresh();
         this.emitFrame({ jpeg, at: Date.now() });
       }
     });
@@ -182,9 +189,9 @@ class RtspSource implements CameraSource {
     });
   }
 
-  private armWatchdog(onTimeout: () => void): void {
+  private armWatchdog(ms: number, onTimeout: () => void): void {
     this.clearWatchdog();
-    this.watchdog = setTimeout(onTimeout, this.timeoutMs);
+    this.watchdog = setTimeout(onTimeout, ms);
   }
 
   private clearWatchdog(): void {

@@ -159,6 +159,25 @@ describeFfmpeg('RTSPS camera of a simulated X1C', () => {
     }
   });
 
+  test('a camera whose frames stall gives TIMEOUT after its last frame; lifted, a new run streams again', async () => {
+    const s = source({ url: sim.rtsps!.url(), timeoutMs: 20_000, stallTimeoutMs: 1500 });
+    const first = await firstEvent(s);
+    expect(first.frame).toBeDefined();
+    const errors: CameraError[] = [];
+    s.onError((e) => errors.push(e));
+    sim.rtsps!.stallFrames(true);
+    try {
+      expect(await eventually(() => errors.length > 0, 20_000)).toBe(true);
+      expect(errors.map((e) => e.code)).toEqual(['TIMEOUT']);
+      expect(errors[0].message).toMatch(/sent no frame for 1\.5 s/);
+      expect(await eventually(() => readers().length === 0)).toBe(true);
+    } finally {
+      sim.rtsps!.stallFrames(false);
+    }
+    const again = await firstEvent(s);
+    expect(again.frame).toBeDefined();
+  });
+
   test('the camera switched off refuses (OFFLINE); switched on again it serves on the same port', async () => {
     const port = sim.rtsps!.port;
     await sim.rtsps!.stop();

@@ -40,6 +40,7 @@ export class SimRtspsCamera {
   private feed: H264Feed | null = null;
   private boundPort: number;
   private mode: LinkMode = 'online';
+  private framesStalled = false;
   private readonly totals = { connections: 0, auth_failures: 0, plays: 0, encoder_starts: 0 };
 
   constructor(private readonly options: SimRtspsCameraOptions) {
@@ -102,6 +103,7 @@ export class SimRtspsCamera {
     }
     this.feed = feed;
     this.server = server;
+    server.framesStalled = this.framesStalled;
     if (this.mode !== 'online') await server.setMode(this.mode);
     return true;
   }
@@ -118,6 +120,16 @@ export class SimRtspsCamera {
     }
     if (feed) this.totals.encoder_starts += feed.encoderStarts;
     await Promise.all([server?.close(), feed?.close()]);
+  }
+
+  /** The stalled-camera fault: viewers stay connected and get no picture until it is lifted. */
+  stallFrames(stalled: boolean): void {
+    this.framesStalled = stalled;
+    if (this.server) this.server.framesStalled = stalled;
+  }
+
+  get stalled(): boolean {
+    return this.framesStalled;
   }
 
   /** Follows the printer's link: offline refuses and drops, stalled holds new connections and sends nothing. */

@@ -41,6 +41,8 @@ export class SimRtsps {
   readonly stats = { connections: 0, auth_failures: 0, plays: 0, skipped_pictures: 0 };
   readonly sessions = new Set<RtspConnection>();
   mode: LinkMode = 'online';
+  /** A fault: connections and requests work, yet no picture goes out (a camera that froze). */
+  framesStalled = false;
   private readonly listener: GatedTlsListener;
   private closed = false;
 
@@ -216,6 +218,11 @@ class RtspConnection {
 
   private onPicture(unit: AccessUnit): void {
     if (!this.playing || this.socket.destroyed || this.server.mode !== 'online') return;
+    if (this.server.framesStalled) {
+      // Back from the stall, a viewer resumes at an IDR picture.
+      this.synced = false;
+      return;
+    }
     if (this.socket.writableLength > MAX_UNREAD_BYTES) {
       this.server.stats.skipped_pictures++;
       this.synced = false;
