@@ -12,7 +12,7 @@
  *   only for the pictures kept.
  * - Failures: a listener hears one CameraError per run; ffmpeg's stderr
  *   (last 8 KiB, redacted) says which (ffmpeg-failure.ts). No frame within
- *   `timeoutMs` of the start, or within `stallTimeoutMs` of the last frame,
+ *   `connectTimeoutMs` of the start, or within `stallTimeoutMs` of the last frame,
  *   is TIMEOUT. After an
  *   error the child is gone and start() opens a new run.
  * - close(): SIGTERM, SIGKILL after 2 s, and it resolves once the child is
@@ -34,9 +34,9 @@ export interface RtspSourceOptions {
   url: string;
   /** At most this many frames a second (default 5; 0.1 … 30). */
   maxFps?: number;
-  /** No frame within this long after start() or after the previous frame: TIMEOUT (default 10000 ms). */
-  timeoutMs?: number;
-  /** No frame for this long once frames flowed: TIMEOUT (default: timeoutMs). The first frame takes longer (TLS, RTSP, probing, an IDR). */
+  /** No first frame within this long after start(): TIMEOUT (default 10000 ms; the hub passes camera_timeout_s). */
+  connectTimeoutMs?: number;
+  /** No frame for this long once frames flowed: TIMEOUT (default: connectTimeoutMs). The first frame takes longer (TLS, RTSP, probing, an IDR). */
   stallTimeoutMs?: number;
   /** A JPEG larger than this is dropped (default 4 MiB). */
   maxFrameBytes?: number;
@@ -83,7 +83,7 @@ class RtspSource implements CameraSource {
   private readonly frameListeners = new Set<(frame: CameraFrame) => void>();
   private readonly errorListeners = new Set<(error: CameraError) => void>();
   private readonly maxFps: number;
-  private readonly timeoutMs: number;
+  private readonly connectTimeoutMs: number;
   private readonly stallTimeoutMs: number;
   private readonly quality: number;
   private readonly target: string;
@@ -96,8 +96,8 @@ class RtspSource implements CameraSource {
 
   constructor(private readonly options: RtspSourceOptions) {
     this.maxFps = clamp(options.maxFps ?? 5, 0.1, 30);
-    this.timeoutMs = clamp(options.timeoutMs ?? 10_000, 100, 600_000);
-    this.stallTimeoutMs = clamp(options.stallTimeoutMs ?? this.timeoutMs, 100, 600_000);
+    this.connectTimeoutMs = clamp(options.connectTimeoutMs ?? 10_000, 100, 600_000);
+    this.stallTimeoutMs = clamp(options.stallTimeoutMs ?? this.connectTimeoutMs, 100, 600_000);
     this.quality = Math.round(clamp(options.quality ?? 5, 2, 31));
     this.target = publicUrl(options.url);
     this.secret = urlSecret(options.url);
@@ -159,7 +159,7 @@ class RtspSource implements CameraSource {
       this.emitError(error);
       void this.stopChild();
     };
-    this.armWatchdog(this.timeoutMs, () => fail(new CameraError('TIMEOUT', `no frame from the camera at ${this.target} within ${this.timeoutMs / 1000} s`)));
+    this.armWatchdog(this.connectTimeoutMs, () => fail(new CameraError('TIMEOUT', `no frame from the camera at ${this.target} within ${this.connectTimeoutMs / 1000} s`)));
     const stalled = () => fail(new CameraError('TIMEOUT', `the camera at ${this.target} sent no frame for ${this.stallTimeoutMs / 1000} s`));
     child.on('error', (err: NodeJS.ErrnoException) => {
       const error =

@@ -99,7 +99,7 @@ describeFfmpeg('RTSPS camera of a simulated X1C', () => {
     expect(sim.rtsps?.running).toBe(true);
     expect(sim.stateView().rtsps_port).toBe(sim.rtsps!.port);
     const before = stats().rtsp_connections as number;
-    const s = source({ url: sim.rtsps!.url(), maxFps: 5, timeoutMs: 20_000 });
+    const s = source({ url: sim.rtsps!.url(), maxFps: 5, connectTimeoutMs: 20_000 });
     const { frame, error } = await firstEvent(s);
     expect(error).toBeUndefined();
     expect(frame!.at).toBeLessThanOrEqual(Date.now());
@@ -117,7 +117,7 @@ describeFfmpeg('RTSPS camera of a simulated X1C', () => {
 
   test('a wrong access code is AUTH, at once and clearly, without the code in the message', async () => {
     const failuresBefore = stats().rtsp_auth_failures as number;
-    const s = source({ url: sim.rtsps!.url('99999999'), timeoutMs: 20_000 });
+    const s = source({ url: sim.rtsps!.url('99999999'), connectTimeoutMs: 20_000 });
     const { frame, error, waitedMs } = await firstEvent(s);
     expect(frame).toBeUndefined();
     expect(error?.code).toBe('AUTH');
@@ -133,7 +133,7 @@ describeFfmpeg('RTSPS camera of a simulated X1C', () => {
     expect(await idle()).toBe(true);
     const connections = stats().rtsp_connections as number;
     const encoderStarts = sim.rtsps!.stats().encoder_starts;
-    const sources = [0, 1, 2].map(() => source({ url: sim.rtsps!.url(), maxFps: 2, timeoutMs: 20_000 }));
+    const sources = [0, 1, 2].map(() => source({ url: sim.rtsps!.url(), maxFps: 2, connectTimeoutMs: 20_000 }));
     const events = await Promise.all(sources.map((s) => firstEvent(s)));
     expect(events.map((e) => e.error?.message ?? (e.frame ? 'frame' : 'nothing'))).toEqual(['frame', 'frame', 'frame']);
     expect(stats().rtsp_connections).toBe(connections + 3);
@@ -149,7 +149,7 @@ describeFfmpeg('RTSPS camera of a simulated X1C', () => {
   test('a stalled printer gives TIMEOUT within the source’s deadline, and the hung ffmpeg is ended', async () => {
     await sim.setLink('stalled');
     try {
-      const s = source({ url: sim.rtsps!.url(), timeoutMs: 1500 });
+      const s = source({ url: sim.rtsps!.url(), connectTimeoutMs: 1500 });
       const { error } = await firstEvent(s);
       expect(error?.code).toBe('TIMEOUT');
       expect(error?.message).toMatch(/no frame from the camera at rtsps:\/\/bblp:\*\*\*@127\.0\.0\.1:\d+\/streaming\/live\/1 within 1\.5 s/);
@@ -160,7 +160,7 @@ describeFfmpeg('RTSPS camera of a simulated X1C', () => {
   });
 
   test('a camera whose frames stall gives TIMEOUT after its last frame; lifted, a new run streams again', async () => {
-    const s = source({ url: sim.rtsps!.url(), timeoutMs: 20_000, stallTimeoutMs: 1500 });
+    const s = source({ url: sim.rtsps!.url(), connectTimeoutMs: 20_000, stallTimeoutMs: 1500 });
     const first = await firstEvent(s);
     expect(first.frame).toBeDefined();
     const errors: CameraError[] = [];
@@ -182,18 +182,18 @@ describeFfmpeg('RTSPS camera of a simulated X1C', () => {
     const port = sim.rtsps!.port;
     await sim.rtsps!.stop();
     expect(sim.stateView().rtsps_port).toBe(0);
-    const off = await firstEvent(source({ url: sim.rtsps!.url(), timeoutMs: 20_000 }));
+    const off = await firstEvent(source({ url: sim.rtsps!.url(), connectTimeoutMs: 20_000 }));
     expect(off.error?.code).toBe('OFFLINE');
     expect(off.error?.message).toMatch(/refused the connection/);
     expect(await sim.rtsps!.start()).toBe(true);
     expect(sim.rtsps!.port).toBe(port);
-    const on = await firstEvent(source({ url: sim.rtsps!.url(), timeoutMs: 20_000 }));
+    const on = await firstEvent(source({ url: sim.rtsps!.url(), connectTimeoutMs: 20_000 }));
     expect(on.error).toBeUndefined();
     expect(jpeg.decode(on.frame!.jpeg).width).toBe(640);
   });
 
   test('nothing listening is OFFLINE', async () => {
-    const { error } = await firstEvent(source({ url: `rtsps://bblp:1@127.0.0.1:${await closedPort()}/streaming/live/1`, timeoutMs: 20_000 }));
+    const { error } = await firstEvent(source({ url: `rtsps://bblp:1@127.0.0.1:${await closedPort()}/streaming/live/1`, connectTimeoutMs: 20_000 }));
     expect(error?.code).toBe('OFFLINE');
   });
 
