@@ -94,3 +94,17 @@ export function ffmpegStatus(): FfmpegStatus {
 export function resetFfmpegStatus(): void {
   cached = null;
 }
+
+/** What GET /health tells about ffmpeg (no path: /health is open to anyone who reaches the service). */
+export interface FfmpegHealth {
+  available: boolean;
+  version: string | null;
+  message: string;
+}
+
+const RTSP_CAMERAS = 'RTSPS cameras (Bambu X1, X1C, X1E, H2D, H2S, P2S) and rtsp(s) camera URLs';
+
+export function ffmpegHealth(status: FfmpegStatus = ffmpegStatus()): FfmpegHealth {
+  if (status.available) return { available: true, version: status.version, message: `${RTSP_CAMERAS} are decoded with ffmpeg ${status.version}` };
+  return { available: false, version: null, message: `${RTSP_CAMERAS} have no picture: ${status.message}` };
+}
