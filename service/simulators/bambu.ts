@@ -351,7 +351,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
     const previous = this.linkMode;
     this.linkMode = mode;
     if (previous !== 'online' && mode === 'online') this.lastTick = Date.now();
-    await Promise.all([this.mqtt?.setMode(mode), this.ftps?.setMode(mode), this.rtsps?.setMode(mode)]);
+    await Promise.all([this.mqtt?.setMode(mode), this.ftps?.setMode(mode), this.rtsps?.setLink(mode)]);
   }
 
   setFaults(patch: Partial<BambuFaults>): BambuFaults {

@@ -132,13 +132,13 @@ describeFfmpeg('RTSPS camera of a simulated X1C', () => {
   test('three sources: three connections and one encoder; closing them leaves no ffmpeg child and stops the encoder', async () => {
     expect(await idle()).toBe(true);
     const connections = stats().rtsp_connections as number;
-    const encoderStarts = sim.rtsps!.stats().encoder_starts;
+    const encoderStarts = sim.rtsps!.stats.encoder_starts;
     const sources = [0, 1, 2].map(() => source({ url: sim.rtsps!.url(), maxFps: 2, connectTimeoutMs: 20_000 }));
     const events = await Promise.all(sources.map((s) => firstEvent(s)));
     expect(events.map((e) => e.error?.message ?? (e.frame ? 'frame' : 'nothing'))).toEqual(['frame', 'frame', 'frame']);
     expect(stats().rtsp_connections).toBe(connections + 3);
     expect(stats().rtsp_players).toBe(3);
-    expect(sim.rtsps!.stats().encoder_starts).toBe(encoderStarts + 1);
+    expect(sim.rtsps!.stats.encoder_starts).toBe(encoderStarts + 1);
     expect(readers()).toHaveLength(3);
     await Promise.all(sources.map((s) => s.close()));
     expect(readers()).toEqual([]);
@@ -180,12 +180,14 @@ describeFfmpeg('RTSPS camera of a simulated X1C', () => {
 
   test('the camera switched off refuses (OFFLINE); switched on again it serves on the same port', async () => {
     const port = sim.rtsps!.port;
-    await sim.rtsps!.stop();
+    await sim.rtsps!.setEnabled(false);
+    expect(sim.rtsps!.isEnabled).toBe(false);
     expect(sim.stateView().rtsps_port).toBe(0);
     const off = await firstEvent(source({ url: sim.rtsps!.url(), connectTimeoutMs: 20_000 }));
     expect(off.error?.code).toBe('OFFLINE');
     expect(off.error?.message).toMatch(/refused the connection/);
-    expect(await sim.rtsps!.start()).toBe(true);
+    await sim.rtsps!.setEnabled(true);
+    expect(sim.rtsps!.isEnabled).toBe(true);
     expect(sim.rtsps!.port).toBe(port);
     const on = await firstEvent(source({ url: sim.rtsps!.url(), connectTimeoutMs: 20_000 }));
     expect(on.error).toBeUndefined();

@@ -5,9 +5,11 @@
  * (`running` false, `unavailableReason` says why) and the printer works
  * as before.
  *
- * start() and stop() switch the camera on and off while the printer runs
- * (the control API's `POST /camera` hooks in here); after a stop it comes
- * back on the same port, as a printer keeps its address.
+ * Switched on and off while the printer runs (start()/stop(), or
+ * setEnabled() as the control API's `POST /camera` calls it); after a stop
+ * it comes back on the same port, as a printer keeps its address. The
+ * stalled-camera fault (stallFrames(), or `faults.camera_stalled` read
+ * live) keeps viewers connected and sends them no picture.
  */
 import { ffmpegStatus, type FfmpegStatus } from '../../cameras/ffmpeg';
 import type { LinkMode } from './gate';
@@ -33,6 +35,19 @@ export interface SimRtspsCameraOptions {
   port?: number;
   /** The ffmpeg to use (default: the system one, ffmpegStatus()). */
   ffmpeg?: FfmpegStatus;
+  /** The printer's faults, read for every picture: `camera_stalled` sends none. */
+  faults?: { camera_stalled?: boolean };
+}
+
+export interface SimRtspsStats {
+  /** TLS connections accepted since the simulator started (all runs of the server). */
+  connections: number;
+  auth_failures: number;
+  plays: number;
+  encoder_starts: number;
+  /** Sessions receiving the stream now. */
+  players: number;
+  encoder_running: boolean;
 }
 
 export class SimRtspsCamera {
@@ -60,6 +75,10 @@ export class SimRtspsCamera {
     return this.server !== null;
   }
 
+  get isEnabled(): boolean {
+    return this.running;
+  }
+
   /** The port it listens on (0 before the first start). */
   get port(): number {
     return this.server?.port ?? this.boundPort;
@@ -70,8 +89,12 @@ export class SimRtspsCamera {
     return `rtsps://bblp:${encodeURIComponent(accessCode)}@127.0.0.1:${this.port}${RTSP_STREAM_PATH}`;
   }
 
-  /** Counters since the simulator started (all runs of the server), and what is going on now. */
-  stats(): { connections: number; auth_failures: number; plays: number; encoder_starts: number; players: number; encoder_running: boolean } {
+  /** RTSP connections open now. */
+  get openConnections(): number {
+    return this.server?.sessions.size ?? 0;
+  }
+
+  get stats(): SimRtspsStats {
     const live = this.server?.stats;
     return {
       connections: this.totals.connections + (live?.connections ?? 0),
@@ -94,6 +117,7 @@ export class SimRtspsCamera {
       cert: this.options.cert,
       credentials: { user: 'bblp', password: this.options.accessCode },
       feed,
+      stalled: () => this.stalled,
     });
     try {
       this.boundPort = await server.listen(this.boundPort);
@@ -103,7 +127,6 @@ export class SimRtspsCamera {
     }
     this.feed = feed;
     this.server = server;
-    server.framesStalled = this.framesStalled;
     if (this.mode !== 'online') await server.setMode(this.mode);
     return true;
   }
@@ -122,18 +145,23 @@ export class SimRtspsCamera {
     await Promise.all([server?.close(), feed?.close()]);
   }
 
+  /** On (where ffmpeg is installed) or off, as `POST /camera {"enabled": …}` asks. */
+  async setEnabled(enabled: boolean): Promise<void> {
+    if (enabled) await this.start();
+    else await this.stop();
+  }
+
   /** The stalled-camera fault: viewers stay connected and get no picture until it is lifted. */
   stallFrames(stalled: boolean): void {
     this.framesStalled = stalled;
-    if (this.server) this.server.framesStalled = stalled;
   }
 
   get stalled(): boolean {
-    return this.framesStalled;
+    return this.framesStalled || this.options.faults?.camera_stalled === true;
   }
 
   /** Follows the printer's link: offline refuses and drops, stalled holds new connections and sends nothing. */
-  async setMode(mode: LinkMode): Promise<void> {
+  async setLink(mode: LinkMode): Promise<void> {
     this.mode = mode;
     await this.server?.setMode(mode);
   }

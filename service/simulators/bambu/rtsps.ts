@@ -35,14 +35,14 @@ export interface SimRtspsOptions {
   cert: string;
   credentials: RtspCredentials;
   feed: H264Feed;
+  /** The stalled-camera fault, asked for every picture: viewers stay connected and get none. */
+  stalled?: () => boolean;
 }
 
 export class SimRtsps {
   readonly stats = { connections: 0, auth_failures: 0, plays: 0, skipped_pictures: 0 };
   readonly sessions = new Set<RtspConnection>();
   mode: LinkMode = 'online';
-  /** A fault: connections and requests work, yet no picture goes out (a camera that froze). */
-  framesStalled = false;
   private readonly listener: GatedTlsListener;
   private closed = false;
 
@@ -218,7 +218,7 @@ class RtspConnection {
 
   private onPicture(unit: AccessUnit): void {
     if (!this.playing || this.socket.destroyed || this.server.mode !== 'online') return;
-    if (this.server.framesStalled) {
+    if (this.server.options.stalled?.()) {
       // Back from the stall, a viewer resumes at an IDR picture.
       this.synced = false;
       return;

@@ -99,7 +99,7 @@ export function stateView({ sim, mqtt, ftps, link }: StateParts): Json {
 
 /** The RTSPS camera's counters (zeros without one): connections, plays and who is watching now. */
 function rtspsStats(sim: BambuSimulator): Json {
-  const stats = sim.rtsps?.stats();
+  const stats = sim.rtsps?.stats;
   return {
     rtsp_connections: stats?.connections ?? 0,
     rtsp_auth_failures: stats?.auth_failures ?? 0,
