@@ -7,9 +7,9 @@
  * - TLS: ffmpeg's TLS layer does not verify the peer by default
  *   (`tls_verify=0`, GnuTLS and OpenSSL builds alike), which the printer's
  *   self-signed certificate needs; nothing is passed for it.
- * - Rate: ffmpeg's `select` filter keeps at most `maxFps` pictures a second
- *   (a little jitter allowed) and never duplicates one; frames are encoded
- *   only for the pictures kept.
+ * - Rate: ffmpeg's `select` filter keeps the first picture of every
+ *   1/maxFps slot of stream time (at most `maxFps` a second) and never
+ *   duplicates one; frames are encoded only for the pictures kept.
  * - Failures: a listener hears one CameraError per run; ffmpeg's stderr
  *   (last 8 KiB, redacted) says which (ffmpeg-failure.ts). No frame within
  *   `connectTimeoutMs` of the start, or within `stallTimeoutMs` of the last frame,
@@ -60,15 +60,16 @@ export function hasFpsMode(version: string | null): boolean {
 
 /** ffmpeg's arguments for reading `url` into JPEGs on stdout. */
 export function rtspFfmpegArgs(url: string, maxFps: number, quality: number, version: string | null): string[] {
-  // 10 % below the period: pictures timed by a network clock arrive a little early or late.
-  const minGap = ((1 / maxFps) * 0.9).toFixed(4);
+  // The first picture of every 1/maxFps slot of stream time: never more than maxFps a second,
+  // and as many as that from a faster stream, whatever the jitter of the camera's clock.
+  const rate = Number(maxFps.toFixed(4));
   return [
     ...['-hide_banner', '-nostdin', '-loglevel', 'error'],
     // Half a second of stream shows the SPS; every second more of probing delays the first frame.
     ...['-rtsp_transport', 'tcp', '-fflags', 'nobuffer', '-flags', 'low_delay', '-analyzeduration', '500000', '-probesize', '1000000'],
     ...['-i', url],
     ...['-map', '0:v:0', '-an', '-sn', '-dn'],
-    ...['-vf', `select='isnan(prev_selected_t)+gte(t-prev_selected_t,${minGap})'`],
+    ...['-vf', `select='isnan(prev_selected_t)+gt(floor(t*${rate}),floor(prev_selected_t*${rate}))'`],
     ...(hasFpsMode(version) ? ['-fps_mode', 'passthrough'] : ['-vsync', 'passthrough']),
     ...['-c:v', 'mjpeg', '-q:v', String(quality), '-f', 'image2pipe', 'pipe:1'],
   ];

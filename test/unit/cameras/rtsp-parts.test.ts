@@ -66,7 +66,7 @@ describe('finding ffmpeg', () => {
     expect(hasFpsMode('N-112345-gdeadbeef')).toBe(true);
     const args = rtspFfmpegArgs(URL_WITH_CODE, 2, 5, '4.4.2');
     expect(args).toEqual(expect.arrayContaining(['-rtsp_transport', 'tcp', '-vsync', 'passthrough', '-f', 'image2pipe', '-loglevel', 'error']));
-    expect(args[args.indexOf('-vf') + 1]).toBe("select='isnan(prev_selected_t)+gte(t-prev_selected_t,0.4500)'");
+    expect(args[args.indexOf('-vf') + 1]).toBe("select='isnan(prev_selected_t)+gt(floor(t*2),floor(prev_selected_t*2))'");
   });
 });
 
