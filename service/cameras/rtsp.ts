@@ -12,9 +12,9 @@
  *   duplicates one; frames are encoded only for the pictures kept.
  * - Failures: a listener hears one CameraError per run; ffmpeg's stderr
  *   (last 8 KiB, redacted) says which (ffmpeg-failure.ts). No frame within
- *   `connectTimeoutMs` of the start, or within `stallTimeoutMs` of the last frame,
- *   is TIMEOUT. After an
- *   error the child is gone and start() opens a new run.
+ *   `connectTimeoutMs` of the start, or within `stallTimeoutMs` of the last
+ *   frame, is TIMEOUT. After an error the child is gone and start() opens a
+ *   new run.
  * - close(): SIGTERM, SIGKILL after 2 s, and it resolves once the child is
  *   reaped and its pipes are closed.
  *
