@@ -212,6 +212,7 @@ export async function startSimulators(n: number, options: Options, tls: SimTlsCr
       tls,
       ftps: false,
       control: false,
+      rtsps: false,
       benchReports: true,
       onReport: (info) => ledger.onReport(info),
     });

@@ -46,7 +46,7 @@ export interface BambuSimulatorOptions {
   control?: boolean;
   /**
    * The RTSPS camera of X1 / X1C / X1E / H2D / H2S / P2S models (default true; it runs only where
-   * the system ffmpeg is installed). Other models have none whatever this says.
+   * the system ffmpeg is installed). Other models have none whatever this says. Benchmarks turn it off.
    */
   rtsps?: boolean;
   /** Port of the RTSPS camera (default 0: any free port; 322 on a real printer). */
