@@ -42,6 +42,8 @@ export interface RtspSourceOptions {
   maxFrameBytes?: number;
   /** JPEG quality as ffmpeg's -q:v, 2 (best) … 31 (default 5). */
   quality?: number;
+  /** Wider pictures are scaled down to this width, aspect kept (default 1920: an X1's own 1080p passes as it is). */
+  maxWidth?: number;
   /** The ffmpeg to run (default: ffmpegStatus(), the system one). */
   ffmpeg?: FfmpegStatus;
 }
@@ -59,19 +61,22 @@ export function hasFpsMode(version: string | null): boolean {
 }
 
 /** ffmpeg's arguments for reading `url` into JPEGs on stdout. */
-export function rtspFfmpegArgs(url: string, maxFps: number, quality: number, version: string | null): string[] {
+export function rtspFfmpegArgs(url: string, o: { maxFps: number; quality: number; maxWidth: number; version: string | null }): string[] {
   // The first picture of every 1/maxFps slot of stream time: never more than maxFps a second,
   // and as many as that from a faster stream, whatever the jitter of the camera's clock.
-  const rate = Number(maxFps.toFixed(4));
+  const rate = Number(o.maxFps.toFixed(4));
+  const select = `select='isnan(prev_selected_t)+gt(floor(t*${rate}),floor(prev_selected_t*${rate}))'`;
+  // A peer's 8K stream becomes no 8K JPEG: wider pictures are scaled down (even height, aspect kept).
+  const bound = `scale=w='min(iw,${o.maxWidth})':h=-2`;
   return [
     ...['-hide_banner', '-nostdin', '-loglevel', 'error'],
     // Half a second of stream shows the SPS; every second more of probing delays the first frame.
     ...['-rtsp_transport', 'tcp', '-fflags', 'nobuffer', '-flags', 'low_delay', '-analyzeduration', '500000', '-probesize', '1000000'],
     ...['-i', url],
     ...['-map', '0:v:0', '-an', '-sn', '-dn'],
-    ...['-vf', `select='isnan(prev_selected_t)+gt(floor(t*${rate}),floor(prev_selected_t*${rate}))'`],
-    ...(hasFpsMode(version) ? ['-fps_mode', 'passthrough'] : ['-vsync', 'passthrough']),
-    ...['-c:v', 'mjpeg', '-q:v', String(quality), '-f', 'image2pipe', 'pipe:1'],
+    ...['-vf', `${select},${bound}`],
+    ...(hasFpsMode(o.version) ? ['-fps_mode', 'passthrough'] : ['-vsync', 'passthrough']),
+    ...['-c:v', 'mjpeg', '-q:v', String(o.quality), '-f', 'image2pipe', 'pipe:1'],
   ];
 }
 
@@ -87,6 +92,7 @@ class RtspSource implements CameraSource {
   private readonly connectTimeoutMs: number;
   private readonly stallTimeoutMs: number;
   private readonly quality: number;
+  private readonly maxWidth: number;
   private readonly target: string;
   private readonly secret: string | null;
   private child: Child | null = null;
@@ -100,6 +106,8 @@ class RtspSource implements CameraSource {
     this.connectTimeoutMs = clamp(options.connectTimeoutMs ?? 10_000, 100, 600_000);
     this.stallTimeoutMs = clamp(options.stallTimeoutMs ?? this.connectTimeoutMs, 100, 600_000);
     this.quality = Math.round(clamp(options.quality ?? 5, 2, 31));
+    // Even, as the chroma of the JPEGs needs.
+    this.maxWidth = 2 * Math.round(clamp(options.maxWidth ?? 1920, 64, 7680) / 2);
     this.target = publicUrl(options.url);
     this.secret = urlSecret(options.url);
   }
@@ -146,7 +154,7 @@ class RtspSource implements CameraSource {
   }
 
   private run(path: string, version: string | null): void {
-    const args = rtspFfmpegArgs(this.options.url, this.maxFps, this.quality, version);
+    const args = rtspFfmpegArgs(this.options.url, { maxFps: this.maxFps, quality: this.quality, maxWidth: this.maxWidth, version });
     const child = spawn(path, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     this.exited = whenGone(child);

@@ -115,6 +115,13 @@ describeFfmpeg('RTSPS camera of a simulated X1C', () => {
     expect(await idle()).toBe(true);
   });
 
+  test('a stream wider than maxWidth is scaled down, its aspect kept', async () => {
+    const { frame, error } = await firstEvent(source({ url: sim.rtsps!.url(), maxWidth: 320, connectTimeoutMs: 20_000 }));
+    expect(error).toBeUndefined();
+    const image = jpeg.decode(frame!.jpeg);
+    expect([image.width, image.height]).toEqual([320, 180]);
+  });
+
   test('a wrong access code is AUTH, at once and clearly, without the code in the message', async () => {
     const failuresBefore = stats().rtsp_auth_failures as number;
     const s = source({ url: sim.rtsps!.url('99999999'), connectTimeoutMs: 20_000 });

@@ -59,14 +59,14 @@ describe('finding ffmpeg', () => {
     expect(status.message).toMatch(/FFMPEG_PATH=\/nonexistent\/ffmpeg is not an executable file.*apt-get install ffmpeg/);
   });
 
-  test('-fps_mode from 5.1 on, -vsync before; the rate filter never duplicates', () => {
+  test('-fps_mode from 5.1 on, -vsync before; the rate filter never duplicates, wide pictures are scaled down', () => {
     expect(hasFpsMode('5.1.9-0+deb12u1')).toBe(true);
     expect(hasFpsMode('n6.1')).toBe(true);
     expect(hasFpsMode('4.4.2-0ubuntu0.22.04.1')).toBe(false);
     expect(hasFpsMode('N-112345-gdeadbeef')).toBe(true);
-    const args = rtspFfmpegArgs(URL_WITH_CODE, 2, 5, '4.4.2');
+    const args = rtspFfmpegArgs(URL_WITH_CODE, { maxFps: 2, quality: 5, maxWidth: 1280, version: '4.4.2' });
     expect(args).toEqual(expect.arrayContaining(['-rtsp_transport', 'tcp', '-vsync', 'passthrough', '-f', 'image2pipe', '-loglevel', 'error']));
-    expect(args[args.indexOf('-vf') + 1]).toBe("select='isnan(prev_selected_t)+gt(floor(t*2),floor(prev_selected_t*2))'");
+    expect(args[args.indexOf('-vf') + 1]).toBe("select='isnan(prev_selected_t)+gt(floor(t*2),floor(prev_selected_t*2))',scale=w='min(iw,1280)':h=-2");
   });
 });
 
