@@ -151,6 +151,7 @@ itFfmpeg('SETUP over TCP and PLAY: RTP on the interleaved channel, starting at S
   expect(play.headers['rtp-info']).toMatch(new RegExp(`^url=${url}/track1;seq=\\d+;rtptime=\\d+$`));
   expect(await eventually(() => c.packets.some((p) => (p[5] & 0x80) !== 0), 20_000)).toBe(true);
   expect(camera.stats.players).toBe(1);
+  expect(camera.stats.frames_sent).toBeGreaterThan(0);
 
   const first = c.packets[0];
   expect([first[0], first[1], first[4], first[5] & 0x7f]).toEqual([0x24, 0, 0x80, 96]);

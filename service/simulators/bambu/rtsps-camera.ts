@@ -44,6 +44,8 @@ export interface SimRtspsStats {
   connections: number;
   auth_failures: number;
   plays: number;
+  /** Pictures sent, once per viewer. */
+  frames_sent: number;
   encoder_starts: number;
   /** Sessions receiving the stream now. */
   players: number;
@@ -56,7 +58,7 @@ export class SimRtspsCamera {
   private boundPort: number;
   private mode: LinkMode = 'online';
   private framesStalled = false;
-  private readonly totals = { connections: 0, auth_failures: 0, plays: 0, encoder_starts: 0 };
+  private readonly totals = { connections: 0, auth_failures: 0, plays: 0, frames_sent: 0, encoder_starts: 0 };
 
   constructor(private readonly options: SimRtspsCameraOptions) {
     this.boundPort = options.port ?? 0;
@@ -100,6 +102,7 @@ export class SimRtspsCamera {
       connections: this.totals.connections + (live?.connections ?? 0),
       auth_failures: this.totals.auth_failures + (live?.auth_failures ?? 0),
       plays: this.totals.plays + (live?.plays ?? 0),
+      frames_sent: this.totals.frames_sent + (live?.frames_sent ?? 0),
       encoder_starts: this.totals.encoder_starts + (this.feed?.encoderStarts ?? 0),
       players: this.server?.players ?? 0,
       encoder_running: this.feed?.running ?? false,
@@ -140,9 +143,15 @@ export class SimRtspsCamera {
       this.totals.connections += server.stats.connections;
       this.totals.auth_failures += server.stats.auth_failures;
       this.totals.plays += server.stats.plays;
+      this.totals.frames_sent += server.stats.frames_sent;
     }
     if (feed) this.totals.encoder_starts += feed.encoderStarts;
     await Promise.all([server?.close(), feed?.close()]);
+  }
+
+  /** The printer closes: the same as stop(). */
+  close(): Promise<void> {
+    return this.stop();
   }
 
   /** On (where ffmpeg is installed) or off, as `POST /camera {"enabled": …}` asks. */

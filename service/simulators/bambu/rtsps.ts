@@ -40,7 +40,8 @@ export interface SimRtspsOptions {
 }
 
 export class SimRtsps {
-  readonly stats = { connections: 0, auth_failures: 0, plays: 0, skipped_pictures: 0 };
+  /** frames_sent: pictures sent, counted once per viewer (as the port-6000 camera counts its frames). */
+  readonly stats = { connections: 0, auth_failures: 0, plays: 0, frames_sent: 0, skipped_pictures: 0 };
   readonly sessions = new Set<RtspConnection>();
   mode: LinkMode = 'online';
   private readonly listener: GatedTlsListener;
@@ -234,6 +235,7 @@ class RtspConnection {
     this.socket.cork();
     for (const p of packets) this.socket.write(p);
     this.socket.uncork();
+    this.server.stats.frames_sent++;
   }
 
   private stopPlaying(): void {

@@ -104,6 +104,7 @@ function rtspsStats(sim: BambuSimulator): Json {
     rtsp_connections: stats?.connections ?? 0,
     rtsp_auth_failures: stats?.auth_failures ?? 0,
     rtsp_plays: stats?.plays ?? 0,
+    rtsp_frames_sent: stats?.frames_sent ?? 0,
     rtsp_players: stats?.players ?? 0,
     rtsp_encoder_running: stats?.encoder_running ?? false,
   };
