@@ -6,6 +6,7 @@
  * where a missing ffmpeg fails. What needs no ffmpeg runs everywhere.
  */
 import net from 'node:net';
+import tls from 'node:tls';
 import jpeg from 'jpeg-js';
 import { probeFfmpeg } from '../../service/cameras/ffmpeg';
 import { createRtspSource, type RtspSourceOptions } from '../../service/cameras/rtsp';
@@ -199,6 +200,23 @@ describeFfmpeg('RTSPS camera of a simulated X1C', () => {
     const on = await firstEvent(source({ url: sim.rtsps!.url(), connectTimeoutMs: 20_000 }));
     expect(on.error).toBeUndefined();
     expect(jpeg.decode(on.frame!.jpeg).width).toBe(640);
+  });
+
+  test('a peer that answers garbage is PROTOCOL, quickly, and leaves no child', async () => {
+    const { key, cert } = await selfSignedTls('garbage');
+    const server = tls.createServer({ key, cert }, (socket) => {
+      socket.on('error', () => undefined);
+      socket.once('data', () => socket.end('HTTP/1.1 418 I am a teapot\r\n\r\n\u0000\u00ff garbage'));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise((resolve) => server.close(resolve)));
+    const { port } = server.address() as net.AddressInfo;
+    const { error, frame } = await firstEvent(source({ url: `rtsps://bblp:secret-code@127.0.0.1:${port}/streaming/live/1`, connectTimeoutMs: 20_000 }));
+    expect(frame).toBeUndefined();
+    expect(error?.code).toBe('PROTOCOL');
+    expect(error?.message).toMatch(/^ffmpeg reading the camera at rtsps:\/\/bblp:\*\*\*@127\.0\.0\.1:\d+\/streaming\/live\/1 exited with code \d+/);
+    expect(error?.message).not.toContain('secret-code');
+    expect(await eventually(() => readers().length === 0)).toBe(true);
   });
 
   test('nothing listening is OFFLINE', async () => {
