@@ -14,6 +14,7 @@ import { eventually, ffmpegUnavailable } from '../helpers/ffmpeg';
 jest.setTimeout(30_000);
 
 const missing = ffmpegUnavailable();
+if (missing) console.warn(`RTSPS streaming test skipped: ${missing}`);
 const itFfmpeg = missing ? it.skip : it;
 
 interface Reply {
