@@ -49,6 +49,7 @@ function bulkJobs(n: number, printer: string) {
   return Array.from({ length: n }, (_, i) => ({
     printer_id: printer,
     job_name: `bulk ${i}`,
+    progress: 0,
     status: ['completed', 'failed', 'queued'][i % 3],
     actual_duration: i % 3 === 2 ? null : 60 * i,
     material_estimated_usage: 1.25 * i,
