@@ -24,12 +24,14 @@ export class JobTalliesRepository {
     return q;
   }
 
+  /** The number of jobs matching the filter, as a query (also for a subquery of a larger statement). */
+  countQuery(f: TallyFilter = {}) {
+    return this.where(f).select(sql<number>`coalesce(sum(jobs), 0)`.as('n'));
+  }
+
   /** The number of jobs matching the filter. */
   async count(f: TallyFilter = {}): Promise<number> {
-    const row = await this.where(f)
-      .select(sql<number>`coalesce(sum(jobs), 0)`.as('n'))
-      .executeTakeFirstOrThrow();
-    return Number(row.n);
+    return Number((await this.countQuery(f).executeTakeFirstOrThrow()).n);
   }
 
   /** How many jobs are in each of `statuses` (0 for none), of one printer or of all. */

@@ -158,7 +158,10 @@ export class JobsRepository {
     });
   }
 
-  /** The running, paused and queued jobs from the tallies; today's completed and failed ones as index ranges (status, end_time). */
+  /**
+   * One statement: the running, paused and queued jobs from the tallies, today's completed and failed ones as
+   * index ranges (status, end_time). No scan of the history.
+   */
   async summary(printerId: string | undefined, todayStart: string) {
     const endedToday = (status: string) => {
       let q = this.db
@@ -169,15 +172,19 @@ export class JobsRepository {
       if (printerId !== undefined) q = q.where('printer_id', '=', printerId);
       return q;
     };
-    const [open, today] = await Promise.all([
-      this.tallies.countByStatus(['printing', 'paused', 'queued'], printerId),
-      this.db.selectNoFrom([endedToday('completed').as('completed_today'), endedToday('failed').as('failed_today')]).executeTakeFirstOrThrow(),
-    ]);
+    const row = await this.db
+      .selectNoFrom([
+        this.tallies.countQuery({ statuses: ['printing', 'paused'], printer_id: printerId }).as('active_jobs'),
+        this.tallies.countQuery({ statuses: ['queued'], printer_id: printerId }).as('queued_jobs'),
+        endedToday('completed').as('completed_today'),
+        endedToday('failed').as('failed_today'),
+      ])
+      .executeTakeFirstOrThrow();
     return {
-      active_jobs: open.printing + open.paused,
-      queued_jobs: open.queued,
-      completed_today: Number(today.completed_today),
-      failed_today: Number(today.failed_today),
+      active_jobs: Number(row.active_jobs),
+      queued_jobs: Number(row.queued_jobs),
+      completed_today: Number(row.completed_today),
+      failed_today: Number(row.failed_today),
     };
   }
 
