@@ -9,19 +9,20 @@
  *   npm run bench                              every benchmark, default options
  *   npm run bench -- fleet --sizes 50,200 --window 5
  *   npm run bench -- stats --sizes 10000,100000,1000000
- *   npm run bench -- stats --sizes 10000000                     (10^7 jobs: about 8 GB in the temp dir)
+ *   npm run bench -- stats --sizes 10000000                     (10^7 jobs: about 7 GB in the temp dir)
  *   npm run bench -- stats --db postgres --sizes 10000,100000   (the same farm on PostgreSQL)
  *   npm run bench -- gcode --size-mb 200
  *   npm run bench -- soak --minutes 1 --printers 200 --clients 20 --rps 20
  *   npm run bench -- nodered --sizes 200,1000   (needs npm run build: Node-RED loads dist/)
  *   npm run bench -- dispatch --printers 100 --size-mb 20 --parallel 4 --rounds 3
  *   npm run bench -- aggregator --installations 100000 --submissions 1000000   (PostgreSQL)
+ *   npm run bench -- camera --printers 100 --viewers 2 --window 30
  */
 const { execFileSync, spawnSync } = require('node:child_process');
 const path = require('node:path');
 
 const root = path.join(__dirname, '..');
-const BENCHMARKS = ['fleet', 'stats', 'gcode', 'soak', 'nodered', 'dispatch', 'aggregator'];
+const BENCHMARKS = ['fleet', 'stats', 'gcode', 'soak', 'nodered', 'dispatch', 'aggregator', 'camera'];
 
 let args = process.argv.slice(2);
 let selected = BENCHMARKS;
