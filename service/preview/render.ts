@@ -26,7 +26,15 @@ export interface ViewOptions {
 export interface MeshRenderOptions extends ViewOptions {
   /** Base colour, RGB 0..255 (default a mid blue). */
   color?: [number, number, number];
+  /**
+   * Most pixels the triangles' boxes may cover in total, as a multiple of the
+   * (supersampled) picture (default 64). Real models stay in single digits; a
+   * file of 20,000 full-frame triangles would otherwise cost minutes.
+   */
+  maxCoverage?: number;
 }
+
+export const DEFAULT_MAX_COVERAGE = 64;
 
 export const DEFAULT_RENDER_SIZE = 512;
 
@@ -155,9 +163,13 @@ export class Projector {
 export class Raster {
   readonly rgba: Uint8Array;
   readonly depth: Float32Array;
+  /** Pixels visited by triangle() so far (their clipped bounding boxes). */
+  visited = 0;
   constructor(
     readonly width: number,
     readonly height: number,
+    /** Pixels triangle() may visit in total before it refuses (TOO_LARGE). */
+    private readonly pixelBudget = Infinity,
   ) {
     this.rgba = new Uint8Array(width * height * 4);
     this.depth = new Float32Array(width * height).fill(-Infinity);
@@ -181,6 +193,10 @@ export class Raster {
     const minY = Math.max(0, Math.floor(Math.min(y0, y1, y2)));
     const maxY = Math.min(this.height - 1, Math.ceil(Math.max(y0, y1, y2)));
     if (minX > maxX || minY > maxY) return;
+    this.visited += (maxX - minX + 1) * (maxY - minY + 1);
+    if (this.visited > this.pixelBudget) {
+      throw new PreviewError('TOO_LARGE', `the mesh covers more than ${Math.round(this.pixelBudget / (this.width * this.height))} times the picture (a render bomb?)`);
+    }
     const inv = 1 / area;
     const W = this.width;
     const rgba = this.rgba;
@@ -297,7 +313,7 @@ export function renderMesh(mesh: Mesh, options: MeshRenderOptions = {}): RgbaIma
   }
   proj.fitScreenBounds(sxMin, sxMax, syMin, syMax);
 
-  const raster = new Raster(proj.pxWidth, proj.pxHeight);
+  const raster = new Raster(proj.pxWidth, proj.pxHeight, proj.pxWidth * proj.pxHeight * (options.maxCoverage ?? DEFAULT_MAX_COVERAGE));
   const [br, bg, bb] = options.color ?? [70, 140, 215];
   // Light from the upper left, slightly toward the viewer (view space).
   const L = normalize(-0.45, 0.6, 0.65);
