@@ -233,7 +233,9 @@ export class Raster {
     const half = (thickness - 1) / 2;
     const W = this.width;
     const H = this.height;
-    for (let s = 0; s <= steps; s++) {
+    // Only the samples whose brush can touch the picture: a line far outside it costs nothing per step.
+    const [from, to] = visibleSteps(x0, dx, W, thickness, steps, visibleSteps(y0, dy, H, thickness, steps, [0, steps]));
+    for (let s = from; s <= to; s++) {
       const t = s / steps;
       const cx = Math.round(x0 + dx * t - half);
       const cy = Math.round(y0 + dy * t - half);
@@ -352,6 +354,16 @@ export function renderMesh(mesh: Mesh, options: MeshRenderOptions = {}): RgbaIma
 export function renderMeshPng(mesh: Mesh, options: MeshRenderOptions = {}): Buffer {
   const img = renderMesh(mesh, options);
   return encodePng(img.data, img.width, img.height);
+}
+
+/** The steps s in [range] whose sample start + delta * s / steps (brush `size` wide) can fall inside 0..limit. */
+function visibleSteps(start: number, delta: number, limit: number, size: number, steps: number, range: [number, number]): [number, number] {
+  const lo = -size - 1;
+  const hi = limit + size + 1;
+  if (delta === 0) return start < lo || start > hi ? [1, 0] : range;
+  const a = ((lo - start) / delta) * steps;
+  const b = ((hi - start) / delta) * steps;
+  return [Math.max(range[0], Math.floor(Math.min(a, b))), Math.min(range[1], Math.ceil(Math.max(a, b)))];
 }
 
 function normalize(x: number, y: number, z: number): [number, number, number] {
