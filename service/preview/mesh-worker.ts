@@ -1,7 +1,8 @@
 /**
- * Runs in a worker thread (see mesh-thread.ts): loads, parses and renders one
- * STL/OBJ to PNG, posts the PNG (or the PreviewError's code and message) and
- * ends. Everything here may take seconds; none of it holds the event loop.
+ * Runs in a worker thread (see mesh-thread.ts): for each job it is sent,
+ * loads, parses and renders one STL/OBJ to PNG and posts the PNG (or the
+ * PreviewError's code and message). Everything here may take seconds; none
+ * of it holds the service's event loop.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { PreviewError } from './errors';
@@ -30,7 +31,10 @@ async function run(job: MeshJob): Promise<MeshJobResult> {
   }
 }
 
-if (parentPort && workerData?.job) {
+// One job at a time per thread; the thread stays for the next one (a thread's start and end cost more than a small render).
+if (parentPort && workerData?.entry) {
   const port = parentPort;
-  void run(workerData.job as MeshJob).then((result) => port.postMessage(result));
+  port.on('message', (msg: { id: number; job: MeshJob }) => {
+    void run(msg.job).then((result) => port.postMessage({ id: msg.id, result }));
+  });
 }

@@ -24,9 +24,12 @@ describe('mesh render bombs', () => {
 
   test('the bomb gets a placeholder with the reason, and /health keeps answering meanwhile', async () => {
     const id = await uploadFile(h.base, 'bomb.stl', bomb());
-    const { maxLoopDelayMs, result: res } = await healthWhile(h, h.post(`/api/v1/files/${id}/thumbnail/generate`));
-    // /health answered 200 throughout; the event loop (which answers it) was never held for a second.
-    expect(maxLoopDelayMs).toBeLessThan(1000);
+    const { maxLoopDelayMs, probes, result: res } = await healthWhile(h, h.post(`/api/v1/files/${id}/thumbnail/generate`));
+    // /health answered 200 throughout, again and again while the thread rasterised (a render on the event loop
+    // lets one through, after a minute). The loop's longest pause is the placeholder drawn once: far below that
+    // minute even on a loaded machine.
+    expect(probes).toBeGreaterThanOrEqual(5);
+    expect(maxLoopDelayMs).toBeLessThan(5000);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ success: false, method: 'generated', message: expect.stringContaining('covers more than 64 times the picture') });
     expect(activeMeshRenders()).toBe(0);

@@ -35,9 +35,9 @@ export async function counts(h: Harness) {
  * Calls GET /health back to back (at least 3 times, each must answer 200) until `work` settles, and measures
  * the event loop meanwhile. The service runs in this process: `maxLoopDelayMs` is the longest the loop was held
  * (the cause of a slow /health; unlike a round trip it does not grow much on a loaded machine), `slowestHealthMs`
- * the slowest answer.
+ * the slowest answer, `probes` how many answered.
  */
-export async function healthWhile<T>(h: Harness, work: Promise<T>): Promise<{ maxLoopDelayMs: number; slowestHealthMs: number; result: T }> {
+export async function healthWhile<T>(h: Harness, work: Promise<T>): Promise<{ maxLoopDelayMs: number; slowestHealthMs: number; probes: number; result: T }> {
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
   let done = false;
@@ -51,7 +51,7 @@ export async function healthWhile<T>(h: Harness, work: Promise<T>): Promise<{ ma
       slowest = Math.max(slowest, Date.now() - started);
       probes++;
     } while (!done || probes < 3);
-    return { maxLoopDelayMs: loop.max / 1e6, slowestHealthMs: slowest, result: await settled };
+    return { maxLoopDelayMs: loop.max / 1e6, slowestHealthMs: slowest, probes, result: await settled };
   } finally {
     loop.disable();
   }
