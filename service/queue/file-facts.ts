@@ -8,6 +8,7 @@
 import { readBgcode } from '../preview/bgcode';
 import { readGcodeMetadata } from '../preview/gcode-meta';
 import { BAMBU_PRINTER_MODELS, listValues, lowerKeys, parseNumber } from '../preview/metadata';
+import { MAX_3MF_CONFIG_BYTES } from '../preview/slice-info';
 import { withSource } from '../preview/source';
 import { parseProjectSettings, parseSliceInfo } from '../preview/threemf';
 import { ZipArchive } from '../preview/zip';
@@ -34,8 +35,6 @@ export interface FileFacts {
   /** 3MF: plates with sliced G-code inside. */
   sliced_plates: number[];
 }
-
-const MAX_CONFIG_BYTES = 64 * 1024 * 1024;
 
 export function formatOf(fileName: string): PrintFormat {
   const lower = fileName.toLowerCase();
@@ -74,7 +73,7 @@ async function factsOf3mf(file: string, plate: number): Promise<FileFacts> {
     const zip = await ZipArchive.open(src);
     const text = async (name: string) => {
       const e = zip.get(name);
-      return e ? (await zip.read(e, MAX_CONFIG_BYTES)).toString('utf8') : null;
+      return e ? (await zip.read(e, MAX_3MF_CONFIG_BYTES)).toString('utf8') : null;
     };
     const sliceXml = await text('Metadata/slice_info.config');
     const projectText = await text('Metadata/project_settings.config');
