@@ -92,7 +92,7 @@ describe('a file that names no model', () => {
     expect(facts.printer_model).toBeNull();
     const r = checkPrinter(facts, none, prusa('m1', 'MK4S'));
     expect(r).toEqual({ ok: false, mismatch: { kind: 'unnamed', reason: 'the file names no printer model' } });
-    expect(mismatchReason(facts, [{ printer: prusa('m1', 'MK4S'), mismatch: (r as { mismatch: never }).mismatch }], 1)).toBe(
+    expect(mismatchReason(facts, [{ printer: prusa('m1', 'MK4S'), mismatch: { kind: 'unnamed' as const, reason: 'the file names no printer model' } }], 1)).toBe(
       'the file names no printer model; it prints only on printers the item targets (target.printer_ids or target.models)',
     );
     // A family alone is still a guess (an MK4S file on a Core One): only printers or models count.
