@@ -1,9 +1,9 @@
 import type { ServiceContext } from '../context';
 import { PrinterIdParams } from '../schemas/printers';
-import { CreateQueueItemBody, MoveQueueItemBody, PlateCleared, QueueItem, QueueItemParams, QueueList, QueueListQuery, UpdateQueueItemBody } from '../schemas/queue';
+import { CreateQueueItemBody, MoveQueueItemBody, PlateCleared, QueueItem, QueueItemParams, QueueList, QueueListQuery, QueueSchedule, UpdateQueueItemBody } from '../schemas/queue';
 import { defineRoute, type AnyRoute } from '../http/route';
 
-export function queueRoutes({ queue, dispatcher, printers }: ServiceContext): AnyRoute[] {
+export function queueRoutes({ queue, queueSchedule, dispatcher, printers }: ServiceContext): AnyRoute[] {
   const action = (verb: 'hold' | 'release', summary: string, description: string) =>
     defineRoute({
       method: 'post',
@@ -39,6 +39,16 @@ export function queueRoutes({ queue, dispatcher, printers }: ServiceContext): An
       response: QueueItem,
       errors: [404, 409],
       handler: ({ body }) => queue.create(body),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/queue/schedule',
+      tag: 'Queue',
+      summary: 'When each queued copy will print',
+      description:
+        "An estimate, made on each request by playing the dispatcher's rules forward: each queued copy with the printer it would go to, its start and its end, from the files' print time estimates, each printer's remaining time, working hours, finish_by, the heat-up limit, the stagger and the printer choice. Plates are assumed cleared as prints end; materials as loaded now. Copies no printer can take are listed in `unplaced` with the item's waiting reason.",
+      response: QueueSchedule,
+      handler: () => queueSchedule.build(),
     }),
     defineRoute({
       method: 'get',

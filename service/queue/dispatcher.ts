@@ -309,7 +309,7 @@ export class Dispatcher {
     return null;
   }
 
-  private printerFacts(p: PrinterRecord): PrinterFacts {
+  printerFacts(p: PrinterRecord): PrinterFacts {
     const s = this.deps.fleet.stateOf(p.id);
     return { id: p.id, name: p.name, type: p.type, model: s?.model ?? p.model, nozzle_diameter: s?.nozzle_diameter ?? null, materials: s?.materials ?? null };
   }
@@ -319,6 +319,11 @@ export class Dispatcher {
     return { queue_hours: s.get('queue_hours'), queue_max_concurrent_heatups: s.get('queue_max_concurrent_heatups'), queue_start_stagger_s: s.get('queue_start_stagger_s'), timezone: s.get('timezone') };
   }
 
+  /** When each printer last got a queued start (first_free's order). */
+  lastStarts(): ReadonlyMap<string, number> {
+    return this.lastStart;
+  }
+
   /** Printers heating now, or about to: a start sent and not yet printing. */
   private heatingPrinters(active: PrinterRecord[], open: DispatchRecord[]): string[] {
     const starting = new Set(open.filter((d) => d.state !== 'printing').map((d) => d.printer_id));
@@ -326,7 +331,7 @@ export class Dispatcher {
   }
 
   /** Print seconds per printer over the last 30 days (least_used), read at most once a minute. */
-  private async usage(now: number): Promise<ReadonlyMap<string, number>> {
+  async usage(now: number): Promise<ReadonlyMap<string, number>> {
     if (!this.usageCache || now - this.usageCache.at > USAGE_TTL_MS) {
       const since = new Date(now - USAGE_WINDOW_DAYS * 86_400_000).toISOString();
       this.usageCache = { at: now, seconds: await this.deps.store.jobs.printSecondsSince(since) };

@@ -140,6 +140,30 @@ export const QueueItem = z.object({
 
 export const QueueList = z.object({ items: z.array(QueueItem), pagination: Pagination });
 
+export const QueueSchedule = z.object({
+  generated_at: timestamp,
+  entries: z
+    .array(
+      z.object({
+        item_id: z.string(),
+        item_name: z.string(),
+        copy: z.number().int().meta({ description: "1-based among the item's copies not started yet" }),
+        printer_id: z.string(),
+        printer_name: z.string(),
+        file_id: z.string().meta({ description: 'The variant it would print' }),
+        plate: z.number().int(),
+        start: timestamp,
+        end: timestamp,
+        print_time_known: z.boolean().meta({ description: 'False when the file states no print time (1 hour was assumed)' }),
+      }),
+    )
+    .meta({ description: 'Each queued copy with its estimated printer, start and end, by start' }),
+  printers: z.array(z.object({ id: z.string(), name: z.string(), free_at: timestamp.meta({ description: 'When its current print is estimated to end (now when free)' }) })),
+  unplaced: z
+    .array(z.object({ item_id: z.string(), item_name: z.string(), copies: z.number().int(), reason: z.string() }))
+    .meta({ description: 'Copies no printer can take within the schedule (no compatible printer, deadlines, hours)' }),
+});
+
 export const PlateCleared = z.object({
   id: z.string(),
   plate_state: z.enum(['clear', 'needs_clearing']),
@@ -151,4 +175,5 @@ export type CreateQueueItemInput = z.output<typeof CreateQueueItemBody>;
 export type UpdateQueueItemInput = z.output<typeof UpdateQueueItemBody>;
 export type QueueItemView = z.output<typeof QueueItem>;
 export type MoveQueueItemInput = z.output<typeof MoveQueueItemBody>;
+export type QueueScheduleView = z.output<typeof QueueSchedule>;
 export type QueueListFilter = z.output<typeof QueueListQuery>;
