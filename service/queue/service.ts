@@ -35,13 +35,14 @@ export class QueueService {
   ) {}
 
   async create(input: CreateQueueItemInput): Promise<QueueItemView> {
-    const variants: QueueVariant[] = input.files ?? [{ file_id: input.file_id!, plate: input.plate }];
+    const list = 'files' in input ? input.files : null;
+    const variants: QueueVariant[] = list ?? [{ file_id: (input as { file_id: string }).file_id, plate: (input as { plate: number }).plate }];
     const seen = new Set<string>();
     const files: FileRecord[] = [];
     for (const [i, v] of variants.entries()) {
       if (seen.has(`${v.file_id}/${v.plate}`)) throw invalid(`files.${i}.file_id`, 'the same file and plate is given twice');
       seen.add(`${v.file_id}/${v.plate}`);
-      files.push(await this.checkVariant(v, input.files ? `files.${i}` : null));
+      files.push(await this.checkVariant(v, list ? `files.${i}` : null));
     }
     const file = files[0];
     const now = nowIso();
@@ -50,7 +51,7 @@ export class QueueService {
       file_id: variants[0].file_id,
       name: input.name ?? file.filename.replace(/(\.gcode)?\.(3mf|gcode|bgcode|gco|g)$/i, ''),
       plate: variants[0].plate,
-      files: input.files ?? null,
+      files: list,
       position: 0,
       copies: input.copies,
       priority: input.priority,
@@ -157,7 +158,7 @@ export class QueueService {
     if (TERMINAL.includes(item.status)) throw conflict(item, `Queue item "${id}" is ${item.status} and has no place in the queue`);
     const group = (await this.store.queue.itemsIn(OPEN)).filter((i) => i.priority === item.priority && i.id !== id);
     let at: number;
-    if (to.before !== undefined) {
+    if ('before' in to) {
       if (to.before === id) throw invalid('before', 'an item cannot be moved before itself');
       at = group.findIndex((i) => i.id === to.before);
       if (at < 0) {
@@ -165,7 +166,7 @@ export class QueueService {
         if (!other) throw new DomainError(404, 'QUEUE_ITEM_NOT_FOUND', `Queue item "${to.before}" not found`, { item_id: to.before });
         throw invalid('before', TERMINAL.includes(other.status) ? `item "${to.before}" is ${other.status}` : `item "${to.before}" has priority ${other.priority}, not ${item.priority}; change the priority to move across priorities`);
       }
-    } else at = Math.min(to.position! - 1, group.length);
+    } else at = Math.min(to.position - 1, group.length);
     group.splice(at, 0, item);
     await this.store.queue.reorder(group.map((i) => i.id), nowIso());
     const view = await this.publish(id);

@@ -48,21 +48,33 @@ export const QueueVariant = z
   })
   .meta({ description: 'One sliced file of the item; a copy goes to the next free printer that fits any variant' });
 
-export const CreateQueueItemBody = z
-  .strictObject({
-    file_id: fileId.optional().meta({ description: 'A file the service has locally (an upload, or a downloaded catalog file); or give `files`' }),
-    files: z.array(QueueVariant).min(1).max(20).optional().meta({ description: 'Variants: the same object sliced once per printer model (instead of file_id and plate)' }),
-    name: z.string().trim().min(1).max(255).optional().meta({ description: 'Default: the (first) file name' }),
-    plate: z.number().int().min(1).max(64).default(1).meta({ description: '3MF plate number (with file_id)' }),
-    copies: z.number().int().min(1).max(1000).default(1),
-    priority: z.number().int().min(-1000).max(1000).default(0).meta({ description: 'Higher first; equal priority: oldest first' }),
-    target: QueueTarget.optional(),
-    requirements: QueueRequirements.optional(),
-    start_after: startAfter.optional(),
-    finish_by: finishBy.optional(),
-    options: QueueOptions.optional(),
-  })
-  .refine((b) => (b.file_id === undefined) !== (b.files === undefined), { message: 'give either file_id or files', path: ['file_id'] });
+/** What every new item may say besides its file or files. */
+const itemFields = {
+  name: z.string().trim().min(1).max(255).optional().meta({ description: 'Default: the (first) file name' }),
+  copies: z.number().int().min(1).max(1000).default(1),
+  priority: z.number().int().min(-1000).max(1000).default(0).meta({ description: 'Higher first; equal priority: by place (move), then oldest first' }),
+  target: QueueTarget.optional(),
+  requirements: QueueRequirements.optional(),
+  start_after: startAfter.optional(),
+  finish_by: finishBy.optional(),
+  options: QueueOptions.optional(),
+};
+
+export const CreateQueueItemBody = z.union([
+  z
+    .strictObject({
+      file_id: fileId.meta({ description: 'A file the service has locally (an upload, or a downloaded catalog file)' }),
+      plate: z.number().int().min(1).max(64).default(1).meta({ description: '3MF plate number' }),
+      ...itemFields,
+    })
+    .meta({ title: 'One file', description: 'Copies of one sliced file' }),
+  z
+    .strictObject({
+      files: z.array(QueueVariant).min(1).max(20).meta({ description: 'Variants: the same object sliced once per printer model' }),
+      ...itemFields,
+    })
+    .meta({ title: 'Variants', description: 'Copies of an object sliced once per printer model; each copy prints the variant that fits the printer it gets' }),
+]);
 
 export const UpdateQueueItemBody = z
   .strictObject({
@@ -78,12 +90,10 @@ export const UpdateQueueItemBody = z
 
 export const QueueItemParams = z.object({ item_id: z.string().min(1).max(64) });
 
-export const MoveQueueItemBody = z
-  .strictObject({
-    before: z.string().min(1).max(64).optional().meta({ description: 'Put the item just before this item (of the same priority)' }),
-    position: z.number().int().min(1).max(100_000).optional().meta({ description: '1-based place among the open items of its priority (beyond the end: last)' }),
-  })
-  .refine((b) => (b.before === undefined) !== (b.position === undefined), { message: 'give either before or position' });
+export const MoveQueueItemBody = z.union([
+  z.strictObject({ before: z.string().min(1).max(64).meta({ description: 'Put the item just before this item (of the same priority)' }) }).meta({ title: 'Before an item' }),
+  z.strictObject({ position: z.number().int().min(1).max(100_000).meta({ description: '1-based place among the open items of its priority (beyond the end: last)' }) }).meta({ title: 'To a place' }),
+]);
 
 export const QueueListQuery = z.object({
   status: z.enum(QUEUE_ITEM_STATUSES).optional(),

@@ -110,8 +110,11 @@ export class QueueRepository {
 
   /** Gives `ids` (items of one priority, in their new order) the positions 1, 2, ... */
   async reorder(ids: readonly string[], updatedAt: string): Promise<void> {
+    // Rows are written in id order whatever the new order: two moves at once lock them in the same order
+    // (PostgreSQL would otherwise find a deadlock between them).
+    const byId = ids.map((id, i) => ({ id, position: i + 1 })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     await this.db.transaction().execute(async (trx) => {
-      for (const [i, id] of ids.entries()) await trx.updateTable('queue_items').set({ position: i + 1, updated_at: updatedAt }).where('id', '=', id).execute();
+      for (const { id, position } of byId) await trx.updateTable('queue_items').set({ position, updated_at: updatedAt }).where('id', '=', id).execute();
     });
   }
 
