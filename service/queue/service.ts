@@ -97,7 +97,11 @@ export class QueueService {
     }
     const patch: Partial<QueueItemRecord> = { updated_at: nowIso() };
     if (input.name !== undefined) patch.name = input.name;
-    if (input.priority !== undefined) patch.priority = input.priority;
+    if (input.priority !== undefined && input.priority !== item.priority) {
+      // A new priority puts the item last among the items of that priority.
+      patch.priority = input.priority;
+      patch.position = await this.store.queue.placeIn(input.priority);
+    }
     if (input.copies !== undefined) patch.copies = input.copies;
     if (input.target !== undefined) patch.target = input.target;
     if (input.requirements !== undefined) patch.requirements = input.requirements;

@@ -43,6 +43,11 @@ describeDialects('queue order, variants and rules', (db) => {
 
     const late = (await h.post('/api/v1/queue', { file_id: x1cFile, name: 'e', priority: 7 })).body.id;
     expect(await order(7)).toEqual([ids[2], ids[3], ids[1], ids[0], late]);
+    // An item that changes to this priority goes last in it too.
+    const changed = (await h.post('/api/v1/queue', { file_id: x1cFile, name: 'f', priority: 2 })).body.id;
+    expect((await h.request('PATCH', `/api/v1/queue/${changed}`, { priority: 7 })).status).toBe(200);
+    expect(await order(7)).toEqual([ids[2], ids[3], ids[1], ids[0], late, changed]);
+    ids.push(changed);
 
     // Across priorities: refused with the way to do it.
     const across = await h.post(`/api/v1/queue/${ids[0]}/move`, { before: other });

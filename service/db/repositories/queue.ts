@@ -94,18 +94,27 @@ export class QueueRepository {
   /** Inserts an item last within its priority (its position after every other item of that priority). */
   async insertItem(item: QueueItemRecord): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
-      const { last } = await trx
-        .selectFrom('queue_items')
-        .select((eb) => eb.fn.max<number | null>('position').as('last'))
-        .where('priority', '=', item.priority)
-        .executeTakeFirstOrThrow();
-      // Never moved: every position is 0 and age orders them; else after the highest.
-      const position = last === null || Number(last) === 0 ? 0 : Number(last) + 1;
+      const position = await QueueRepository.lastPlace(trx, item.priority);
       await trx
         .insertInto('queue_items')
         .values(itemRow({ ...item, position }) as QueueItemsTable)
         .execute();
     });
+  }
+
+  /** The position that puts an item last within `priority`: 0 while no item of it was moved (age orders them), else after the highest. */
+  static async lastPlace(db: Pick<Db, 'selectFrom'>, priority: number): Promise<number> {
+    const { last } = await db
+      .selectFrom('queue_items')
+      .select((eb) => eb.fn.max<number | null>('position').as('last'))
+      .where('priority', '=', priority)
+      .executeTakeFirstOrThrow();
+    return last === null || Number(last) === 0 ? 0 : Number(last) + 1;
+  }
+
+  /** The position for an item that changes to `priority`: last there. */
+  placeIn(priority: number): Promise<number> {
+    return QueueRepository.lastPlace(this.db, priority);
   }
 
   /** Gives `ids` (items of one priority, in their new order) the positions 1, 2, ... */
