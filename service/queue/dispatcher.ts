@@ -26,7 +26,7 @@ import { DispatchRunner } from './dispatch-run';
 import type { FactsCache } from './facts-cache';
 import type { PlateTracker } from './plate';
 import { orderPrinters, pinnedPrinter, USAGE_WINDOW_DAYS } from './printer-choice';
-import { farmGate, isHeating, timeGate, type GateSettings } from './start-gates';
+import { farmGate, gateSettingsOf, isHeating, timeGate } from './start-gates';
 import { loadVariant, loadVariants, variantOf, type LoadedVariant } from './variants';
 import { availabilityReason, variantsReason, type Availability } from './waiting-reasons';
 import { familyOf } from './printer-families';
@@ -232,7 +232,7 @@ export class Dispatcher {
     }
     const now = Date.now();
     const active = [...this.records.values()].filter((p) => p.is_active);
-    const gate = farmGate(this.gateSettings(), now, this.heatingPrinters(active, open), this.lastClaimAt);
+    const gate = farmGate(gateSettingsOf(settings), now, this.heatingPrinters(active, open), this.lastClaimAt);
     let wakeAt = gate.wakeAt ?? Infinity;
     if (gate.closed) {
       for (const item of items) await this.setReason(item, gate.closed);
@@ -285,6 +285,8 @@ export class Dispatcher {
           remaining--;
           budget--;
           if (settings.get('queue_start_stagger_s') > 0) wakeAt = Math.min(wakeAt, this.lastClaimAt + settings.get('queue_start_stagger_s') * 1000);
+          // same_as_last: the first copy decides the printer; the others wait for it.
+          if (choice === 'same_as_last') break;
         }
       }
       let reason: string | null = null;
@@ -312,11 +314,6 @@ export class Dispatcher {
   printerFacts(p: PrinterRecord): PrinterFacts {
     const s = this.deps.fleet.stateOf(p.id);
     return { id: p.id, name: p.name, type: p.type, model: s?.model ?? p.model, nozzle_diameter: s?.nozzle_diameter ?? null, materials: s?.materials ?? null };
-  }
-
-  private gateSettings(): GateSettings {
-    const s = this.deps.settings;
-    return { queue_hours: s.get('queue_hours'), queue_max_concurrent_heatups: s.get('queue_max_concurrent_heatups'), queue_start_stagger_s: s.get('queue_start_stagger_s'), timezone: s.get('timezone') };
   }
 
   /** When each printer last got a queued start (first_free's order). */

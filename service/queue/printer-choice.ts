@@ -2,11 +2,11 @@
  * Which free printer a copy goes to (`queue_printer_choice`):
  *  - first_free: the printer started least recently first, so that work spreads over the farm;
  *  - least_used: fewest print hours in the last 30 days first (to spread wear), then as first_free;
- *  - same_as_last: an item's copies stay on the printer that printed its last copy (then any printer
- *    until one has; a removed printer frees the item again).
+ *  - same_as_last: an item's copies stay on the printer of its last copy under way or completed (its first
+ *    copy goes to the first free printer, one copy per pass; a removed printer frees the item again).
  */
 import type { PrinterRecord } from '../db/repositories/printers';
-import type { DispatchRecord } from '../db/repositories/queue';
+import { OPEN_DISPATCH_STATES, type DispatchRecord } from '../db/repositories/queue';
 
 export type PrinterChoice = 'first_free' | 'least_used' | 'same_as_last';
 
@@ -23,7 +23,8 @@ export function pinnedPrinter(choice: string, dispatches: readonly DispatchRecor
   if (choice !== 'same_as_last') return null;
   for (let i = dispatches.length - 1; i >= 0; i--) {
     const d = dispatches[i];
-    if ((d.state === 'printing' || d.state === 'completed') && known.has(d.printer_id)) return known.get(d.printer_id)!;
+    // A copy under way counts already: the next one must not go elsewhere meanwhile.
+    if ((d.state === 'completed' || OPEN_DISPATCH_STATES.includes(d.state)) && known.has(d.printer_id)) return known.get(d.printer_id)!;
   }
   return null;
 }

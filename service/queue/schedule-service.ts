@@ -13,6 +13,7 @@ import type { PrinterFacts } from './compatibility';
 import type { FactsCache } from './facts-cache';
 import { pinnedPrinter } from './printer-choice';
 import { DEFAULT_PRINT_S, planSchedule, type PlanItem, type PlanPrinter } from './schedule';
+import { gateSettingsOf } from './start-gates';
 import { loadVariant, loadVariants, variantOf } from './variants';
 import { copyCounts } from './views';
 
@@ -48,13 +49,7 @@ export class QueueSchedule {
       const { loaded } = await loadVariants(this.store, this.facts, item);
       planItems.push({ item, remaining: copyCounts(item.copies, done).remaining, variants: loaded, pinned: pinnedPrinter(choice, done, known)?.id ?? null });
     }
-    const plan = planSchedule(now, printers, planItems, {
-      queue_hours: this.settings.get('queue_hours'),
-      queue_max_concurrent_heatups: this.settings.get('queue_max_concurrent_heatups'),
-      queue_start_stagger_s: this.settings.get('queue_start_stagger_s'),
-      timezone: this.settings.get('timezone'),
-      queue_printer_choice: choice,
-    });
+    const plan = planSchedule(now, printers, planItems, { ...gateSettingsOf(this.settings), queue_printer_choice: choice });
     const byItem = new Map(items.map((i) => [i.id, i]));
     return {
       generated_at: iso(now),

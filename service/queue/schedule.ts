@@ -123,7 +123,10 @@ export function planSchedule(now: number, printers: PlanPrinter[], items: PlanIt
         lastStart = t;
         p.remaining--;
         budget--;
-        if (s.queue_printer_choice === 'same_as_last') p.pinned = printer.record.id;
+        if (s.queue_printer_choice === 'same_as_last') {
+          p.pinned = printer.record.id;
+          break;
+        }
       }
     }
     for (let i = pending.length - 1; i >= 0; i--) if (pending[i].remaining <= 0) pending.splice(i, 1);

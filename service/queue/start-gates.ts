@@ -5,6 +5,7 @@
  * reason in words and the instant worth waking up at.
  */
 import type { PrinterState } from '../printers/driver';
+import type { SettingsService } from '../settings';
 import { hoursAt, localLabel, parseHours, type HoursState } from './working-hours';
 
 export interface GateSettings {
@@ -12,6 +13,11 @@ export interface GateSettings {
   queue_max_concurrent_heatups: number;
   queue_start_stagger_s: number;
   timezone: string;
+}
+
+/** The gate settings as they are now. */
+export function gateSettingsOf(s: SettingsService): GateSettings {
+  return { queue_hours: s.get('queue_hours'), queue_max_concurrent_heatups: s.get('queue_max_concurrent_heatups'), queue_start_stagger_s: s.get('queue_start_stagger_s'), timezone: s.get('timezone') };
 }
 
 export interface FarmGate {
