@@ -192,7 +192,8 @@ export class Dispatcher {
     // A new pass only when something changed that can let a copy start here.
     // Filament counts by slot, type and colour; how much is left changes all through a print and decides nothing.
     const materials = state.materials?.map((m) => `${m.slot}:${m.type}:${m.color}`).join(',') ?? '-';
-    const key = [this.availability(printerId, false), isHeating(state), state.nozzle_diameter ?? '', materials, state.model ?? ''].join('|');
+    const heating = this.deps.settings.get('queue_max_concurrent_heatups') > 0 && isHeating(state);
+    const key = [this.availability(printerId, false), heating, state.nozzle_diameter ?? '', materials, state.model ?? ''].join('|');
     if (this.freeKeys.get(printerId) === key) return;
     this.freeKeys.set(printerId, key);
     this.wake('printer changed');
