@@ -27,7 +27,7 @@ import type { FactsCache } from './facts-cache';
 import type { PlateTracker } from './plate';
 import { orderPrinters, pinnedPrinter, USAGE_WINDOW_DAYS } from './printer-choice';
 import { farmGate, gateSettingsOf, isHeating, timeGate } from './start-gates';
-import { loadVariant, loadVariants, variantOf, type LoadedVariant } from './variants';
+import { firstFit, loadVariant, loadVariants, variantOf, type LoadedVariant, type VariantMemo } from './variants';
 import { availabilityReason, variantsReason, type Availability } from './waiting-reasons';
 import { familyOf } from './printer-families';
 import { newDispatch, queuedStart } from './queued-start';
@@ -243,6 +243,12 @@ export class Dispatcher {
     const dispatches = await store.queue.dispatchesOf(items.map((i) => i.id));
     const choice = settings.get('queue_printer_choice');
     const printers = orderPrinters(choice, active, this.lastStart, choice === 'least_used' ? await this.usage(now) : new Map());
+    // Read once per pass, not once per item and printer: a pass over 1000 items stays cheap.
+    const memo: VariantMemo = new Map();
+    const facts = new Map(printers.map((p) => [p.id, this.printerFacts(p)]));
+    const factsOf = (p: PrinterRecord) => facts.get(p.id) ?? this.printerFacts(p);
+    const available = new Map<string, Availability>();
+    const availabilityOf = (id: string) => available.get(id) ?? available.set(id, this.availability(id, false)).get(id)!;
     for (const item of items) {
       if (this.closed) return;
       if (item.start_after && Date.parse(item.start_after) > now) {
@@ -253,7 +259,7 @@ export class Dispatcher {
       const done = dispatches.get(item.id) ?? [];
       let remaining = copyCounts(item.copies, done).remaining;
       if (remaining <= 0) continue;
-      const { loaded, error } = await loadVariants(store, this.deps.facts, item);
+      const { loaded, error } = await loadVariants(store, this.deps.facts, item, memo);
       if (error) {
         await this.setReason(item, error);
         continue;
@@ -270,9 +276,9 @@ export class Dispatcher {
       let held = false;
       for (const printer of pinned ? [pinned] : printers) {
         if (remaining <= 0) break;
-        const fit = this.fit(usable, item, printer, mismatches);
+        const fit = firstFit(usable, item, factsOf(printer), mismatches);
         if (!fit) continue;
-        const why = claimed.has(printer.id) ? 'busy' : this.availability(printer.id, false);
+        const why = claimed.has(printer.id) ? 'busy' : availabilityOf(printer.id);
         if (why !== 'free') {
           waiting.push({ printer, why });
           continue;
@@ -299,17 +305,6 @@ export class Dispatcher {
       await this.setReason(item, reason);
     }
     this.armWake(wakeAt);
-  }
-
-  /** The first variant `printer` can print now, with its tray mapping; the mismatches are noted for the reason. */
-  private fit(variants: LoadedVariant[], item: QueueItemRecord, printer: PrinterRecord, mismatches: Map<LoadedVariant, { printer: PrinterFacts; mismatch: Mismatch }[]>) {
-    const pf = this.printerFacts(printer);
-    for (const v of variants) {
-      const c = checkPrinter(v.facts, item, pf);
-      if (c.ok) return { variant: v, mapping: c.ams_mapping };
-      mismatches.set(v, [...(mismatches.get(v) ?? []), { printer: pf, mismatch: c.mismatch }]);
-    }
-    return null;
   }
 
   printerFacts(p: PrinterRecord): PrinterFacts {

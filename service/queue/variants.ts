@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import type { Store } from '../db';
 import type { FileRecord } from '../db/repositories/files';
 import type { DispatchRecord, QueueItemRecord, QueueVariant } from '../db/repositories/queue';
+import { checkPrinter, type Mismatch, type PrinterFacts } from './compatibility';
 import type { FactsCache } from './facts-cache';
 import type { FileFacts } from './file-facts';
 
@@ -39,14 +40,35 @@ export async function loadVariant(store: Store, cache: FactsCache, variant: Queu
   }
 }
 
+/** Variants read once per dispatcher pass: many items of one file cost one read, not one each. */
+export type VariantMemo = Map<string, Promise<LoadedVariant | { error: string }>>;
+
 /** Every variant of an item that can be read, and the reason when none can. */
-export async function loadVariants(store: Store, cache: FactsCache, item: QueueItemRecord): Promise<{ loaded: LoadedVariant[]; error: string | null }> {
+export async function loadVariants(store: Store, cache: FactsCache, item: QueueItemRecord, memo?: VariantMemo): Promise<{ loaded: LoadedVariant[]; error: string | null }> {
   const loaded: LoadedVariant[] = [];
   let error: string | null = null;
   for (const v of variantsOf(item)) {
-    const r = await loadVariant(store, cache, v);
+    const key = `${v.file_id}\u0000${v.plate}`;
+    let pending = memo?.get(key);
+    if (!pending) {
+      pending = loadVariant(store, cache, v);
+      memo?.set(key, pending);
+    }
+    const r = await pending;
     if ('error' in r) error ??= r.error;
     else loaded.push(r);
   }
   return { loaded, error: loaded.length ? null : error };
+}
+
+/** The first variant the printer can print now, with its tray mapping; the mismatches are noted (per variant) for the waiting reason. */
+export function firstFit(variants: LoadedVariant[], item: QueueItemRecord, pf: PrinterFacts, mismatches: Map<LoadedVariant, { printer: PrinterFacts; mismatch: Mismatch }[]>) {
+  for (const v of variants) {
+    const c = checkPrinter(v.facts, item, pf);
+    if (c.ok) return { variant: v, mapping: c.ams_mapping };
+    const noted = mismatches.get(v);
+    if (noted) noted.push({ printer: pf, mismatch: c.mismatch });
+    else mismatches.set(v, [{ printer: pf, mismatch: c.mismatch }]);
+  }
+  return null;
 }
