@@ -16,12 +16,13 @@
  *   npm run bench -- dispatch --printers 100 --size-mb 20 --parallel 4 --rounds 3   (also --printers 500)
  *   npm run bench -- dispatch --printers 100 --items 1000 --size-mb 1   (dispatcher passes over 1000 queued items)
  *   npm run bench -- aggregator --installations 100000 --submissions 1000000   (PostgreSQL)
+ *   npm run bench -- camera --printers 100 --viewers 2 --window 30
  */
 const { execFileSync, spawnSync } = require('node:child_process');
 const path = require('node:path');
 
 const root = path.join(__dirname, '..');
-const BENCHMARKS = ['fleet', 'stats', 'gcode', 'soak', 'nodered', 'dispatch', 'aggregator'];
+const BENCHMARKS = ['fleet', 'stats', 'gcode', 'soak', 'nodered', 'dispatch', 'aggregator', 'camera'];
 
 let args = process.argv.slice(2);
 let selected = BENCHMARKS;

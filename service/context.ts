@@ -1,5 +1,6 @@
 /** What the routers and background work share: one per running service. */
 import type { Logger } from 'pino';
+import type { CameraHub } from './cameras/hub';
 import type { Store } from './db';
 import type { EventBus } from './events';
 import type { FileCatalog } from './files/catalog';
@@ -42,4 +43,6 @@ export interface ServiceContext {
   /** GET /queue/schedule: when each queued copy will print. */
   queueSchedule: QueueSchedule;
   dispatcher: Dispatcher;
+  /** One upstream connection per printer camera, snapshots and MJPEG streams. */
+  cameras: CameraHub;
 }

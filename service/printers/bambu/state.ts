@@ -30,11 +30,15 @@ export const CANCELLED_PRINT_ERROR = 50348044;
 
 function mergeObjects(prev: Json, next: Json): Json {
   const out: Json = { ...prev };
-  let keys = Object.keys(out).length;
-  for (const [key, value] of Object.entries(next)) {
-    // A printer that keeps inventing keys must not grow the merged state: new keys beyond the bound are dropped.
-    if (!(key in out) && keys++ >= MAX_OBJECT_KEYS) continue;
-    out[key] = mergeValue(key, prev[key], value);
+  // Counted only once a new key arrives (a delta mostly updates keys the merged report has).
+  let keys = -1;
+  for (const key in next) {
+    if (!(key in out)) {
+      if (keys < 0) keys = Object.keys(out).length;
+      // A printer that keeps inventing keys must not grow the merged state: new keys beyond the bound are dropped.
+      if (keys++ >= MAX_OBJECT_KEYS) continue;
+    }
+    out[key] = mergeValue(key, prev[key], next[key]);
   }
   return out;
 }
@@ -104,9 +108,23 @@ export interface BambuTracked {
   cancelled: boolean;
 }
 
+/**
+ * A full snapshot (`msg: 0`, the pushall answer and an X1's periodic report) replaces every key it carries
+ * whole: there is nothing to merge inside it (a full X1 report's AMS alone is sixteen trays of twenty fields).
+ */
+function replaceKeys(prev: Json | null, full: Json): Json {
+  const out: Json = prev ? { ...prev } : {};
+  for (const key in full) {
+    const value = full[key];
+    if (value !== null && value !== undefined) out[key] = value;
+  }
+  return out;
+}
+
 export function ingestReport(prev: BambuTracked | null, report: Json): BambuTracked {
   // Only the keys the service reads are merged (limits.ts): the merged state stays small whatever the printer sends.
-  const print = mergeReport(prev?.print ?? null, pickUsedKeys(report));
+  const picked = pickUsedKeys(report);
+  const print = report.msg === 0 ? replaceKeys(prev?.print ?? null, picked) : mergeReport(prev?.print ?? null, picked);
   let cancelled = false;
   if (gcodeStateOf(print) === 'FAILED') {
     const error = num(print.print_error);
@@ -240,11 +258,23 @@ export function startedAt(value: unknown): string | null {
   return new Date(seconds * 1000).toISOString();
 }
 
-export function toPrinterState(tracked: BambuTracked, context: MapContext): PrinterState {
+/**
+ * The last mapping, so that the next one can keep what did not change. The merge keeps the identity of
+ * every object a delta did not touch (`ams`, `vt_tray`, `hms`...), so "same object" means "same input".
+ */
+export interface PreviousMapping {
+  print: Json;
+  state: PrinterState;
+}
+
+export function toPrinterState(tracked: BambuTracked, context: MapContext, previous: PreviousMapping | null = null): PrinterState {
   const p = tracked.print;
+  const before = previous?.print;
+  const last = previous?.state;
   const rawState = (str(p.gcode_state) ?? '').toUpperCase();
   const state = machineState(rawState, { cancelled: tracked.cancelled, printError: num(p.print_error), printType: str(p.print_type) });
-  const error = printerError(p);
+  const sameHms = before !== undefined && before.hms === p.hms;
+  const error = last && sameHms && before.print_error === p.print_error ? last.error : printerError(p);
   const model = context.version?.model ?? modelFromSerial(context.serial);
   const firmware = context.version?.firmware ?? null;
 
@@ -280,21 +310,23 @@ export function toPrinterState(tracked: BambuTracked, context: MapContext): Prin
 
   // A fatal or serious HMS on an idle printer needs attention before the next print
   // (during and right after a job the job's own state stays the truth).
-  const severe = hmsEntries(p.hms).some((e) => [1, 2].includes(hmsSeverity(e.code)));
+  const severe = state === 'idle' && hmsEntries(p.hms).some((e) => [1, 2].includes(hmsSeverity(e.code)));
+  // Capabilities and materials are rebuilt only when what they are made of changed (a report is mostly temperatures).
+  const sameCapabilities = last?.capabilities && before!.fun === p.fun && before!.ams === p.ams && last.model === model && last.firmware_version === firmware;
+  const capabilities = sameCapabilities
+    ? last.capabilities
+    : { has_camera: hasCamera(model), has_ams: hasAms(p), supports_remote_control: supportsRemoteControl(model, firmware, p.fun) };
+  const materials = last?.materials && before!.ams === p.ams && before!.vt_tray === p.vt_tray ? last.materials : materialsOf(p);
   return {
-    state: state === 'idle' && severe ? 'error' : state,
+    state: severe ? 'error' : state,
     raw_state: rawState,
     temperatures,
     job,
     error,
     firmware_version: firmware,
     model,
-    capabilities: {
-      has_camera: hasCamera(model),
-      has_ams: hasAms(p),
-      supports_remote_control: supportsRemoteControl(model, firmware, p.fun),
-    },
+    capabilities,
     nozzle_diameter: nozzleDiameterOf(p),
-    materials: materialsOf(p),
+    materials,
   };
 }
