@@ -15,6 +15,7 @@ import { authorize } from './api/auth';
 import { TOKENS_FILE, TokenRegistry } from './auth/tokens';
 import { ConfigError, runtimeDefaults, startupOptions, VERSION, type StartupOptions } from './config';
 import type { ServiceContext } from './context';
+import { AttentionBook } from './attention/book';
 import { openStore, type Store, type StoreOptions } from './db';
 import { EventBus } from './events';
 import { JobService } from './jobs/service';
@@ -187,10 +188,13 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const fleet = new Fleet(store, cache, bus, settings, log, options.driverFactory ?? createDriver, options.fleet);
   const tracker = new JobTracker(store, settings, bus, log, options.jobTracking);
   fleet.onLinkUp((printerId) => tracker.linkUp(printerId));
+  const attention = new AttentionBook(bus, () => settings.get('language'));
   fleet.onReport((printerId, state) => {
     metrics.report();
     tracker.report(printerId, state);
+    attention.report(printerId, state.attention);
   });
+  bus.on('printer_status', (e) => e.change === 'deleted' && attention.forget(e.printer_id));
   const usage = await UsageService.create({ store, bus, settings, log, version: VERSION }, options.usageStats).catch(async (err) => {
     metrics.close();
     limiter.close();
@@ -220,7 +224,8 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     cache,
     fleet,
     tracker,
-    printers: new PrinterRegistry(store, cache, bus, fleet),
+    printers: new PrinterRegistry(store, cache, bus, fleet, attention),
+    attention,
     jobs: new JobService(store, settings, bus),
     files,
     previews: new PreviewService(store, files, settings, dataDir),

@@ -4,6 +4,7 @@
  * into the publisher: a failing listener is logged, not propagated.
  */
 import { EventEmitter } from 'node:events';
+import type { AttentionChange } from './attention/book';
 
 export interface PrinterStatusEvent {
   printer_id: string;
@@ -33,6 +34,8 @@ export interface EventMap {
   file_update: Record<string, unknown>;
   /** A queue item as GET /queue/{id} shows it, after every change of the item or its dispatches. */
   queue_update: Record<string, unknown> & { id: string };
+  /** A printer's attention entries changed: once per cause that appeared or cleared. */
+  printer_attention: AttentionChange;
   system_alert: { level: 'info' | 'warning' | 'error'; message: string; [extra: string]: unknown };
 }
 

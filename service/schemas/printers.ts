@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PrinterAttention } from './attention';
 import { nullableTimestamp, queryBoolean, timestamp } from './common';
 
 export const PRINTER_TYPES = ['bambu_lab', 'prusa_core'] as const;
@@ -109,6 +110,7 @@ export const Printer = z.object({
   materials: z.array(LoadedMaterial).meta({ description: 'The filaments loaded now, as the printer reports them (empty when unknown)' }),
   plate_state: PlateState,
   plate_auto_clear: z.boolean(),
+  attention: PrinterAttention,
 });
 
 export const PrinterDetail = Printer.extend({

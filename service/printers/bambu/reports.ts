@@ -6,7 +6,7 @@
  */
 import type { PrinterState } from '../driver';
 import { checkReport } from './limits';
-import { ingestReport, parseVersionInfo, toPrinterState, type BambuTracked, type VersionInfo } from './state';
+import { AttentionMemo, ingestReport, parseVersionInfo, toPrinterState, type BambuTracked, type VersionInfo } from './state';
 import { isObject, type Json } from './values';
 
 export type ReportOutcome =
@@ -20,6 +20,7 @@ export type ReportOutcome =
 export class BambuReports {
   private tracked: BambuTracked | null = null;
   private stateKey = '';
+  private readonly attention = new AttentionMemo();
   version: VersionInfo | null = null;
   current: PrinterState | null = null;
   dropped = 0;
@@ -57,7 +58,7 @@ export class BambuReports {
     // Until a report has said what the printer is doing (the pushall answer), a merged delta would read as idle
     // and end the job the printer is still printing.
     if (!this.tracked || typeof this.tracked.print.gcode_state !== 'string') return null;
-    const state = toPrinterState(this.tracked, { version: this.version, serial });
+    const state = toPrinterState(this.tracked, { version: this.version, serial, attention: this.attention });
     const key = JSON.stringify(state);
     if (key === this.stateKey) return null;
     this.stateKey = key;

@@ -12,6 +12,8 @@
  *   that arrives with only its `id` is an emptied slot and replaces the old one.
  */
 import type { MachineState, PrinterError, PrinterState } from '../driver';
+import { sameCauses, worstFirst, type AttentionCause } from '../attention';
+import { describeHms, describePrintError } from './hms-text';
 import { materialsOf, nozzleDiameterOf } from './materials';
 
 import { MAX_LIST_ENTRIES, MAX_OBJECT_KEYS, pickUsedKeys } from './limits';
@@ -145,45 +147,39 @@ export function machineState(gcodeState: string | null, options: { cancelled?: b
   }
 }
 
-const hex4 = (n: number) => (n & 0xffff).toString(16).toUpperCase().padStart(4, '0');
+export { hmsCode, printErrorCode } from './hms-text';
 
-/** HMS entry {attr, code} -> "0700_2000_0002_0001" as the Bambu wiki and apps print it. */
-export function hmsCode(attr: number, code: number): string {
-  return `${hex4(attr >>> 16)}_${hex4(attr)}_${hex4(code >>> 16)}_${hex4(code)}`;
+/**
+ * The causes a report shows, worst first: every HMS entry, then a non-zero print_error (a user cancel is not
+ * a cause: it shows as state 'stopped'). Words come from the vendor's table for the printer's model.
+ */
+export function attentionOf(print: Json, model: string | null): AttentionCause[] {
+  const causes: AttentionCause[] = hmsEntries(print.hms).map((e) => describeHms(e.attr, e.code, model));
+  const error = num(print.print_error);
+  if (error && error !== CANCELLED_PRINT_ERROR) causes.push(describePrintError(error, model));
+  return worstFirst(causes);
 }
 
-/** print_error -> "0300_400C". */
-export function printErrorCode(error: number): string {
-  return `${hex4(error >>> 16)}_${hex4(error)}`;
-}
+/**
+ * Keeps the last causes of one printer and works them out again only when the report's `hms` or
+ * `print_error` changed (merged reports keep the same `hms` array until a report sends a new one), so the
+ * per-report path costs two comparisons.
+ */
+export class AttentionMemo {
+  private hms: unknown = undefined;
+  private printError: unknown = undefined;
+  private model: string | null = null;
+  private causes: AttentionCause[] = [];
 
-const HMS_SEVERITY: Record<number, string> = { 1: 'fatal', 2: 'serious', 3: 'common', 4: 'info' };
-const HMS_MODULE: Record<number, string> = { 0x03: 'motion controller', 0x05: 'mainboard', 0x07: 'AMS', 0x08: 'toolhead', 0x0c: 'camera / AI monitoring', 0x12: 'AMS lite' };
-
-/** The few messages the simulator produces and users meet most; anything else gets a generic text with module and severity. */
-const KNOWN_MESSAGES: Record<string, string> = {
-  '0300_400C': 'The print was cancelled',
-  '0700_8011': 'AMS filament ran out',
-  '0700_2000_0002_0001': 'AMS slot 1 filament has run out',
-  '0300_0100_0001_0007': 'The heatbed temperature is abnormal',
-};
-
-export function hmsSeverity(code: number): number {
-  return (code >>> 16) & 0xffff;
-}
-
-export function hmsMessage(attr: number, code: number): string {
-  const id = hmsCode(attr, code);
-  const known = KNOWN_MESSAGES[id];
-  if (known) return known;
-  const module = HMS_MODULE[(attr >>> 24) & 0xff] ?? 'printer';
-  const severity = HMS_SEVERITY[hmsSeverity(code)] ?? 'unknown';
-  return `${module} reports HMS ${id} (${severity})`;
-}
-
-export function printErrorMessage(error: number): string {
-  const id = printErrorCode(error);
-  return KNOWN_MESSAGES[id] ?? `Print error ${id}`;
+  of(print: Json, model: string | null): AttentionCause[] {
+    if (print.hms === this.hms && print.print_error === this.printError && model === this.model) return this.causes;
+    this.hms = print.hms;
+    this.printError = print.print_error;
+    this.model = model;
+    const next = attentionOf(print, model);
+    if (!sameCauses(next, this.causes)) this.causes = next;
+    return this.causes;
+  }
 }
 
 interface HmsEntry {
@@ -203,20 +199,15 @@ function hmsEntries(value: unknown): HmsEntry[] {
   return out;
 }
 
-/**
- * The error to show: the most severe HMS entry, else a non-zero print_error
- * (a user cancel is not an error: it shows as state 'stopped').
- */
-export function printerError(print: Json): PrinterError | null {
-  const hms = hmsEntries(print.hms);
-  if (hms.length > 0) {
-    const rank = (e: HmsEntry) => hmsSeverity(e.code) || 99;
-    const worst = hms.reduce((a, b) => (rank(b) < rank(a) ? b : a));
-    return { code: `HMS_${hmsCode(worst.attr, worst.code)}`, message: hmsMessage(worst.attr, worst.code) };
-  }
-  const error = num(print.print_error);
-  if (error && error !== CANCELLED_PRINT_ERROR) return { code: printErrorCode(error), message: printErrorMessage(error) };
-  return null;
+/** The error to show: the worst HMS entry, else the print_error (the first cause, in English). */
+export function errorFromAttention(causes: readonly AttentionCause[]): PrinterError | null {
+  const first = causes.find((c) => c.source === 'hms') ?? causes[0];
+  if (!first) return null;
+  return { code: first.source === 'hms' ? `HMS_${first.code}` : first.code, message: first.text.en.message };
+}
+
+export function printerError(print: Json, model: string | null = null): PrinterError | null {
+  return errorFromAttention(attentionOf(print, model));
 }
 
 // ---------------------------------------------------------------------------
@@ -226,6 +217,8 @@ export function printerError(print: Json): PrinterError | null {
 export interface MapContext {
   version: VersionInfo | null;
   serial: string | null;
+  /** The printer's memo: causes are worked out again only when hms or print_error changed. */
+  attention?: AttentionMemo;
 }
 
 function basename(path: string): string {
@@ -244,8 +237,9 @@ export function toPrinterState(tracked: BambuTracked, context: MapContext): Prin
   const p = tracked.print;
   const rawState = (str(p.gcode_state) ?? '').toUpperCase();
   const state = machineState(rawState, { cancelled: tracked.cancelled, printError: num(p.print_error), printType: str(p.print_type) });
-  const error = printerError(p);
   const model = context.version?.model ?? modelFromSerial(context.serial);
+  const attention = context.attention ? context.attention.of(p, model) : attentionOf(p, model);
+  const error = errorFromAttention(attention);
   const firmware = context.version?.firmware ?? null;
 
   const chamber = num(p.chamber_temper);
@@ -280,7 +274,7 @@ export function toPrinterState(tracked: BambuTracked, context: MapContext): Prin
 
   // A fatal or serious HMS on an idle printer needs attention before the next print
   // (during and right after a job the job's own state stays the truth).
-  const severe = hmsEntries(p.hms).some((e) => [1, 2].includes(hmsSeverity(e.code)));
+  const severe = attention.some((c) => c.source === 'hms' && (c.severity === 'fatal' || c.severity === 'serious'));
   return {
     state: state === 'idle' && severe ? 'error' : state,
     raw_state: rawState,
@@ -296,5 +290,6 @@ export function toPrinterState(tracked: BambuTracked, context: MapContext): Prin
     },
     nozzle_diameter: nozzleDiameterOf(p),
     materials: materialsOf(p),
+    attention,
   };
 }
