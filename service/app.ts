@@ -16,6 +16,8 @@ import { TOKENS_FILE, TokenRegistry } from './auth/tokens';
 import { ConfigError, runtimeDefaults, startupOptions, VERSION, type StartupOptions } from './config';
 import type { ServiceContext } from './context';
 import { AttentionBook } from './attention/book';
+import { Notifier } from './notify/notifier';
+import { WebhookSender, type WebhookOptions } from './notify/webhooks';
 import { openStore, type Store, type StoreOptions } from './db';
 import { EventBus } from './events';
 import { JobService } from './jobs/service';
@@ -78,6 +80,8 @@ export interface ServiceOptions {
   allowedOrigins?: string[];
   /** Added to ALLOWED_HOSTS. */
   allowedHosts?: string[];
+  /** Notification webhook timings (tests shorten them). */
+  webhooks?: WebhookOptions;
 }
 
 export interface Service {
@@ -195,6 +199,8 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     attention.report(printerId, state.attention);
   });
   bus.on('printer_status', (e) => e.change === 'deleted' && attention.forget(e.printer_id));
+  const webhooks = new WebhookSender(() => settings.get('notify_webhooks'), (result) => metrics.webhook(result), log, options.webhooks);
+  const notifier = new Notifier({ bus, store, settings, log, attentionOf: (id) => attention.of(id), deliver: (n) => webhooks.send(n) });
   const usage = await UsageService.create({ store, bus, settings, log, version: VERSION }, options.usageStats).catch(async (err) => {
     metrics.close();
     limiter.close();
@@ -264,6 +270,8 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     (closing ??= (async () => {
       phase = 'stopping';
       context.updates.close();
+      notifier.close();
+      await webhooks.close();
       await ideas.close();
       await retention.close();
       await usage.close();

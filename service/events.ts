@@ -5,6 +5,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { AttentionChange } from './attention/book';
+import type { Notification } from './notify/kinds';
 
 export interface PrinterStatusEvent {
   printer_id: string;
@@ -36,6 +37,8 @@ export interface EventMap {
   queue_update: Record<string, unknown> & { id: string };
   /** A printer's attention entries changed: once per cause that appeared or cleared. */
   printer_attention: AttentionChange;
+  /** An event worth telling a person (docs/notifications.md), once per cause. */
+  notification: Notification;
   system_alert: { level: 'info' | 'warning' | 'error'; message: string; [extra: string]: unknown };
 }
 
