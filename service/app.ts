@@ -200,7 +200,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   });
   bus.on('printer_status', (e) => e.change === 'deleted' && attention.forget(e.printer_id));
   const webhooks = new WebhookSender(() => settings.get('notify_webhooks'), (result) => metrics.webhook(result), log, options.webhooks);
-  const notifier = new Notifier({ bus, store, settings, log, attentionOf: (id) => attention.of(id), deliver: (n) => webhooks.send(n) });
+  const notifier = new Notifier({ bus, store, settings, log, attentionOf: (id) => attention.of(id), attentionTexts: (id, e) => attention.causeOf(id, e.source, e.code)?.text ?? {}, deliver: (n) => webhooks.send(n) });
   const usage = await UsageService.create({ store, bus, settings, log, version: VERSION }, options.usageStats).catch(async (err) => {
     metrics.close();
     limiter.close();

@@ -76,6 +76,11 @@ export class AttentionBook {
     return page ? this.entries(page.held) : [];
   }
 
+  /** A cause a printer reports now, with its words in every language the vendor has. */
+  causeOf(printerId: string, source: string, code: string): AttentionCause | undefined {
+    return this.pages.get(printerId)?.held.get(`${source}:${code}`)?.cause;
+  }
+
   /** Every printer with something to say. */
   all(): Array<{ printer_id: string; entries: AttentionEntry[] }> {
     const out: Array<{ printer_id: string; entries: AttentionEntry[] }> = [];

@@ -18,7 +18,12 @@ export interface Notification {
   data: Record<string, unknown>;
   /** What makes two events the same one (a printer's offline spell, a job, an attention cause): told once. */
   cause: string;
+  /** Title and message in English and German (the Node-RED node picks its language; webhooks get the service's). */
+  texts: Record<NotifyLanguage, { title: string; message: string }>;
 }
+
+export type NotifyLanguage = 'en' | 'de';
+export const NOTIFY_LANGUAGES: readonly NotifyLanguage[] = ['en', 'de'];
 
 /** What a text is made of. */
 export interface NotifyFacts {

@@ -11,7 +11,7 @@ import type { Store } from '../db';
 import type { EventBus, PrinterStatusEvent } from '../events';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
-import { notifyText, type Notification, type NotifyFacts, type NotifyKind, type NotifySeverity } from './kinds';
+import { notifyText, type Notification, type NotifyFacts, type NotifyKind, type NotifyLanguage, type NotifySeverity } from './kinds';
 
 /** Causes remembered for de-duplication (the oldest are forgotten first). */
 const MAX_TOLD = 5000;
@@ -23,6 +23,8 @@ export interface NotifierDeps {
   log: Logger;
   /** The printer's attention now (why a print failed). */
   attentionOf(printerId: string): AttentionEntry[];
+  /** An attention cause's words in English and German. */
+  attentionTexts(printerId: string, entry: AttentionEntry): Partial<Record<NotifyLanguage, { message: string; action: string }>>;
   /** Webhook delivery (never waits). */
   deliver(notification: Notification): void;
 }
@@ -79,7 +81,9 @@ export class Notifier {
     // One message per change: the causes a printer reports together (an AMS runout is an HMS and a print_error) are one event.
     const worst = severe[0];
     const cause = `attention:${change.printer_id}:${severe.map((e) => `${e.source}:${e.code}`).join(',')}:${worst.since}`;
-    this.later(this.tell('attention', change.printer_id, worst.severity, cause, { message: worst.message, action: worst.action }, { attention: severe, all: change.attention }));
+    const words = this.deps.attentionTexts(change.printer_id, worst);
+    const facts = (language: NotifyLanguage) => words[language] ?? words.en ?? { message: worst.message, action: worst.action };
+    this.later(this.tell('attention', change.printer_id, worst.severity, cause, facts, { attention: severe, all: change.attention }));
   }
 
   private async jobEnded(data: Record<string, unknown>): Promise<void> {
@@ -148,14 +152,23 @@ export class Notifier {
     await this.tell('spool_low', printerId, 'common', `spool:${String(spoolId)}:${grams ?? ''}`, { spool: name, remaining: grams }, { ...data });
   }
 
-  private async tell(kind: NotifyKind, printerId: string | null, severity: NotifySeverity, cause: string, facts: Omit<NotifyFacts, 'printer'>, data: Record<string, unknown>): Promise<void> {
+  private async tell(
+    kind: NotifyKind,
+    printerId: string | null,
+    severity: NotifySeverity,
+    cause: string,
+    facts: Omit<NotifyFacts, 'printer'> | ((language: NotifyLanguage) => Omit<NotifyFacts, 'printer'>),
+    data: Record<string, unknown>,
+  ): Promise<void> {
     if (this.closed || this.told.has(cause)) return;
     this.remember(cause);
     const record = printerId ? await this.deps.store.printers.get(printerId) : undefined;
     if (this.closed) return;
     const printerName = record?.name ?? printerId;
-    const { title, message } = notifyText(kind, { ...facts, printer: printerName ?? '' }, this.deps.settings.get('language'));
-    const notification: Notification = { kind, title, message, printer_id: printerId, printer_name: printerName, severity, at: nowIso(), data, cause };
+    const factsIn = (language: NotifyLanguage) => ({ ...(typeof facts === 'function' ? facts(language) : facts), printer: printerName ?? '' });
+    const texts = { en: notifyText(kind, factsIn('en'), 'en'), de: notifyText(kind, factsIn('de'), 'de') };
+    const { title, message } = texts[this.deps.settings.get('language') === 'de' ? 'de' : 'en'];
+    const notification: Notification = { kind, title, message, printer_id: printerId, printer_name: printerName, severity, at: nowIso(), data, cause, texts };
     this.deps.bus.emit('notification', notification);
     this.deps.deliver(notification);
   }
