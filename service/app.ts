@@ -16,6 +16,7 @@ import { TOKENS_FILE, TokenRegistry } from './auth/tokens';
 import { ConfigError, runtimeDefaults, startupOptions, VERSION, type StartupOptions } from './config';
 import type { ServiceContext } from './context';
 import { AttentionBook } from './attention/book';
+import { DiscoveryService, type DiscoveryOptions } from './discovery/service';
 import { Notifier } from './notify/notifier';
 import { WebhookSender, type WebhookOptions } from './notify/webhooks';
 import { openStore, type Store, type StoreOptions } from './db';
@@ -82,6 +83,8 @@ export interface ServiceOptions {
   allowedHosts?: string[];
   /** Notification webhook timings (tests shorten them). */
   webhooks?: WebhookOptions;
+  /** Printer discovery: SSDP port (default DISCOVERY_SSDP_PORT; 0 off, "ephemeral" a free port) and where M-SEARCH goes. */
+  discovery?: Partial<DiscoveryOptions>;
 }
 
 export interface Service {
@@ -200,6 +203,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   });
   bus.on('printer_status', (e) => e.change === 'deleted' && attention.forget(e.printer_id));
   const webhooks = new WebhookSender(() => settings.get('notify_webhooks'), (result) => metrics.webhook(result), log, options.webhooks);
+  const discovery = new DiscoveryService(store, bus, settings, log, { ssdpPort: options.discovery?.ssdpPort ?? config.discovery_ssdp_port, searchTargets: options.discovery?.searchTargets });
   const notifier = new Notifier({ bus, store, settings, log, attentionOf: (id) => attention.of(id), attentionTexts: (id, e) => attention.causeOf(id, e.source, e.code)?.text ?? {}, deliver: (n) => webhooks.send(n) });
   const usage = await UsageService.create({ store, bus, settings, log, version: VERSION }, options.usageStats).catch(async (err) => {
     metrics.close();
@@ -240,6 +244,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     ideas,
     queue,
     dispatcher,
+    discovery,
   };
   api.mount(context);
   const wsCap = new ConnectionCap({
@@ -257,6 +262,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   // Before the printers connect: open dispatches are watched from their first report on.
   await dispatcher.start();
   await fleet.start();
+  await discovery.start();
 
   const { port } = server.address() as AddressInfo;
   const shownHost = ['0.0.0.0', '::'].includes(config.host) ? 'localhost' : config.host.includes(':') ? `[${config.host}]` : config.host;
@@ -272,6 +278,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       context.updates.close();
       notifier.close();
       await webhooks.close();
+      await discovery.close();
       await ideas.close();
       await retention.close();
       await usage.close();

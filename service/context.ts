@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import type { AttentionBook } from './attention/book';
 import type { Store } from './db';
+import type { DiscoveryService } from './discovery/service';
 import type { EventBus } from './events';
 import type { FileCatalog } from './files/catalog';
 import type { PreviewService } from './files/previews';
@@ -42,4 +43,6 @@ export interface ServiceContext {
   dispatcher: Dispatcher;
   /** What printers need from a person (HMS, print_error, PrusaLink ATTENTION/ERROR), with since when. */
   attention: AttentionBook;
+  /** Printers found on the LAN (SSDP announcements, PrusaLink probes). */
+  discovery: DiscoveryService;
 }

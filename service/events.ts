@@ -5,6 +5,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { AttentionChange } from './attention/book';
+import type { DiscoveredPrinter } from './discovery/registry';
 import type { Notification } from './notify/kinds';
 
 export interface PrinterStatusEvent {
@@ -37,6 +38,8 @@ export interface EventMap {
   queue_update: Record<string, unknown> & { id: string };
   /** A printer's attention entries changed: once per cause that appeared or cleared. */
   printer_attention: AttentionChange;
+  /** A printer was found on the LAN, or what is known of it changed. */
+  discovery_update: { change: 'found' | 'updated'; printer: DiscoveredPrinter };
   /** An event worth telling a person (docs/notifications.md), once per cause. */
   notification: Notification;
   system_alert: { level: 'info' | 'warning' | 'error'; message: string; [extra: string]: unknown };

@@ -184,6 +184,7 @@ export const SERVICE_OPTIONS = {
   updateCheckTimeout: 1,
   driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),
   fleet: { watchdogMs: 1500, commandTimeoutMs: 3000, pollMs: 200, connectTimeoutMs: 4000 },
+  discovery: { ssdpPort: 0 },
 };
 
 /**
