@@ -69,7 +69,8 @@ export function printerRoutes({ printers, fleet, discovery }: ServiceContext): A
       description:
         'The printer starts as `configuring` / `testing` while its connection is tested. `serial_number` and `access_code` are required for `bambu_lab` (400 INVALID_PRINTER_CONFIG otherwise); 409 when the id is taken. ' +
         'A printer of GET /api/v1/discovery is added with `{discovered, access_code, name?}`: type, model, IP address, serial number and ports come from its discovery entry (404 DISCOVERED_PRINTER_NOT_FOUND when there is none).',
-      body: z.union([CreatePrinterBody, CreateFromDiscoveryBody]),
+      // The full body last: a body that fits neither is told the problems of the full body.
+      body: z.union([CreateFromDiscoveryBody, CreatePrinterBody]),
       status: 201,
       response: PrinterCreated,
       errors: [400, 404, 409],

@@ -11,7 +11,7 @@ export const AttentionEntry = z
     since: timestamp.meta({ description: 'When the service first saw this cause' }),
     source: z.enum(['hms', 'print_error', 'prusalink']),
   })
-  .meta({ id: 'AttentionEntry' });
+;
 
 export const PrinterAttention = z.array(AttentionEntry).meta({ description: 'What the printer needs from a person now, worst first (empty: nothing)' });
 

@@ -17,7 +17,7 @@ export const DiscoveredPrinter = z
     printer_id: z.string().nullable(),
     auth_required: z.boolean().meta({ description: 'PrusaLink answered 401 with a Digest challenge: its password is needed' }),
   })
-  .meta({ id: 'DiscoveredPrinter' });
+;
 
 export const DiscoveryList = z.object({
   printers: z.array(DiscoveredPrinter).meta({ description: 'Seen within discovery_ttl_s, the most recently seen first (at most 1024)' }),
@@ -44,4 +44,4 @@ export const CreateFromDiscoveryBody = z
     access_code: z.string().min(1).max(256).meta({ description: 'Bambu LAN access code, or the PrusaLink password' }),
     name: z.string().trim().min(1).max(100).optional().meta({ description: 'Default: the name the printer gives itself' }),
   })
-  .meta({ id: 'CreatePrinterFromDiscovery' });
+;

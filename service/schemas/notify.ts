@@ -23,4 +23,4 @@ export const NotificationBody = z
     at: z.string(),
     data: z.record(z.string(), z.unknown()),
   })
-  .meta({ id: 'Notification' });
+;

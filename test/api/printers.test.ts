@@ -58,6 +58,7 @@ describeDialects('printers API', (db) => {
       materials: [],
       plate_state: 'clear',
       plate_auto_clear: false,
+      attention: [],
     });
     // Chamber temperature is a Bambu thing.
     expect(all.body.printers[1].temperatures).not.toHaveProperty('chamber');
