@@ -201,7 +201,8 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     tracker.report(printerId, state);
     attention.report(printerId, state.attention);
   });
-  bus.on('printer_status', (e) => e.change === 'deleted' && attention.forget(e.printer_id));
+  // A removed or deactivated printer needs nothing from anyone.
+  bus.on('printer_status', (e) => (e.change === 'deleted' || (e.change === 'updated' && e.is_active === false)) && attention.forget(e.printer_id));
   const webhooks = new WebhookSender(() => settings.get('notify_webhooks'), (result) => metrics.webhook(result), log, options.webhooks);
   const discovery = new DiscoveryService(store, bus, settings, log, { ssdpPort: options.discovery?.ssdpPort ?? config.discovery_ssdp_port, searchTargets: options.discovery?.searchTargets });
   const notifier = new Notifier({ bus, store, settings, log, attentionOf: (id) => attention.of(id), attentionTexts: (id, e) => attention.causeOf(id, e.source, e.code)?.text ?? {}, deliver: (n) => webhooks.send(n) });

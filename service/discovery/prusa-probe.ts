@@ -28,9 +28,12 @@ function probeOne(target: ProbeTarget, signal: AbortSignal): Promise<ProbeHit | 
     const finish = (hit: ProbeHit | null) => {
       if (done) return;
       done = true;
+      clearTimeout(deadline);
       req.destroy();
       resolve(hit);
     };
+    // The whole probe, not only each silence, ends after TIMEOUT_MS (an answer dripping byte by byte included).
+    const deadline = setTimeout(() => finish(null), TIMEOUT_MS);
     const req = http.get(`http://${host}:${target.port}/api/version`, { agent: false, timeout: TIMEOUT_MS, signal, headers: { Accept: 'application/json' } }, (res) => {
       const challenge = String(res.headers['www-authenticate'] ?? '');
       if (res.statusCode === 401) {
