@@ -256,7 +256,7 @@ describeBrowser('the farm dashboard of npm run demo', () => {
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     stranger = await startFarm({ bambu: 1, speed: 20, announce: ssdpPort, announceIntervalS: 1 });
-    const found = stranger.printers[0].printer as Record<string, unknown> & { serial_number: string; access_code: string; name: string };
+    const found = stranger.printers[0].printer as unknown as { serial_number: string; access_code: string; name: string };
     await until(async () => ((await get('/discovery')).printers as { serial_number: string }[]).some((p) => p.serial_number === found.serial_number), 'the announcing printer discovered', 15_000);
 
     await page.goto(`${nodeRed.url}/dashboard/farm`);
