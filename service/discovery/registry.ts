@@ -7,6 +7,8 @@
 import type { EventBus } from '../events';
 
 export const MAX_ENTRIES = 1024;
+/** discovery_update events a second at most: a LAN host inventing printers must not flood /ws (GET /discovery has them all). */
+export const MAX_EVENTS_PER_SECOND = 20;
 
 export interface DiscoveredPrinter {
   type: 'bambu_lab' | 'prusa_core';
@@ -39,6 +41,8 @@ const shapeOf = (p: DiscoveredPrinter) => JSON.stringify([p.model, p.name, p.ip_
 
 export class DiscoveryRegistry {
   private readonly entries = new Map<string, DiscoveredPrinter>();
+  private eventSecond = 0;
+  private eventsThisSecond = 0;
 
   constructor(
     private readonly bus: EventBus,
@@ -57,7 +61,7 @@ export class DiscoveryRegistry {
     this.entries.delete(key);
     this.entries.set(key, entry);
     while (this.entries.size > MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value as string);
-    if (!old || shapeOf(old) !== shapeOf(entry)) this.bus.emit('discovery_update', { change: old ? 'updated' : 'found', printer: publicView(entry) });
+    if ((!old || shapeOf(old) !== shapeOf(entry)) && this.mayAnnounce()) this.bus.emit('discovery_update', { change: old ? 'updated' : 'found', printer: publicView(entry) });
     return entry;
   }
 
@@ -76,6 +80,15 @@ export class DiscoveryRegistry {
       list.find((p) => `${p.ip_address}:${p.ports.http ?? 80}` === wanted) ??
       list.find((p) => p.ip_address === wanted)
     );
+  }
+
+  private mayAnnounce(): boolean {
+    const second = Math.floor(this.now() / 1000);
+    if (second !== this.eventSecond) {
+      this.eventSecond = second;
+      this.eventsThisSecond = 0;
+    }
+    return ++this.eventsThisSecond <= MAX_EVENTS_PER_SECOND;
   }
 
   get size(): number {

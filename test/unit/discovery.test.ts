@@ -1,6 +1,6 @@
 import { EventBus } from '../../service/events';
 import { bambuAnnouncement, parseBambuAnnouncement } from '../../service/discovery/bambu-ssdp';
-import { DiscoveryRegistry, MAX_ENTRIES } from '../../service/discovery/registry';
+import { DiscoveryRegistry, MAX_ENTRIES, MAX_EVENTS_PER_SECOND } from '../../service/discovery/registry';
 import { expandTargets, TargetError } from '../../service/discovery/targets';
 
 const REAL = [
@@ -92,6 +92,8 @@ describe('discovery registry', () => {
     expect(registry.find('a')).toMatchObject({ first_seen: '2026-01-01T00:00:00.000Z', last_seen: '2026-01-01T00:00:01.000Z' });
     for (let i = 0; i < MAX_ENTRIES + 10; i++) registry.seen(found(`S${i}`));
     expect(registry.size).toBe(MAX_ENTRIES);
+    // Invented printers by the thousand: /ws hears of at most MAX_EVENTS_PER_SECOND a second.
+    expect(updates.length).toBeLessThanOrEqual(1 + MAX_EVENTS_PER_SECOND);
     expect(registry.find('A')).toBeUndefined();
     now += 601_000;
     expect(registry.list()).toEqual([]);
