@@ -43,8 +43,8 @@ describe('Bambu codes in the vendor\'s words', () => {
     const memo = new AttentionMemo();
     const first = memo.of(print, null);
     expect(memo.of({ ...print, nozzle_temper: 200 }, null)).toBe(first);
-    // A new report with equal content keeps the list too (no new event downstream).
-    expect(memo.of({ hms: [...print.hms], print_error: print.print_error }, null)).toBe(first);
+    // A full report with the same entries (a new array) keeps the list too (no new event downstream).
+    expect(memo.of({ hms: print.hms.map((e) => ({ ...e })), print_error: print.print_error }, null)).toBe(first);
     expect(memo.of({ hms: [], print_error: 0 }, null)).toEqual([]);
   });
 });

@@ -183,6 +183,17 @@ export function attentionOf(print: Json, model: string | null): AttentionCause[]
  * `print_error` changed (merged reports keep the same `hms` array until a report sends a new one), so the
  * per-report path costs two comparisons.
  */
+/** A full report brings a new `hms` array each time: the same entries are the same causes. */
+function sameHms(a: unknown, b: unknown): boolean {
+  if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] as { attr?: unknown; code?: unknown } | null;
+    const y = b[i] as { attr?: unknown; code?: unknown } | null;
+    if (!x || !y || x.attr !== y.attr || x.code !== y.code) return false;
+  }
+  return true;
+}
+
 export class AttentionMemo {
   private hms: unknown = undefined;
   private printError: unknown = undefined;
@@ -190,7 +201,7 @@ export class AttentionMemo {
   private causes: AttentionCause[] = [];
 
   of(print: Json, model: string | null): AttentionCause[] {
-    if (print.hms === this.hms && print.print_error === this.printError && model === this.model) return this.causes;
+    if ((print.hms === this.hms || sameHms(print.hms, this.hms)) && print.print_error === this.printError && model === this.model) return this.causes;
     this.hms = print.hms;
     this.printError = print.print_error;
     this.model = model;
