@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { createApi, type Phase } from './api';
+import { CameraHub } from './cameras/hub';
 import { BrowserGuard, parseList } from './api/browser-guard';
 import { answerClientError, errorPayload, type ApiError } from './http/errors';
 import { clientAddress, RateLimiter, type RateLimits } from './api/rate-limit';
@@ -137,6 +138,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       printers: async () => (context ? context.store.printers.list() : []),
       jobsByStatus: async (statuses) => (context ? context.store.jobs.countByStatus(statuses) : Object.fromEntries(statuses.map((s) => [s, 0]))),
       wsClients: () => realtime?.clientCount ?? 0,
+      cameras: () => ({ streams: context?.cameras.viewerCount ?? 0, upstreams: context?.cameras.upstreamCount ?? 0 }),
     },
     bus,
   );
@@ -224,6 +226,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const dispatcher = new Dispatcher({ store, settings, fleet, log, facts, plates, bus, publish: (id, known) => queue!.publish(id, known) });
   queue = new QueueService(store, bus, settings, facts, dispatcher);
   tracker.linkDispatches(dispatcher);
+  const cameras = new CameraHub({ store, settings, bus, cache, log, hasCamera: (id) => fleet.stateOf(id)?.capabilities?.has_camera });
   context = {
     version: VERSION,
     dataDir,
@@ -235,7 +238,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     cache,
     fleet,
     tracker,
-    printers: new PrinterRegistry(store, cache, bus, fleet, attention),
+    printers: new PrinterRegistry(store, cache, bus, fleet, cameras, attention),
     attention,
     jobs: new JobService(store, settings, bus),
     files,
@@ -246,6 +249,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     queue,
     dispatcher,
     discovery,
+    cameras,
   };
   api.mount(context);
   const wsCap = new ConnectionCap({
@@ -277,6 +281,8 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     (closing ??= (async () => {
       phase = 'stopping';
       context.updates.close();
+      // Camera streams never end on their own: they end first, so that the server can drain.
+      await cameras.close();
       notifier.close();
       await webhooks.close();
       await discovery.close();

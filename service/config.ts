@@ -155,6 +155,17 @@ export const RUNTIME_SETTINGS = {
     max: 3600,
     description: 'Seconds a printer gets no further queued start after one was sent, unless it acknowledged that start earlier',
   },
+  camera_timeout_s: {
+    type: 'integer',
+    default: 10,
+    env: 'CAMERA_TIMEOUT_S',
+    min: 1,
+    max: 120,
+    description: 'Seconds a camera has to connect and send a frame before a snapshot answers 502 CAMERA_ERROR (and a silent stream is reconnected)',
+  },
+  camera_idle_s: { type: 'integer', default: 15, env: 'CAMERA_IDLE_S', min: 0, max: 3600, description: 'Seconds a camera connection stays open after its last viewer or snapshot' },
+  camera_max_fps: { type: 'integer', default: 5, env: 'CAMERA_MAX_FPS', min: 1, max: 30, description: 'Most frames per second sent to a camera stream viewer' },
+  camera_max_viewers: { type: 'integer', default: 20, env: 'CAMERA_MAX_VIEWERS', min: 1, max: 1000, description: 'Most camera streams served at once, all printers together (429 beyond)' },
   notify_webhooks: {
     type: 'webhooks',
     default: [],

@@ -1,6 +1,7 @@
 /** What the routers and background work share: one per running service. */
 import type { Logger } from 'pino';
 import type { AttentionBook } from './attention/book';
+import type { CameraHub } from './cameras/hub';
 import type { Store } from './db';
 import type { DiscoveryService } from './discovery/service';
 import type { EventBus } from './events';
@@ -45,4 +46,6 @@ export interface ServiceContext {
   attention: AttentionBook;
   /** Printers found on the LAN (SSDP announcements, PrusaLink probes). */
   discovery: DiscoveryService;
+  /** One upstream connection per printer camera, snapshots and MJPEG streams. */
+  cameras: CameraHub;
 }
