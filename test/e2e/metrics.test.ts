@@ -89,8 +89,10 @@ describe('GET /metrics', () => {
     expect(before).toBeGreaterThan(0);
     // An idle simulated printer goes quiet once its temperatures settle: loading a spool makes it report again.
     const bambu = farm.printers.find((p) => p.printer.type === 'bambu_lab')!;
+    // (Another colour each time: the same spool loaded again changes nothing, so the printer would say nothing new.)
+    let spool = 0;
     const later = await until(async () => {
-      await control(bambu.control_url, 'materials', { materials: [{ slot: 0, type: 'PLA', color: '#FFFFFF' }] });
+      await control(bambu.control_url, 'materials', { materials: [{ slot: 0, type: 'PLA', color: ++spool % 2 ? '#000000' : '#FFFFFF' }] });
       const { samples } = await scrape();
       return value(samples, 'printfarm_printer_reports_total')! > before && value(samples, 'printfarm_printer_reports_per_second')! > 0 ? samples : null;
     }, 'more reports and a positive rate');
