@@ -1,7 +1,9 @@
 /** What the routers and background work share: one per running service. */
 import type { Logger } from 'pino';
+import type { AttentionBook } from './attention/book';
 import type { CameraHub } from './cameras/hub';
 import type { Store } from './db';
+import type { DiscoveryService } from './discovery/service';
 import type { EventBus } from './events';
 import type { Filament } from './filament';
 import type { FileCatalog } from './files/catalog';
@@ -13,6 +15,7 @@ import type { StatusCache } from './monitoring/status-cache';
 import type { Fleet } from './printers/fleet';
 import type { PrinterRegistry } from './printers/registry';
 import type { Dispatcher } from './queue/dispatcher';
+import type { QueueSchedule } from './queue/schedule-service';
 import type { QueueService } from './queue/service';
 import type { SettingsService } from './settings';
 import type { UpdateChecker } from './system/update-check';
@@ -40,7 +43,13 @@ export interface ServiceContext {
   ideas: IdeaService;
   /** The print queue (items and their API operations) and its dispatcher. */
   queue: QueueService;
+  /** GET /queue/schedule: when each queued copy will print. */
+  queueSchedule: QueueSchedule;
   dispatcher: Dispatcher;
+  /** What printers need from a person (HMS, print_error, PrusaLink ATTENTION/ERROR), with since when. */
+  attention: AttentionBook;
+  /** Printers found on the LAN (SSDP announcements, PrusaLink probes). */
+  discovery: DiscoveryService;
   /** One upstream connection per printer camera, snapshots and MJPEG streams. */
   cameras: CameraHub;
   /** Spools, where they are, what each print used; Spoolman mode. */

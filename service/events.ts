@@ -3,6 +3,10 @@
  * /ws hub (and later the usage statistics) listen. Publishing never throws
  * into the publisher: a failing listener is logged, not propagated.
  */
+import type { AttentionChange } from './attention/book';
+import type { DiscoveredPrinter } from './discovery/registry';
+import type { Notification } from './notify/kinds';
+
 export interface PrinterStatusEvent {
   printer_id: string;
   /** Why the frame was sent: the printer was created, changed, deleted, or reported a new state. */
@@ -35,6 +39,12 @@ export interface EventMap {
   spool_update: Record<string, unknown> & { id: number; change: string };
   /** Once when a spool's grams fall below spool_low_threshold_g. */
   spool_low: Record<string, unknown> & { id: number; remaining_weight_g: number | null; threshold_g: number };
+  /** A printer's attention entries changed: once per cause that appeared or cleared. */
+  printer_attention: AttentionChange;
+  /** A printer was found on the LAN, or what is known of it changed. */
+  discovery_update: { change: 'found' | 'updated'; printer: DiscoveredPrinter };
+  /** An event worth telling a person (docs/notifications.md), once per cause. */
+  notification: Notification;
   system_alert: { level: 'info' | 'warning' | 'error'; message: string; [extra: string]: unknown };
 }
 

@@ -107,6 +107,11 @@ function buildDashboardFlow(options = {}) {
   call('call-printers', 490, 260, ['printers-out']);
   inline('printers-out', 'share the list', "// The cards, the job filter, the statistics and the queue all need the printer list.\nreturn [msg, { ...msg, topic: 'printers' }];", 670, 260, ['farm-state', 'list-out']);
   linkOut('list-out', 'printer list', ['list-jobs', 'list-stats', 'list-queue', 'list-filament'], 805, 300);
+  // The Add printer dialog's list: the printers found on the LAN.
+  inject('tick-discovery', 'every 10 s', 10, 140, 440, 'get-discovery');
+  linkIn('refresh-discovery', 'refresh', ['refresh-out'], 135, 480, 'get-discovery');
+  inline('get-discovery', 'GET /discovery', "msg.path = '/discovery';\nmsg.kind = 'discovery';\nreturn msg;", 320, 440, ['call-discovery']);
+  call('call-discovery', 490, 440, ['farm-state']);
   add({ id: id('stats-today'), type: TYPES.stats, z, name: 'today', server: id('server'), scope: 'overview', printer: '', period: 'day', interval: '30', x: 310, y: 340, wires: [[id('today')]] });
   inline('today', 'kind = today', "msg.kind = 'today';\nreturn msg;", 490, 340, ['farm-state']);
   add({ id: id('downloads'), type: TYPES.fileDownload, z, name: 'thumbnails', server: id('server'), printer: '', autoDetectionEnabled: false, thumbnails: true, maxConcurrentDownloads: '2', maxConcurrentThumbnails: '1', retryAttempts: '3', retryDelay: '5000', logRetentionDays: '30', x: 320, y: 400, wires: [[id('file-kind')]] });
@@ -119,7 +124,7 @@ function buildDashboardFlow(options = {}) {
   call('call-action', 1510, 260, ['action-result']);
   fn('action-result', 'action result', 'action-result.js', 1690, 260, ['notify-action', 'refresh-out']);
   linkOut('notify-action', 'notify', ['notify-in'], 1835, 240);
-  linkOut('refresh-out', 'refresh', ['refresh-printers', 'refresh-queue', 'refresh-filament'], 1835, 280);
+  linkOut('refresh-out', 'refresh', ['refresh-printers', 'refresh-queue', 'refresh-discovery', 'refresh-filament'], 1835, 280);
 
   comment('c-notes', 'Notifications: failed prints, failed downloads, refused commands (offline and plate ones come from farm state)', 410, 470);
   add({ id: id('failures'), type: TYPES.jobWatcher, z, name: 'failed prints', server: id('server'), printer: '', events: ['failed'], throttle: '10', details: true, x: 160, y: 510, wires: [[id('failure-note')]] });

@@ -5,6 +5,7 @@
  * Nothing outside printers/ knows topics, FTP paths or PrusaLink URLs.
  */
 import type { EventEmitter } from 'node:events';
+import type { AttentionCause } from './attention';
 
 /** The printer's own machine state, normalised across families. */
 export type MachineState =
@@ -83,6 +84,8 @@ export interface PrinterState {
   materials?: PrinterMaterial[];
   /** The slot feeding the nozzle now (Bambu `tray_now`: a global tray, 254 the external spool), null when none or not reported. */
   active_slot?: number | null;
+  /** What needs a person, worst first (the same array while nothing changed). */
+  attention?: AttentionCause[];
 }
 
 export interface PrinterFile {

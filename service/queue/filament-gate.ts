@@ -10,14 +10,14 @@
  * grams cache only, so a pass over many items stays cheap.
  */
 import type { FileRecord } from '../db/repositories/files';
-import type { QueueItemRecord } from '../db/repositories/queue';
 import type { EventBus } from '../events';
 import type { FileGramsCache } from '../filament/file-grams';
 import type { SlotSpool } from '../filament/spools';
 import type { SettingsService } from '../settings';
 import { EXTERNAL_SPOOL, type PrinterFacts } from './compatibility';
 
-export type FilamentGate = (item: QueueItemRecord, file: FileRecord & { local_path: string }, printer: PrinterFacts, amsMapping: number[]) => Promise<string | null>;
+/** Null when the spools hold enough for a copy of `file` (3MF `plate`) on `printer` with that tray mapping; else the reason. */
+export type FilamentGate = (plate: number, file: FileRecord & { local_path: string }, printer: PrinterFacts, amsMapping: number[]) => Promise<string | null>;
 
 export interface FilamentGateDeps {
   grams: FileGramsCache;
@@ -34,8 +34,8 @@ function slotOf(printer: PrinterFacts, filament: number, mapping: number[]): num
 }
 
 export function filamentGate(deps: FilamentGateDeps): FilamentGate {
-  return async (item, file, printer, mapping) => {
-    const filaments = await deps.grams.get(file, item.plate).catch(() => []);
+  return async (plate, file, printer, mapping) => {
+    const filaments = await deps.grams.get(file, plate).catch(() => []);
     if (filaments.length === 0) return null;
     const need = new Map<number, { grams: number; material: string | null }>();
     for (const f of filaments) {

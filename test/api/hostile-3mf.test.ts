@@ -53,6 +53,9 @@ describe('a hostile 3MF config', () => {
       requirements: null,
       options: null,
       start_after: null,
+      files: null,
+      position: 0,
+      finish_by: null,
       created_at: now,
       updated_at: now,
     });
