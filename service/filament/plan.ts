@@ -60,6 +60,10 @@ export async function planEntries(store: Store, grams: FileGramsCache, job: JobR
     filament_count: Math.max(...filaments.map((f) => f.filament)),
     filaments: filaments.map((f) => ({ id: f.filament, type: f.type, color: f.color })),
     sliced_plates: [],
+    model_source: null,
+    vendor_family: null,
+    bounds: null,
+    print_time_s: null,
   };
   const { mapping } = amsMapping(facts, materials, file.requirements);
   const external = materials.some((m) => m.slot === EXTERNAL_SPOOL);
