@@ -5,9 +5,18 @@
  * camera's size, for the node's own printer and, on an all-printers node, for
  * msg.printer_id; the input message's other properties stay; a printer the
  * service does not know reaches the Catch node with the service's reason.
+ * The example flow "Snapshot on failure" itself, on the test's service: a
+ * failed print on the P1S comes out as a notification with the picture.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import jpeg from 'jpeg-js';
-import { collect, control, flow, helper, NODES, nodeTestFarm, SERVICE_OPTIONS, tempDir, until } from '../helpers/node-red';
+import { cancelPrint, collect, control, flow, helper, NODES, nodeTestFarm, SERVICE_OPTIONS, simState, tempDir, until } from '../helpers/node-red';
+
+// The core nodes the example uses besides the pack's.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const CORE = [require('@node-red/nodes/core/function/10-function.js'), require('@node-red/nodes/core/function/15-change.js')];
+const EXAMPLE = path.join(__dirname, '..', '..', 'examples', 'Snapshot on failure.json');
 
 type ServerNode = { connection: { client: { printers: { create(b: unknown): Promise<unknown> } } | null; state: string } };
 
@@ -15,12 +24,13 @@ describe('printer node: msg.topic "snapshot"', () => {
   // Simulator 0 is an X1C (RTSPS camera), 1 a P1S (port-6000 JPEG camera): the test uses the P1S.
   const farm = nodeTestFarm({ bambu: 2, speed: 100 }, SERVICE_OPTIONS, async (sims) => {
     await control(sims.printers[1].control_url, 'online');
+    await cancelPrint(sims.printers[1].control_url);
   });
   const p1s = () => farm.printers[1].printer;
 
   /** Deploys `nodes` and registers the P1S (with its camera port) through the embedded service. */
   async function deploy(nodes: Record<string, unknown>[]) {
-    await helper.load(NODES, flow(nodes as never[], { dataDir: tempDir() }));
+    await helper.load([...NODES, ...CORE], flow(nodes as never[], { dataDir: tempDir() }));
     const srv = helper.getNode('srv') as unknown as ServerNode;
     const client = await until(() => srv.connection.client, 'the embedded service');
     await client.printers.create(p1s());
@@ -75,5 +85,31 @@ describe('printer node: msg.topic "snapshot"', () => {
     helper.getNode('all').receive({ topic: 'snapshot' } as never);
     const unnamed = await caught.next((m) => m !== refusal, 10_000);
     expect(unnamed.error.message).toMatch(/printer_id/);
+  });
+
+  test('the example flow "Snapshot on failure": a failed print comes out as a notification with the camera\'s picture', async () => {
+    const id = p1s().id;
+    // The example's nodes on the test's service (instead of its demo service on port 8018); its
+    // debug node ("notification") becomes the helper that the test reads.
+    const example = (JSON.parse(fs.readFileSync(EXAMPLE, 'utf8')) as Record<string, unknown>[])
+      .filter((n) => n.type !== 'printfarm-server' && n.type !== 'comment')
+      .map((n) => ({ ...n, ...(n.server ? { server: 'srv' } : {}), ...(n.type === 'debug' ? { type: 'helper' } : {}) }));
+    const debugId = example.find((n) => n.type === 'helper')!.id as string;
+    await deploy([...example, { id: 'watch', type: 'printfarm-printer', server: 'srv', printer: id, register: false, updates: 'changes', throttle: 1, wires: [['online']] }, { id: 'online', type: 'helper' }]);
+    const online = collect(helper.getNode('online'));
+    const out = collect(helper.getNode(debugId));
+    await online.next((m) => m.payload.connection_status === 'connected', 20_000);
+
+    const { control_url } = farm.printers[1];
+    const file = (await simState(control_url)).files.find((f) => f.endsWith('.3mf'))!;
+    await control(control_url, 'print', { file });
+    await online.next((m) => m.payload.status === 'printing', 20_000);
+    await control(control_url, 'fail');
+    const note = await out.next(undefined, 30_000);
+    expect(note.topic).toMatch(new RegExp(`^Print failed on ${id}: `));
+    expect(Buffer.isBuffer(note.payload)).toBe(true);
+    expect(jpeg.decode(note.payload).width).toBeGreaterThan(0);
+    expect(note.filename).toMatch(/\.jpg$/);
+    expect(note.job).toMatchObject({ printer_id: id });
   });
 });
