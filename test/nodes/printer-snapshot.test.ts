@@ -91,10 +91,11 @@ describe('printer node: msg.topic "snapshot"', () => {
     const id = p1s().id;
     // The example's nodes on the test's service (instead of its demo service on port 8018); its
     // debug node ("notification") becomes the helper that the test reads.
-    const example = (JSON.parse(fs.readFileSync(EXAMPLE, 'utf8')) as Record<string, unknown>[])
+    type Node = { id: string; type: string; server?: string };
+    const example: Node[] = (JSON.parse(fs.readFileSync(EXAMPLE, 'utf8')) as Node[])
       .filter((n) => n.type !== 'printfarm-server' && n.type !== 'comment')
       .map((n) => ({ ...n, ...(n.server ? { server: 'srv' } : {}), ...(n.type === 'debug' ? { type: 'helper' } : {}) }));
-    const debugId = example.find((n) => n.type === 'helper')!.id as string;
+    const debugId = example.find((n) => n.type === 'helper')!.id;
     await deploy([...example, { id: 'watch', type: 'printfarm-printer', server: 'srv', printer: id, register: false, updates: 'changes', throttle: 1, wires: [['online']] }, { id: 'online', type: 'helper' }]);
     const online = collect(helper.getNode('online'));
     const out = collect(helper.getNode(debugId));
