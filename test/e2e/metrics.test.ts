@@ -87,10 +87,12 @@ describe('GET /metrics', () => {
 
     const before = value(connected, 'printfarm_printer_reports_total')!;
     expect(before).toBeGreaterThan(0);
-    // An idle simulated printer goes quiet once its temperatures settle: loading a spool makes it report again.
+    // An idle simulated printer goes quiet once its temperatures settle: loading another spool makes it report a
+    // new state (the counter counts states that changed something; the same spool again changes nothing).
     const bambu = farm.printers.find((p) => p.printer.type === 'bambu_lab')!;
+    let spool = 0;
     const later = await until(async () => {
-      await control(bambu.control_url, 'materials', { materials: [{ slot: 0, type: 'PLA', color: '#FFFFFF' }] });
+      await control(bambu.control_url, 'materials', { materials: [{ slot: 0, type: 'PLA', color: ++spool % 2 ? '#000000' : '#FFFFFF' }] });
       const { samples } = await scrape();
       return value(samples, 'printfarm_printer_reports_total')! > before && value(samples, 'printfarm_printer_reports_per_second')! > 0 ? samples : null;
     }, 'more reports and a positive rate');
