@@ -36,6 +36,7 @@ interface Options {
 }
 
 const KEY = 'bench-key';
+const ADMIN_KEY = 'bench-admin-key';
 const DAY_MS = 86_400_000;
 
 function parseArgs(argv: string[]): Options {
@@ -65,7 +66,7 @@ function startInstance(databaseUrl: string | null, dataDir: string): Promise<{ u
   const child = spawn(
     process.execPath,
     ['-e', `require(${JSON.stringify(cli)}).main(process.argv.slice(1))`, 'aggregator', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, ...(databaseUrl ? ['--database-url', databaseUrl] : [])],
-    { env: { PATH: process.env.PATH, AGGREGATOR_API_KEY: KEY, AGGREGATOR_RATE_LIMIT_PER_HOUR: '100000' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    { env: { PATH: process.env.PATH, AGGREGATOR_SUBMIT_KEY: KEY, AGGREGATOR_ADMIN_KEY: ADMIN_KEY, AGGREGATOR_RATE_LIMIT_PER_HOUR: '100000', AGGREGATOR_RATE_LIMIT_PER_ADDRESS: '10000000', AGGREGATOR_RATE_LIMIT_PER_KEY: '10000000' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -173,7 +174,7 @@ async function timeGet(url: string, runs: number): Promise<number> {
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
     const t0 = process.hrtime.bigint();
-    const res = await fetch(url, { headers: { 'x-api-key': KEY } });
+    const res = await fetch(url, { headers: { 'x-api-key': ADMIN_KEY } });
     await res.arrayBuffer();
     if (res.status !== 200) throw new Error(`${url}: ${res.status}`);
     times.push(Number(process.hrtime.bigint() - t0) / 1e6);

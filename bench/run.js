@@ -14,7 +14,8 @@
  *   npm run bench -- gcode --size-mb 200
  *   npm run bench -- soak --minutes 1 --printers 200 --clients 20 --rps 20
  *   npm run bench -- nodered --sizes 200,1000   (needs npm run build: Node-RED loads dist/)
- *   npm run bench -- dispatch --printers 100 --size-mb 20 --parallel 4 --rounds 3
+ *   npm run bench -- dispatch --printers 100 --size-mb 20 --parallel 4 --rounds 3   (also --printers 500)
+ *   npm run bench -- dispatch --printers 100 --items 1000 --size-mb 1   (dispatcher passes over 1000 queued items)
  *   npm run bench -- aggregator --installations 100000 --submissions 1000000   (PostgreSQL)
  *   npm run bench -- camera --printers 100 --viewers 2 --window 30
  */

@@ -1,8 +1,8 @@
 /**
  * What a msg into the queue node asks for: an action on an item
  * (msg.topic hold, release or cancel with the item's id), or a new item
- * (the POST /queue body, its file given by file_id, or as `file`: a path or
- * a Buffer uploaded first through POST /files/upload).
+ * (the POST /queue body, its file given by file_id, its variants by `files`,
+ * or as `file`: a path or a Buffer uploaded first through POST /files/upload).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -73,7 +73,7 @@ export async function addItem(client: PrintfarmClient, payload: unknown, default
   const { file, filename, ...fields } = payload as Record<string, unknown>;
   const body: Record<string, unknown> = { ...fields };
   if (file !== undefined) body.file_id = await uploadFile(client, file, filename);
-  else if (typeof body.file_id !== 'string') throw new InputError('bad-payload');
+  else if (typeof body.file_id !== 'string' && !Array.isArray(body.files)) throw new InputError('bad-payload');
   if (body.copies === undefined && defaults.copies !== undefined) body.copies = defaults.copies;
   if (body.priority === undefined && defaults.priority !== undefined) body.priority = defaults.priority;
   if (body.target === undefined && defaults.printer) body.target = { printer_ids: [defaults.printer] };

@@ -8,11 +8,15 @@
  *
  * Environment:
  *   NODE_RED_PORT      editor port (1880; 0 picks a free one)
- *   NODE_RED_HOST      address to listen on (0.0.0.0)
+ *   NODE_RED_HOST      address to listen on (127.0.0.1; beyond loopback the editor asks for a login)
+ *   NODE_RED_ADMIN_PASSWORD  the editor's admin password (else a random one in <user dir>/admin-password.txt)
  *   NODE_RED_USER_DIR  user dir (./.node-red)
  *   PRINTFARM_FLOWS    flow file copied into a new user dir (flows/farm.json)
  *   PRINTFARM_PORT     overrides the embedded service's port (the flow says 8000)
  *   PRINTFARM_LOG_LEVEL  the embedded service's log level (the flow says warn)
+ *
+ * The editor asks for a login (user admin) when it listens beyond loopback or
+ * the embedded service has access control on (see editor-login.js).
  *
  * Once started it prints `Node-RED editor <url>`; Ctrl+C (SIGINT) or SIGTERM
  * stops the flows (and with them the embedded service) before it exits.
@@ -40,12 +44,14 @@ try {
 
 const uiPort = env.NODE_RED_PORT === undefined ? 1880 : Number(env.NODE_RED_PORT);
 if (!Number.isInteger(uiPort) || uiPort < 0 || uiPort > 65535) fail(`NODE_RED_PORT must be a port number, got "${env.NODE_RED_PORT}"`);
-const uiHost = env.NODE_RED_HOST || '0.0.0.0';
+// Loopback by default: the editor runs code with the farm's rights (see editor-login.js).
+const uiHost = env.NODE_RED_HOST || '127.0.0.1';
 const userDir = path.resolve(env.NODE_RED_USER_DIR || path.join(root, '.node-red'));
 const seed = path.resolve(env.PRINTFARM_FLOWS || path.join(root, 'flows', 'farm.json'));
 const flowFile = path.join(userDir, 'flows.json');
 
 const dashboard = require('./dashboard-flow');
+const login = require('./editor-login');
 const withDashboard = dashboard.installed();
 
 fs.mkdirSync(userDir, { recursive: true });
@@ -62,8 +68,21 @@ if (demo) serviceOptions.demo = true;
 if (env.PRINTFARM_PORT !== undefined && env.PRINTFARM_PORT !== '') serviceOptions.port = env.PRINTFARM_PORT;
 if (env.PRINTFARM_LOG_LEVEL) serviceOptions.logLevel = env.PRINTFARM_LOG_LEVEL;
 
+// The embedded service keeps its data in <user dir>/printfarm (the flow's default); its tokens lock the editor too.
+const serviceLocked = require('../dist/nodes/server-options').embeddedAccessControl({ env, dataDir: path.join(userDir, 'printfarm') });
+const needLogin = login.loginReason({ host: uiHost, serviceLocked });
+let password = null;
+if (needLogin) {
+  try {
+    password = login.adminPassword(userDir, env);
+  } catch (err) {
+    fail(err.message);
+  }
+}
+
 const settings = {
   userDir,
+  ...(password ? { adminAuth: login.adminAuth(password.password) } : {}),
   flowFile: 'flows.json',
   // This repository is itself the node pack (package.json "node-red" section -> dist/nodes).
   nodesDir: [root],
@@ -126,6 +145,9 @@ server.listen(uiPort, uiHost, () => {
         `\nNode-RED editor http://${shown}:${port}/\n` +
           (withDashboard ? `Dashboard       http://${shown}:${port}/dashboard\n` : '') +
           `  user dir   ${userDir}\n` +
+          (needLogin
+            ? `  login      user "${login.USER}", password in ${password.source} (${needLogin})\n`
+            : `  login      none: the editor answers on this machine only (NODE_RED_HOST opens it to the network, with a login)\n`) +
           `  Printfarm  ${api}${demo ? ', with simulated demo printers' : ''}\n` +
           `Press Ctrl+C to stop.\n\n`,
       );

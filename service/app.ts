@@ -33,6 +33,7 @@ import { PrinterRegistry } from './printers/registry';
 import { Dispatcher } from './queue/dispatcher';
 import { FactsCache } from './queue/facts-cache';
 import { PlateTracker } from './queue/plate';
+import { QueueSchedule } from './queue/schedule-service';
 import { QueueService } from './queue/service';
 import { RealtimeHub } from './realtime';
 import { SettingsService } from './settings';
@@ -231,6 +232,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     usage,
     ideas,
     queue,
+    queueSchedule: new QueueSchedule(store, fleet, settings, facts, dispatcher),
     dispatcher,
     cameras,
   };

@@ -19,8 +19,9 @@ const USAGE = `Printfarm ${VERSION}
 Usage:
   printfarm serve [--port 8000] [--host 0.0.0.0] [--data-dir ./data] [--database-url postgres://...] [--demo]
   printfarm simulate [--bambu N] [--prusa N] [--speed X] [--json]
-  printfarm aggregator [--port 8100] [--host 0.0.0.0] [--data-dir ./aggregator-data] [--api-key KEY]...
-                       [--rate-limit 10] [--tls-key FILE --tls-cert FILE] [--database-url postgres://...]
+  printfarm aggregator [--port 8100] [--host 0.0.0.0] [--data-dir ./aggregator-data] --submit-key KEY... [--admin-key KEY]...
+                       [--rate-limit 10] [--rate-limit-per-address 60] [--rate-limit-per-key 10000] [--trust-proxy N]
+                       [--tls-key FILE --tls-cert FILE] [--database-url postgres://...]
   printfarm db copy --from ./data/printfarm.db --to postgres://...
   printfarm token create --role viewer|operator|admin [--name TEXT] [--data-dir ./data]
   printfarm --version
@@ -30,8 +31,9 @@ serve --demo  also starts 3 simulated Bambu Lab and 2 PrusaLink printers and reg
 simulate      starts simulated printers on 127.0.0.1 (real MQTT/FTPS and PrusaLink protocols);
               --json prints one line {"printers":[{"printer":{...},"control_url":"..."}]}.
 aggregator    runs the aggregation service for opt-in usage statistics (own database in --data-dir);
-              API keys from --api-key (repeatable) or AGGREGATOR_API_KEY (comma-separated), mail
-              reports from AGGREGATOR_SMTP_* (see docs/usage-statistics.md).
+              submit keys (what installations carry) from --submit-key or AGGREGATOR_SUBMIT_KEY, admin keys
+              (dashboards, export, reports) from --admin-key or AGGREGATOR_ADMIN_KEY (repeatable or
+              comma-separated), mail reports from AGGREGATOR_SMTP_* (see docs/usage-statistics.md).
 
 db copy       moves a farm's SQLite database into an empty PostgreSQL database (ids kept, counts checked).
 token create  makes an API token, prints it once and stores only its hash in DATA_DIR/tokens.json;
@@ -137,8 +139,13 @@ async function aggregator(args: string[]): Promise<void> {
       port: { type: 'string', short: 'p' },
       host: { type: 'string' },
       'data-dir': { type: 'string', short: 'd' },
+      'submit-key': { type: 'string', multiple: true },
+      'admin-key': { type: 'string', multiple: true },
       'api-key': { type: 'string', multiple: true },
       'rate-limit': { type: 'string' },
+      'rate-limit-per-address': { type: 'string' },
+      'rate-limit-per-key': { type: 'string' },
+      'trust-proxy': { type: 'string' },
       'tls-key': { type: 'string' },
       'tls-cert': { type: 'string' },
       'database-url': { type: 'string' },
@@ -150,8 +157,8 @@ async function aggregator(args: string[]): Promise<void> {
   const service = await createAggregator(options);
   process.stdout.write(
     `\nPrintfarm aggregation service ${VERSION} is running\n` +
-      `  Submit    ${service.url}/submit  (X-API-Key required)\n` +
-      `  Stats     ${service.url}/stats/summary\n` +
+      `  Submit    ${service.url}/submit  (X-API-Key: a submit key)\n` +
+      `  Stats     ${service.url}/stats/summary  (X-API-Key: an admin key${options.adminKeys?.length ? '' : '; none is set, so closed'})\n` +
       `  Health    ${service.url}/health\n` +
       `  Swagger   ${service.url}/docs\n` +
       `  Data      ${options.dataDir}\n` +

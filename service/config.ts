@@ -9,6 +9,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { hoursError } from './queue/working-hours';
 import { isValidTimeZone } from './util/time';
 
 /** The package root: the folder of our package.json, found from here whether running from TypeScript sources or dist/. */
@@ -146,6 +147,28 @@ export const RUNTIME_SETTINGS = {
     max: 3600,
     description: 'Seconds a printer gets no further queued start after one was sent, unless it acknowledged that start earlier',
   },
+  queue_max_concurrent_heatups: {
+    type: 'integer',
+    default: 0,
+    env: 'QUEUE_MAX_CONCURRENT_HEATUPS',
+    min: 0,
+    max: 1000,
+    description: 'Printers heating or preparing at once after a queued start; a further start waits (0: no limit). Keeps a farm from tripping its breaker',
+  },
+  queue_start_stagger_s: { type: 'integer', default: 0, env: 'QUEUE_START_STAGGER_S', min: 0, max: 3600, description: 'Seconds at least between two queued starts anywhere in the farm (0: none)' },
+  queue_hours: {
+    type: 'string',
+    default: '',
+    env: 'QUEUE_HOURS',
+    description: 'Working hours in the service time zone, e.g. "Mon-Fri 07:00-22:00, Sat 08:00-14:00": nothing starts outside them, nor a print that would end after they close (empty: any time)',
+  },
+  queue_printer_choice: {
+    type: 'enum',
+    default: 'first_free',
+    env: 'QUEUE_PRINTER_CHOICE',
+    values: ['first_free', 'least_used', 'same_as_last'],
+    description: "Which free printer a copy goes to: first_free (the one started least recently), least_used (fewest print hours in the last 30 days), same_as_last (the printer of the item's last copy)",
+  },
   camera_timeout_s: {
     type: 'integer',
     default: 10,
@@ -205,6 +228,7 @@ export function parseSettingValue(key: string, def: SettingDef, raw: string): bo
     default:
       // The API refuses unknown zones (PUT /settings); the environment must not smuggle one in.
       if (key === 'timezone' && !isValidTimeZone(raw)) throw fail('must be an IANA time zone such as Europe/Berlin');
+      if (key === 'queue_hours' && hoursError(raw)) throw fail(`is not valid: ${hoursError(raw)}`);
       // Named without its value: a connection string holds a password.
       if (key === 'database_url' && !/^postgres(ql)?:\/\/./i.test(raw)) throw new ConfigError(`${def.env} must be a postgres:// URL`);
       return raw;

@@ -12,6 +12,7 @@ import type { StatusCache } from './monitoring/status-cache';
 import type { Fleet } from './printers/fleet';
 import type { PrinterRegistry } from './printers/registry';
 import type { Dispatcher } from './queue/dispatcher';
+import type { QueueSchedule } from './queue/schedule-service';
 import type { QueueService } from './queue/service';
 import type { SettingsService } from './settings';
 import type { UpdateChecker } from './system/update-check';
@@ -39,6 +40,8 @@ export interface ServiceContext {
   ideas: IdeaService;
   /** The print queue (items and their API operations) and its dispatcher. */
   queue: QueueService;
+  /** GET /queue/schedule: when each queued copy will print. */
+  queueSchedule: QueueSchedule;
   dispatcher: Dispatcher;
   /** One upstream connection per printer camera, snapshots and MJPEG streams. */
   cameras: CameraHub;

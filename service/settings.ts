@@ -7,6 +7,7 @@
 import { DomainError } from './errors';
 import { RUNTIME_SETTINGS, runtimeDefaults, type RuntimeSettingKey, type RuntimeSettings } from './config';
 import type { SettingsRepository } from './db/repositories/settings';
+import { hoursError } from './queue/working-hours';
 import { isValidTimeZone, nowIso } from './util/time';
 
 export const MASK = '********';
@@ -52,6 +53,13 @@ export class SettingsService {
       throw new DomainError(422, 'VALIDATION_ERROR', `Invalid body: timezone: unknown time zone "${patch.timezone}"`, {
         location: 'body',
         fields: [{ field: 'timezone', message: 'unknown IANA time zone', code: 'invalid_value' }],
+      });
+    }
+    const badHours = patch.queue_hours !== undefined ? hoursError(patch.queue_hours) : null;
+    if (badHours) {
+      throw new DomainError(422, 'VALIDATION_ERROR', `Invalid body: queue_hours: ${badHours}`, {
+        location: 'body',
+        fields: [{ field: 'queue_hours', message: badHours, code: 'invalid_value' }],
       });
     }
     // Writing back the mask shown by GET must not replace the real secret.

@@ -3,23 +3,24 @@
  * service that receives the opt-in usage statistics of many installations.
  * A process of its own (`printfarm aggregator`) with its own database, its
  * own OpenAPI document (/openapi.json, /docs, /redoc) and health endpoints.
- * Submissions and dashboards need an `X-API-Key` from the configured keys.
+ * Submissions need a submit key (`X-API-Key`), dashboards, exports and reports
+ * an admin key (see access.ts).
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import express, { type RequestHandler } from 'express';
+import express from 'express';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { z } from 'zod';
 import { docsRouter } from '../http/docs';
 import { requestLog } from '../http/request-log';
-import { answerClientError, ApiError, errorHandler, sendError, unknownRoute } from '../http/errors';
+import { answerClientError, errorHandler, unknownRoute } from '../http/errors';
 import { buildOpenApi } from '../http/openapi';
 import { defineRoute, mountRoutes, type AnyRoute } from '../http/route';
 import { ConfigError, VERSION } from '../config';
 import { redactUrl } from '../db/dialect';
+import { ADMIN_PATHS, DEFAULT_RATE_LIMIT_PER_ADDRESS, DEFAULT_RATE_LIMIT_PER_KEY, keyCheck, SubmissionLimiter, SUBMIT_PATHS } from './access';
 import { openAggregatorDatabase } from './db';
 import { Mailer, type SmtpOptions } from './reports';
 import { AggregatorRepository } from './repository';
@@ -30,10 +31,18 @@ export interface AggregatorOptions {
   port?: number;
   host?: string;
   dataDir?: string;
-  /** Accepted X-API-Key values (at least one). */
-  apiKeys: string[];
+  /** X-API-Key values that may submit (and delete the installation they name): what installations carry. At least one. */
+  submitKeys: string[];
+  /** X-API-Key values that may also read dashboards, export and send reports. None: those routes are closed. */
+  adminKeys?: string[];
   /** Accepted submissions per installation per hour (default 10). */
   rateLimitPerHour?: number;
+  /** Submission requests per client address (IPv6: per /64) per hour (default 60). */
+  rateLimitPerAddress?: number;
+  /** Submission requests per submit key per hour (default 10000). */
+  rateLimitPerKey?: number;
+  /** Express `trust proxy` (behind a TLS proxy: its hop count or address), so that the per-address limit sees the client. */
+  trustProxy?: boolean | number | string;
   smtp?: SmtpOptions;
   /** Serve HTTPS with this key and certificate (PEM); plain HTTP otherwise (behind a TLS proxy). */
   tls?: { key: string | Buffer; cert: string | Buffer };
@@ -57,32 +66,20 @@ export interface Aggregator {
 
 export const DEFAULT_RATE_LIMIT_PER_HOUR = 10;
 const BODY_LIMIT = 64 * 1024;
-/** Paths that need X-API-Key: submissions, deletion, dashboards, reports. */
-const PROTECTED = ['/submit', '/installation', '/stats', '/reports'];
-
-const digest = (key: string) => createHash('sha256').update(key).digest();
-
-/** Compares in constant time (over digests, so that the length of a key does not show either). */
-function apiKeyCheck(keys: string[]): RequestHandler {
-  const accepted = keys.map(digest);
-  return (req, res, next) => {
-    const given = req.get('x-api-key');
-    if (!given) return sendError(res, new ApiError(401, 'UNAUTHORIZED', 'X-API-Key header required', { header: 'X-API-Key' }));
-    const d = digest(given);
-    if (!accepted.some((k) => timingSafeEqual(k, d))) return sendError(res, new ApiError(401, 'UNAUTHORIZED', 'Invalid API key', { header: 'X-API-Key' }));
-    next();
-  };
-}
+const under = (p: string, prefixes: string[]) => prefixes.some((prefix) => p === prefix || p.startsWith(`${prefix}/`));
 
 /** Turns the main service's document builder output into the aggregator's: title, tags, API-key security. */
 function aggregatorDocument(routes: AnyRoute[]) {
   const base = buildOpenApi(routes, '', { version: VERSION });
   const paths = base.paths as Record<string, Record<string, { security?: unknown; responses: Record<string, unknown> }>>;
+  const error = { content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
   for (const [p, ops] of Object.entries(paths)) {
-    if (!PROTECTED.some((prefix) => p === prefix || p.startsWith(`${prefix}/`))) continue;
+    const admin = under(p, ADMIN_PATHS);
+    if (!admin && !under(p, SUBMIT_PATHS)) continue;
     for (const op of Object.values(ops)) {
       op.security = [{ ApiKeyAuth: [] }];
-      op.responses['401'] = { description: 'Missing or invalid X-API-Key', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+      op.responses['401'] = { description: 'Missing or invalid X-API-Key', ...error };
+      if (admin) op.responses['403'] = { description: 'A submit key: this route needs an admin key', ...error };
     }
   }
   const tagText: Record<string, string> = {
@@ -99,7 +96,8 @@ function aggregatorDocument(routes: AnyRoute[]) {
       title: 'Printfarm aggregation service',
       description:
         'Receives the opt-in, anonymous usage statistics of Printfarm installations and serves dashboards and mail reports. ' +
-        'Everything but the health endpoints and this document needs the header `X-API-Key`. Errors use the body ' +
+        'Everything but the health endpoints and this document needs the header `X-API-Key`: a submit key (what installations carry) ' +
+        'for `POST /submit` and `DELETE /installation/{id}`, an admin key for the statistics, the export and the reports (403 FORBIDDEN with a submit key). Errors use the body ' +
         '`{error: {code, message, details, timestamp, request_id}}`.',
     },
     servers: [{ url: '/', description: 'This aggregation service' }],
@@ -110,8 +108,13 @@ function aggregatorDocument(routes: AnyRoute[]) {
 }
 
 export async function createAggregator(options: AggregatorOptions): Promise<Aggregator> {
-  const apiKeys = options.apiKeys.map((k) => k.trim()).filter(Boolean);
-  if (apiKeys.length === 0) throw new ConfigError('the aggregation service needs at least one API key (--api-key or AGGREGATOR_API_KEY)');
+  const keys = { submit: options.submitKeys.map((k) => k.trim()).filter(Boolean), admin: (options.adminKeys ?? []).map((k) => k.trim()).filter(Boolean) };
+  if (keys.submit.length === 0) throw new ConfigError('the aggregation service needs at least one submit key (--submit-key or AGGREGATOR_SUBMIT_KEY)');
+  if (keys.admin.some((k) => keys.submit.includes(k))) throw new ConfigError('a key cannot be both a submit key and an admin key (installations carry the submit key)');
+  const limits = { address: options.rateLimitPerAddress ?? DEFAULT_RATE_LIMIT_PER_ADDRESS, key: options.rateLimitPerKey ?? DEFAULT_RATE_LIMIT_PER_KEY };
+  for (const [name, v] of Object.entries(limits)) {
+    if (!Number.isInteger(v) || v < 1 || v > 10_000_000) throw new ConfigError(`the per-${name} rate limit must be a whole number from 1 to 10000000 per hour, got ${v}`);
+  }
   const rateLimitPerHour = options.rateLimitPerHour ?? DEFAULT_RATE_LIMIT_PER_HOUR;
   if (!Number.isInteger(rateLimitPerHour) || rateLimitPerHour < 1 || rateLimitPerHour > 100_000) {
     throw new ConfigError(`the rate limit must be a whole number from 1 to 100000 per hour, got ${rateLimitPerHour}`);
@@ -151,9 +154,12 @@ export async function createAggregator(options: AggregatorOptions): Promise<Aggr
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  if (options.trustProxy !== undefined) app.set('trust proxy', options.trustProxy);
   app.use(requestLog(log));
-  // The key first: a body is not even parsed for a client without one.
-  app.use(PROTECTED, apiKeyCheck(apiKeys));
+  // The key first: a body is not even parsed for a client without one (or, on /submit, over its limits).
+  app.use(SUBMIT_PATHS, keyCheck(keys, 'submit'));
+  app.use(ADMIN_PATHS, keyCheck(keys, 'admin'));
+  app.post('/submit', new SubmissionLimiter(limits.address, limits.key, now).middleware());
   app.use(express.json({ limit: BODY_LIMIT }));
   const router = express.Router();
   mountRoutes(router, routes);
@@ -184,7 +190,8 @@ export async function createAggregator(options: AggregatorOptions): Promise<Aggr
   const host = options.host ?? '0.0.0.0';
   const shownHost = ['0.0.0.0', '::'].includes(host) ? 'localhost' : host.includes(':') ? `[${host}]` : host;
   const url = `${options.tls ? 'https' : 'http'}://${shownHost}:${port}`;
-  log.info({ url, data_dir: dataDir, database: options.databaseUrl ? redactUrl(options.databaseUrl) : 'sqlite', rate_limit_per_hour: rateLimitPerHour, api_keys: apiKeys.length, email: mailer.configured }, 'printfarm aggregator ready');
+  log.info({ url, data_dir: dataDir, database: options.databaseUrl ? redactUrl(options.databaseUrl) : 'sqlite', rate_limit_per_hour: rateLimitPerHour, rate_limit_per_address: limits.address, rate_limit_per_key: limits.key, submit_keys: keys.submit.length, admin_keys: keys.admin.length, email: mailer.configured }, 'printfarm aggregator ready');
+  if (keys.admin.length === 0) log.warn('no admin key (--admin-key or AGGREGATOR_ADMIN_KEY): statistics, export and reports answer 403 to every key');
 
   let closing: Promise<void> | undefined;
   const close = () =>

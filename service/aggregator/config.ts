@@ -6,8 +6,13 @@
  * | --port | AGGREGATOR_PORT | 8100 |
  * | --host | AGGREGATOR_HOST | 0.0.0.0 |
  * | --data-dir | AGGREGATOR_DATA_DIR | ./aggregator-data |
- * | --api-key (repeatable, or comma-separated) | AGGREGATOR_API_KEY (comma-separated) | required |
- * | --rate-limit | AGGREGATOR_RATE_LIMIT_PER_HOUR | 10 |
+ * | --submit-key (repeatable, or comma-separated) | AGGREGATOR_SUBMIT_KEY (comma-separated) | required |
+ * | --admin-key (repeatable, or comma-separated) | AGGREGATOR_ADMIN_KEY (comma-separated) | none (admin routes closed) |
+ * | --api-key | AGGREGATOR_API_KEY | the old name of the submit key |
+ * | --rate-limit | AGGREGATOR_RATE_LIMIT_PER_HOUR | 10 (per installation) |
+ * | --rate-limit-per-address | AGGREGATOR_RATE_LIMIT_PER_ADDRESS | 60 |
+ * | --rate-limit-per-key | AGGREGATOR_RATE_LIMIT_PER_KEY | 10000 |
+ * | --trust-proxy | AGGREGATOR_TRUST_PROXY | off (true, a hop count, or proxy addresses) |
  * | --tls-key / --tls-cert (PEM files) | AGGREGATOR_TLS_KEY / AGGREGATOR_TLS_CERT | plain HTTP |
  * | --database-url | DATABASE_URL | SQLite (aggregator.db in the data dir) |
  * | | DATABASE_POOL_MAX | 10 |
@@ -22,8 +27,13 @@ export interface AggregatorFlags {
   port?: string;
   host?: string;
   'data-dir'?: string;
+  'submit-key'?: string[];
+  'admin-key'?: string[];
   'api-key'?: string[];
   'rate-limit'?: string;
+  'rate-limit-per-address'?: string;
+  'rate-limit-per-key'?: string;
+  'trust-proxy'?: string;
   'tls-key'?: string;
   'tls-cert'?: string;
   'database-url'?: string;
@@ -44,9 +54,25 @@ function readPem(name: string, file: string): string {
   }
 }
 
+/** Express `trust proxy`: true/false, a hop count, or the proxies' addresses (comma-separated). */
+function proxySetting(raw: string): boolean | number | string {
+  const v = raw.trim().toLowerCase();
+  if (['true', 'yes', 'on'].includes(v)) return true;
+  if (['false', 'no', 'off'].includes(v)) return false;
+  if (/^\d{1,2}$/.test(v)) return Number(v);
+  if (!/^[0-9a-f.:/, ]{1,1000}$/i.test(v)) throw new ConfigError(`--trust-proxy must be true, false, a hop count or proxy addresses, got "${raw.slice(0, 60)}"`);
+  return v;
+}
+
 export function aggregatorOptions(flags: AggregatorFlags, env: NodeJS.ProcessEnv = process.env): AggregatorOptions {
-  const apiKeys = flags['api-key']?.length ? flags['api-key'].flatMap(list) : list(env.AGGREGATOR_API_KEY);
-  if (apiKeys.length === 0) throw new ConfigError('the aggregation service needs at least one API key: --api-key KEY or AGGREGATOR_API_KEY=key1,key2');
+  const keysOf = (flag: string[] | undefined, envValue: string | undefined) => (flag?.length ? flag.flatMap(list) : list(envValue));
+  // --api-key / AGGREGATOR_API_KEY: the one shared key of before, now what it always was for installations: a submit key.
+  const submitKeys = [...keysOf(flags['submit-key'], env.AGGREGATOR_SUBMIT_KEY), ...keysOf(flags['api-key'], env.AGGREGATOR_API_KEY)];
+  if (submitKeys.length === 0) throw new ConfigError('the aggregation service needs at least one submit key: --submit-key KEY or AGGREGATOR_SUBMIT_KEY=key1,key2');
+  const adminKeys = keysOf(flags['admin-key'], env.AGGREGATOR_ADMIN_KEY);
+  const perAddress = flags['rate-limit-per-address'] ?? env.AGGREGATOR_RATE_LIMIT_PER_ADDRESS;
+  const perKey = flags['rate-limit-per-key'] ?? env.AGGREGATOR_RATE_LIMIT_PER_KEY;
+  const trustProxy = flags['trust-proxy'] ?? env.AGGREGATOR_TRUST_PROXY;
   const port = flags.port ?? env.AGGREGATOR_PORT;
   const rate = flags['rate-limit'] ?? env.AGGREGATOR_RATE_LIMIT_PER_HOUR;
   const tlsKey = flags['tls-key'] ?? env.AGGREGATOR_TLS_KEY;
@@ -68,7 +94,11 @@ export function aggregatorOptions(flags: AggregatorFlags, env: NodeJS.ProcessEnv
     };
   }
   return {
-    apiKeys,
+    submitKeys,
+    adminKeys,
+    ...(perAddress === undefined ? {} : { rateLimitPerAddress: integer('--rate-limit-per-address', perAddress, 1, 10_000_000) }),
+    ...(perKey === undefined ? {} : { rateLimitPerKey: integer('--rate-limit-per-key', perKey, 1, 10_000_000) }),
+    ...(trustProxy === undefined || trustProxy === '' ? {} : { trustProxy: proxySetting(trustProxy) }),
     port: port === undefined ? 8100 : integer('--port', port, 0, 65535),
     host: flags.host ?? env.AGGREGATOR_HOST ?? '0.0.0.0',
     dataDir: flags['data-dir'] ?? env.AGGREGATOR_DATA_DIR ?? './aggregator-data',

@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import Busboy from 'busboy';
 import fs from 'node:fs';
+import type { Readable } from 'node:stream';
 import type { ServiceContext } from '../context';
 import type { PreviewAction } from '../files/previews';
 import { MAX_UPLOAD_BYTES } from '../files/catalog';
@@ -56,12 +57,32 @@ function readUpload(
   return new Promise((resolve, reject) => {
     let seen = false;
     let result: Promise<string> | null = null;
+    let fileStream: Readable | null = null;
+    let aborted = false;
+    // A client that resets mid-body: busboy never sees the end, so the file stream (and the write stream and
+    // .part file behind it) would wait forever. Fail the file stream: storeUpload then closes and removes its part.
+    const gone = new ApiError(400, 'VALIDATION_ERROR', 'Invalid body: the upload was aborted by the client', { location: 'body' });
+    if (req.destroyed && !req.complete) return reject(gone);
+    req.once('close', () => {
+      if (req.complete) return;
+      aborted = true;
+      req.unpipe(busboy);
+      fileStream?.destroy(gone);
+      busboy.destroy();
+      if (!result) return reject(gone);
+      // The file may have ended before the client left (its row is stored by then): undo it.
+      result
+        .then(discard)
+        .catch(() => undefined)
+        .finally(() => reject(gone));
+    });
     busboy.on('file', (field, stream, info) => {
-      if (field !== 'file' || seen) {
+      if (field !== 'file' || seen || aborted) {
         stream.resume();
         return;
       }
       seen = true;
+      fileStream = stream;
       result = store(info.filename || 'upload', stream);
       result.catch((err) => {
         // A broken form is answered once busboy says why (its 'error' below), as before.
@@ -75,6 +96,7 @@ function readUpload(
     });
     let broken = false;
     busboy.on('error', (err: Error) => {
+      if (aborted) return;
       broken = true;
       const refused = new ApiError(422, 'VALIDATION_ERROR', `Invalid body: ${err.message}`, { location: 'body' });
       if (!result) return reject(refused);
@@ -85,7 +107,7 @@ function readUpload(
         .finally(() => reject(refused));
     });
     busboy.on('close', () => {
-      if (broken) return;
+      if (broken || aborted) return;
       if (!result) {
         reject(
           new ApiError(422, 'VALIDATION_ERROR', 'Invalid body: file: required', { location: 'body', fields: [{ field: 'file', message: 'required', code: 'invalid_type' }] }),

@@ -157,6 +157,11 @@ export interface QueueItemsTable {
   start_after: string | null;
   created_at: string;
   updated_at: string;
+  /** Place within its priority (lower first); 0 until the item is moved (then by age). */
+  position: number;
+  finish_by: string | null;
+  /** Variants, JSON [{file_id, plate}]; null: the item's one file_id/plate. */
+  files: string | null;
 }
 
 export interface QueueDispatchesTable {
@@ -173,6 +178,9 @@ export interface QueueDispatchesTable {
   start_sent_at: string | null;
   created_at: string;
   updated_at: string;
+  /** The variant this copy printed; null (older rows): the item's file_id/plate. */
+  file_id: string | null;
+  plate: number | null;
 }
 
 /** Running totals of the jobs per printer, status and business flag, kept by triggers (migration 016). */

@@ -9,15 +9,16 @@
  * 'analyzed' (G-code toolpath after the preview optimisation rules) and
  * 'placeholder' (when processing fails and `fallback` is on).
  */
-import { open, stat } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { bgcodeMetadata, isBgcode, pickBgcodeThumbnail, readBgcode } from './bgcode';
 import { PreviewError, type PreviewErrorCode } from './errors';
 import { renderGcodeToolpath, type GcodeAnalysis, type GcodeOptimizationOptions } from './gcode-analyzer';
 import { extractGcodeThumbnail, readGcodeMetadata } from './gcode-meta';
-import { parseMesh, type MeshLimits } from './mesh';
+import type { MeshLimits } from './mesh';
+import { renderMeshOffThread } from './mesh-thread';
 import { emptyMetadata, type PrintMetadata } from './metadata';
 import { placeholderPng, toDisplayImage } from './png';
-import { DEFAULT_RENDER_SIZE, renderMeshPng } from './render';
+import { DEFAULT_RENDER_SIZE } from './render';
 import { extract3mfThumbnail, read3mfMetadata } from './threemf';
 import type { ZipLimits } from './zip';
 
@@ -30,16 +31,14 @@ export { readBgcode, bgcodeMetadata, meatpackDecode, heatshrinkDecode } from './
 export { readGcodeMetadata, extractGcodeThumbnail, GcodeMetaScanner } from './gcode-meta';
 export { analyzeGcode, renderGcodeToolpath, findPrintStart, GCODE_OPTIMIZATION_DEFAULTS, PRINT_START_MARKERS } from './gcode-analyzer';
 export type { GcodeAnalysis, GcodeOptimizationOptions, PrintStartMethod, ToolpathRenderOptions } from './gcode-analyzer';
-export { parseStl, parseObj, parseMesh, isBinaryStl } from './mesh';
+export { parseStl, parseObj, parseMesh, isBinaryStl, loadMeshFile, MESH_MAX_FILE_BYTES } from './mesh';
+export { renderMeshOffThread, activeMeshRenders } from './mesh-thread';
 export { renderMesh, renderMeshPng } from './render';
 
 export type PreviewFileType = '3mf' | 'bgcode' | 'gcode' | 'stl' | 'obj';
 
 /** Thumbnail processing priority by type (interface spec): 3MF 1, BGCode 1, STL/OBJ 2, G-code 3. */
 export const THUMBNAIL_PRIORITY: Readonly<Record<PreviewFileType, number>> = { '3mf': 1, bgcode: 1, stl: 2, obj: 2, gcode: 3 };
-
-/** Largest STL/OBJ file loaded for rendering (default 512 MiB). */
-export const MESH_MAX_FILE_BYTES = 512 * 1024 * 1024;
 
 /**
  * The preview type of an extension or file name: ".3mf", "gcode.3mf",
@@ -140,8 +139,10 @@ export interface ThumbnailOptions extends GcodeOptimizationOptions {
   meshLimits?: MeshLimits;
   /** G-code / BGCode without an embedded picture: render the toolpath (default true). */
   renderToolpath?: boolean;
-  /** Stops reading a BGCode file (the client has gone). */
+  /** Stops reading a BGCode file or rendering a mesh (the client has gone). */
   signal?: AbortSignal;
+  /** STL/OBJ: most pixels the triangles may cover, in pictures (default 64; see MeshRenderOptions). */
+  maxCoverage?: number;
 }
 
 /**
@@ -206,9 +207,8 @@ async function thumbnailFor(type: PreviewFileType, input: string | Buffer, optio
     }
     case 'stl':
     case 'obj': {
-      const data = await loadMesh(input);
-      const mesh = parseMesh(data, type, options.meshLimits);
-      const png = renderMeshPng(mesh, { width: size, height: size });
+      // Off the event loop, bounded in pixels and time, stopped when the caller leaves.
+      const png = await renderMeshOffThread(input, type, { size, meshLimits: options.meshLimits, maxCoverage: options.maxCoverage, signal: options.signal });
       return { data: png, mime: 'image/png', width: size, height: size, method: 'generated', source: 'mesh' };
     }
   }
@@ -218,28 +218,6 @@ async function thumbnailFor(type: PreviewFileType, input: string | Buffer, optio
 function resolveLines(o: GcodeOptimizationOptions): number {
   const w = o.optimize_print_only === false ? 0 : (o.optimization_max_lines ?? 1000);
   return w + (o.render_max_lines ?? 10000);
-}
-
-async function loadMesh(input: string | Buffer): Promise<Buffer> {
-  if (Buffer.isBuffer(input)) {
-    if (input.length > MESH_MAX_FILE_BYTES) throw new PreviewError('TOO_LARGE', `mesh of ${input.length} bytes (limit ${MESH_MAX_FILE_BYTES})`);
-    return input;
-  }
-  const { size } = await stat(input);
-  if (size > MESH_MAX_FILE_BYTES) throw new PreviewError('TOO_LARGE', `mesh file of ${size} bytes (limit ${MESH_MAX_FILE_BYTES})`);
-  const handle = await open(input, 'r');
-  try {
-    const buf = Buffer.alloc(size);
-    let got = 0;
-    while (got < size) {
-      const { bytesRead } = await handle.read(buf, got, size - got, got);
-      if (bytesRead === 0) break;
-      got += bytesRead;
-    }
-    return buf.subarray(0, got);
-  } finally {
-    await handle.close();
-  }
 }
 
 export interface MetadataOptions {

@@ -3,6 +3,7 @@
  * limits: absurd inputs (too many triangles, non-finite coordinates, broken
  * structure) are refused with a PreviewError instead of exhausting memory.
  */
+import { open, stat } from 'node:fs/promises';
 import { PreviewError } from './errors';
 
 export interface Mesh {
@@ -22,6 +23,31 @@ export interface MeshLimits {
 }
 
 export const MESH_MAX_TRIANGLES = 5_000_000;
+/** Largest STL/OBJ file loaded for rendering (512 MiB). */
+export const MESH_MAX_FILE_BYTES = 512 * 1024 * 1024;
+
+/** The bytes of a mesh file (or the buffer itself), refusing one over MESH_MAX_FILE_BYTES. */
+export async function loadMeshFile(input: string | Buffer): Promise<Buffer> {
+  if (Buffer.isBuffer(input)) {
+    if (input.length > MESH_MAX_FILE_BYTES) throw new PreviewError('TOO_LARGE', `mesh of ${input.length} bytes (limit ${MESH_MAX_FILE_BYTES})`);
+    return input;
+  }
+  const { size } = await stat(input);
+  if (size > MESH_MAX_FILE_BYTES) throw new PreviewError('TOO_LARGE', `mesh file of ${size} bytes (limit ${MESH_MAX_FILE_BYTES})`);
+  const handle = await open(input, 'r');
+  try {
+    const buf = Buffer.alloc(size);
+    let got = 0;
+    while (got < size) {
+      const { bytesRead } = await handle.read(buf, got, size - got, got);
+      if (bytesRead === 0) break;
+      got += bytesRead;
+    }
+    return buf.subarray(0, got);
+  } finally {
+    await handle.close();
+  }
+}
 
 const limitsOf = (l: MeshLimits = {}) => {
   const maxTriangles = l.maxTriangles ?? MESH_MAX_TRIANGLES;

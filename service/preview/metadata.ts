@@ -156,15 +156,38 @@ export function parseDuration(text: string | null | undefined): number | null {
   if (text === null || text === undefined) return null;
   const s = text.trim();
   if (/^\d+(?:\.\d+)?$/.test(s)) return Math.round(Number(s));
-  const unit: Record<string, number> = { d: 86400, h: 3600, m: 60, s: 1 };
+  // One forward pass over "<number> <unit>" pairs (a global regex here was quadratic on a long digit run).
   let total = 0;
   let matched = false;
-  for (const m of s.matchAll(/(\d+(?:\.\d+)?)\s*([dhms])\b/gi)) {
-    total += Number(m[1]) * unit[m[2].toLowerCase()];
-    matched = true;
+  let i = 0;
+  while (i < s.length) {
+    if (!isDigit(s, i)) {
+      i++;
+      continue;
+    }
+    let end = i;
+    while (isDigit(s, end)) end++;
+    if (s[end] === '.' && isDigit(s, end + 1)) {
+      end++;
+      while (isDigit(s, end)) end++;
+    }
+    let u = end;
+    while (u < s.length && /\s/.test(s[u])) u++;
+    const factor = DURATION_UNITS[s[u]?.toLowerCase() ?? ''];
+    if (factor !== undefined && !/\w/.test(s[u + 1] ?? '')) {
+      total += Number(s.slice(i, end)) * factor;
+      matched = true;
+      i = u + 1;
+    } else i = end;
   }
   return matched ? Math.round(total) : null;
 }
+
+const DURATION_UNITS: Record<string, number> = { d: 86400, h: 3600, m: 60, s: 1 };
+const isDigit = (s: string, i: number): boolean => {
+  const c = s.charCodeAt(i);
+  return c >= 48 && c <= 57;
+};
 
 function round(n: number, digits: number): number {
   const f = 10 ** digits;
@@ -192,11 +215,15 @@ export function bedTemperatureKey(bedType: string | null | undefined): string | 
   return null;
 }
 
+const MAX_PRODUCER_CHARS = 200;
+
 /** A producer line's name and version, cleaned: "PrusaSlicer 2.8.1+linux-x64-GTK3" -> "PrusaSlicer 2.8.1". */
 export function cleanSlicerName(text: string | null | undefined): string | null {
   if (!text) return null;
-  const m = /^\s*([A-Za-z][\w.-]*?)(?:[\s-]+v?(\d[\w.]*?))?(?:\+\S*)?(?:\s+on\s+.*)?\s*$/.exec(text.trim());
-  if (!m) return text.trim() || null;
+  // Producer lines are short; the cut keeps this backtracking pattern's work small on a hostile megabyte line.
+  const t = text.trim().slice(0, MAX_PRODUCER_CHARS);
+  const m = /^\s*([A-Za-z][\w.-]*?)(?:[\s-]+v?(\d[\w.]*?))?(?:\+\S*)?(?:\s+on\s+.*)?\s*$/.exec(t);
+  if (!m) return t || null;
   let name = m[1];
   if (/^cura_steamengine$/i.test(name)) name = 'Cura';
   return m[2] ? `${name} ${m[2]}` : name;

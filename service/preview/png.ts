@@ -112,6 +112,20 @@ export function placeholderPng(width = 256, height = width): Buffer {
   if (!Number.isInteger(width) || !Number.isInteger(height) || width < 8 || height < 8 || width > MAX_IMAGE_SIDE || height > MAX_IMAGE_SIDE) {
     throw new PreviewError('TOO_LARGE', `placeholder size ${width}x${height} outside 8..${MAX_IMAGE_SIDE}`);
   }
+  // Drawn and deflated on the event loop (tens of ms, more under load) and always the same: made once per size.
+  const key = `${width}x${height}`;
+  let png = placeholders.get(key);
+  if (!png) {
+    png = drawPlaceholder(width, height);
+    if (placeholders.size >= 8) placeholders.delete(placeholders.keys().next().value!);
+    placeholders.set(key, png);
+  }
+  return Buffer.from(png);
+}
+
+const placeholders = new Map<string, Buffer>();
+
+function drawPlaceholder(width: number, height: number): Buffer {
   const data = Buffer.alloc(width * height * 4);
   const card = [0xe4, 0xe6, 0xea];
   const mark = [0x9a, 0xa0, 0xa8];

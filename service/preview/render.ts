@@ -26,7 +26,15 @@ export interface ViewOptions {
 export interface MeshRenderOptions extends ViewOptions {
   /** Base colour, RGB 0..255 (default a mid blue). */
   color?: [number, number, number];
+  /**
+   * Most pixels the triangles' boxes may cover in total, as a multiple of the
+   * (supersampled) picture (default 64). Real models stay in single digits; a
+   * file of 20,000 full-frame triangles would otherwise cost minutes.
+   */
+  maxCoverage?: number;
 }
+
+export const DEFAULT_MAX_COVERAGE = 64;
 
 export const DEFAULT_RENDER_SIZE = 512;
 
@@ -155,9 +163,13 @@ export class Projector {
 export class Raster {
   readonly rgba: Uint8Array;
   readonly depth: Float32Array;
+  /** Pixels visited by triangle() so far (their clipped bounding boxes). */
+  visited = 0;
   constructor(
     readonly width: number,
     readonly height: number,
+    /** Pixels triangle() may visit in total before it refuses (TOO_LARGE). */
+    private readonly pixelBudget = Infinity,
   ) {
     this.rgba = new Uint8Array(width * height * 4);
     this.depth = new Float32Array(width * height).fill(-Infinity);
@@ -181,6 +193,10 @@ export class Raster {
     const minY = Math.max(0, Math.floor(Math.min(y0, y1, y2)));
     const maxY = Math.min(this.height - 1, Math.ceil(Math.max(y0, y1, y2)));
     if (minX > maxX || minY > maxY) return;
+    this.visited += (maxX - minX + 1) * (maxY - minY + 1);
+    if (this.visited > this.pixelBudget) {
+      throw new PreviewError('TOO_LARGE', `the mesh covers more than ${Math.round(this.pixelBudget / (this.width * this.height))} times the picture (a render bomb?)`);
+    }
     const inv = 1 / area;
     const W = this.width;
     const rgba = this.rgba;
@@ -217,7 +233,9 @@ export class Raster {
     const half = (thickness - 1) / 2;
     const W = this.width;
     const H = this.height;
-    for (let s = 0; s <= steps; s++) {
+    // Only the samples whose brush can touch the picture: a line far outside it costs nothing per step.
+    const [from, to] = visibleSteps(x0, dx, W, thickness, steps, visibleSteps(y0, dy, H, thickness, steps, [0, steps]));
+    for (let s = from; s <= to; s++) {
       const t = s / steps;
       const cx = Math.round(x0 + dx * t - half);
       const cy = Math.round(y0 + dy * t - half);
@@ -297,7 +315,7 @@ export function renderMesh(mesh: Mesh, options: MeshRenderOptions = {}): RgbaIma
   }
   proj.fitScreenBounds(sxMin, sxMax, syMin, syMax);
 
-  const raster = new Raster(proj.pxWidth, proj.pxHeight);
+  const raster = new Raster(proj.pxWidth, proj.pxHeight, proj.pxWidth * proj.pxHeight * (options.maxCoverage ?? DEFAULT_MAX_COVERAGE));
   const [br, bg, bb] = options.color ?? [70, 140, 215];
   // Light from the upper left, slightly toward the viewer (view space).
   const L = normalize(-0.45, 0.6, 0.65);
@@ -336,6 +354,16 @@ export function renderMesh(mesh: Mesh, options: MeshRenderOptions = {}): RgbaIma
 export function renderMeshPng(mesh: Mesh, options: MeshRenderOptions = {}): Buffer {
   const img = renderMesh(mesh, options);
   return encodePng(img.data, img.width, img.height);
+}
+
+/** The steps s in [range] whose sample start + delta * s / steps (brush `size` wide) can fall inside 0..limit. */
+function visibleSteps(start: number, delta: number, limit: number, size: number, steps: number, range: [number, number]): [number, number] {
+  const lo = -size - 1;
+  const hi = limit + size + 1;
+  if (delta === 0) return start < lo || start > hi ? [1, 0] : range;
+  const a = ((lo - start) / delta) * steps;
+  const b = ((hi - start) / delta) * steps;
+  return [Math.max(range[0], Math.floor(Math.min(a, b))), Math.min(range[1], Math.ceil(Math.max(a, b)))];
 }
 
 function normalize(x: number, y: number, z: number): [number, number, number] {

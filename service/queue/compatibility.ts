@@ -6,8 +6,12 @@
  */
 import type { PrinterMaterial } from '../printers/driver';
 import type { QueueRequirements, QueueTarget } from '../db/repositories/queue';
+import type { PrinterRecord } from '../db/repositories/printers';
+import { misfit } from './file-bounds';
 import type { FileFacts } from './file-facts';
-import { sameModel, shortModel } from './models';
+import { SOURCE_WORDS } from './model-claims';
+import { modelSpec, sameModel, shortModel } from './models';
+import { familyOf } from './printer-families';
 
 export const EXTERNAL_SPOOL = 254;
 
@@ -15,7 +19,7 @@ export const EXTERNAL_SPOOL = 254;
 export interface PrinterFacts {
   id: string;
   name: string;
-  type: 'bambu_lab' | 'prusa_core';
+  type: PrinterRecord['type'];
   /** Reported model, else the configured one. */
   model: string | null;
   nozzle_diameter: number | null;
@@ -27,7 +31,9 @@ export interface PrinterFacts {
 export type Mismatch =
   | { kind: 'target'; reason: string }
   | { kind: 'format'; reason: string }
+  | { kind: 'unnamed'; reason: string }
   | { kind: 'model'; reason: string }
+  | { kind: 'size'; reason: string }
   | { kind: 'nozzle'; reason: string }
   | { kind: 'material'; reason: string };
 
@@ -71,9 +77,19 @@ export function checkPrinter(facts: FileFacts, item: ItemNeeds, printer: Printer
   if (t?.printer_type && t.printer_type !== printer.type) return fail('target', `not a ${t.printer_type} printer`);
   if (t?.models?.length && !t.models.some((m) => sameModel(m, printer.model))) return fail('target', `not one of the target models`);
 
-  const accepts = printer.type === 'bambu_lab' ? ['3mf'] : ['gcode', 'bgcode'];
-  if (!accepts.includes(facts.format)) return fail('format', `${printer.type === 'bambu_lab' ? 'Bambu Lab printers print sliced .3mf' : 'PrusaLink printers print .gcode and .bgcode'} files`);
-  if (facts.printer_model && !sameModel(facts.printer_model, printer.model)) return fail('model', `sliced for ${facts.printer_model}`);
+  const family = familyOf(printer.type);
+  if (!family) return fail('format', `the queue cannot start prints on ${printer.type} printers`);
+  if (!family.formats.includes(facts.format)) return fail('format', `${family.label} printers print ${family.formats.map((f) => `.${f}`).join(' and ')} files`);
+  if (facts.vendor_family && facts.vendor_family !== printer.type) return fail('model', `sliced for another make of printer`);
+  if (facts.printer_model) {
+    if (!sameModel(facts.printer_model, printer.model)) return fail('model', `sliced for ${facts.printer_model}`);
+  } else if (!t?.printer_ids?.length && !t?.models?.length) {
+    // Never a guess: a file that names no model goes only where the operator sent it.
+    return fail('unnamed', 'the file names no printer model');
+  }
+  const spec = modelSpec(printer.model);
+  const tooBig = spec ? misfit(facts.bounds, spec.bed, spec.height) : null;
+  if (tooBig) return fail('size', `${tooBig} (${printer.name})`);
 
   const nozzle = item.requirements?.nozzle_diameter ?? facts.nozzle_diameter;
   if (nozzle !== null && nozzle !== undefined) {
@@ -100,7 +116,7 @@ export function checkPrinter(facts: FileFacts, item: ItemNeeds, printer: Printer
  */
 export function mismatchReason(facts: FileFacts, results: { printer: PrinterFacts; mismatch: Mismatch }[], farmSize: number): string {
   if (farmSize === 0) return 'no printers in the farm';
-  const order: Mismatch['kind'][] = ['target', 'format', 'model', 'nozzle', 'material'];
+  const order: Mismatch['kind'][] = ['target', 'format', 'unnamed', 'model', 'size', 'nozzle', 'material'];
   // The furthest check any printer reached decides which reason to give.
   const furthest = Math.max(...results.map((r) => order.indexOf(r.mismatch.kind)));
   const at = results.filter((r) => order.indexOf(r.mismatch.kind) === furthest);
@@ -109,9 +125,12 @@ export function mismatchReason(facts: FileFacts, results: { printer: PrinterFact
       return 'no printer matches the target';
     case 'format':
       return `no printer in the farm prints ${facts.format === 'other' ? 'this kind of' : `.${facts.format}`} files`;
+    case 'unnamed':
+      return 'the file names no printer model; it prints only on printers the item targets (target.printer_ids or target.models)';
     case 'model': {
-      const model = facts.printer_model ?? 'another printer';
-      return `sliced for ${model}; no ${shortModel(model)} in the farm`;
+      if (!facts.printer_model) return 'sliced for another make of printer; no such printer in the farm';
+      const where = facts.model_source && facts.model_source !== 'printer_model' && facts.model_source !== 'plate_printer_model_id' ? ` (${SOURCE_WORDS[facts.model_source]})` : '';
+      return `sliced for ${facts.printer_model}${where}; no ${shortModel(facts.printer_model)} in the farm`;
     }
     default: {
       const reasons = [...new Set(at.map((r) => r.mismatch.reason))];

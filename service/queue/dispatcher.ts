@@ -12,12 +12,9 @@
  *    hands the dispatch to the runner;
  *  - says in words why an item still waits.
  */
-import { randomInt, randomUUID } from 'node:crypto';
-import fs from 'node:fs';
 import type { Logger } from 'pino';
 import type { Store } from '../db';
 import type { EventBus } from '../events';
-import type { FileRecord } from '../db/repositories/files';
 import type { PrinterRecord } from '../db/repositories/printers';
 import type { DispatchRecord, QueueItemRecord } from '../db/repositories/queue';
 import type { PrinterState } from '../printers/driver';
@@ -25,24 +22,29 @@ import type { Fleet } from '../printers/fleet';
 import { sameLoadedMaterials } from '../printers/state-equality';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
-import { checkPrinter, mismatchReason, type Mismatch, type PrinterFacts } from './compatibility';
-import { DispatchRunner, NOT_READY } from './dispatch-run';
+import { checkPrinter, type Mismatch, type PrinterFacts } from './compatibility';
+import { DispatchRunner } from './dispatch-run';
 import type { FactsCache } from './facts-cache';
-import type { FileFacts } from './file-facts';
 import type { PlateTracker } from './plate';
-import { queuedStart, remoteName } from './queued-start';
-import { copyCounts, derivedStatus } from './views';
+import { orderPrinters, pinnedPrinter, USAGE_WINDOW_DAYS } from './printer-choice';
+import { farmGate, gateSettingsOf, isHeating, timeGate } from './start-gates';
+import { firstFit, loadVariant, loadVariants, variantOf, type LoadedVariant, type VariantMemo } from './variants';
+import { availabilityReason, variantsReason, type Availability } from './waiting-reasons';
+import { familyOf } from './printer-families';
+import { newDispatch, queuedStart } from './queued-start';
+import { ItemSettler } from './item-settle';
+import { copyCounts } from './views';
 
 const SAFETY_PASS_MS = 30_000;
-/** Printer states in which a start may be sent (QUEUE.md): never to a busy printer. */
-const STARTABLE: Record<PrinterRecord['type'], string[]> = { bambu_lab: ['IDLE', 'FINISH', 'FAILED'], prusa_core: ['IDLE', 'FINISHED', 'READY'] };
 /** How long a printer that answered 409 (not ready at its screen) is left alone unless its state changes. */
 const NOT_READY_RETRY_MS = 60_000;
 
-type Availability = 'free' | 'offline' | 'busy' | 'plate' | 'not_ready';
+/** How long the print hours per printer (least_used) are reused before they are read again. */
+const USAGE_TTL_MS = 60_000;
 
 interface SeenPrinter {
   availability: Availability;
+  heating: boolean;
   nozzle: number | null;
   model: string | null;
   materials: PrinterState['materials'];
@@ -65,8 +67,10 @@ export class Dispatcher {
   private passing: Promise<void> | null = null;
   private again = false;
   private safety: NodeJS.Timeout | null = null;
-  /** Wakes the dispatcher when the earliest start_after comes. */
-  private startAfterTimer: NodeJS.Timeout | null = null;
+  /** Wakes the dispatcher when a waiting start is due (start_after, working hours, stagger). */
+  private wakeTimer: NodeJS.Timeout | null = null;
+  private lastClaimAt = 0;
+  private usageCache: { at: number; seconds: ReadonlyMap<string, number> } | null = null;
   private closed = false;
   private records = new Map<string, PrinterRecord>();
   /** The printer records are read again only after a printer was created, changed or deleted (and on the safety pass). */
@@ -76,9 +80,10 @@ export class Dispatcher {
   private readonly seen = new Map<string, SeenPrinter>();
   private readonly notReadyUntil = new Map<string, { raw: string; until: number }>();
   private readonly lastStart = new Map<string, number>();
-  private readonly itemLocks = new Map<string, Promise<unknown>>();
+  private readonly settler: ItemSettler;
 
   constructor(private readonly deps: DispatcherDeps) {
+    this.settler = new ItemSettler(deps, (reason) => this.wake(reason));
     this.runner = new DispatchRunner(deps.store, deps.settings, deps.log, {
       sender: (id) => {
         const driver = deps.fleet.driverOf(id);
@@ -136,7 +141,7 @@ export class Dispatcher {
     this.closed = true;
     this.runner.halt();
     if (this.safety) clearInterval(this.safety);
-    if (this.startAfterTimer) clearTimeout(this.startAfterTimer);
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
     this.stopListening?.();
   }
 
@@ -196,11 +201,12 @@ export class Dispatcher {
     void this.runner.onReport(printerId, state)?.catch((err) => this.deps.log.error({ err, printer_id: printerId }, 'dispatch tracking failed'));
     // A new pass only when something changed that can let a copy start here (compared field by field: this
     // runs on every report). Filament counts by slot, type and colour; how much is left changes all through a
-    // print and decides nothing.
-    const seen: SeenPrinter = { availability: this.availability(printerId, false), nozzle: state.nozzle_diameter ?? null, model: state.model ?? null, materials: state.materials };
+    // print and decides nothing. Heating counts only with a heat-up limit.
+    const heating = this.deps.settings.get('queue_max_concurrent_heatups') > 0 && isHeating(state);
+    const seen: SeenPrinter = { availability: this.availability(printerId, false), heating, nozzle: state.nozzle_diameter ?? null, model: state.model ?? null, materials: state.materials };
     const last = this.seen.get(printerId);
     this.seen.set(printerId, seen);
-    if (last && last.availability === seen.availability && last.nozzle === seen.nozzle && last.model === seen.model && sameLoadedMaterials(last.materials, seen.materials)) return;
+    if (last && last.availability === seen.availability && last.heating === seen.heating && last.nozzle === seen.nozzle && last.model === seen.model && sameLoadedMaterials(last.materials, seen.materials)) return;
     this.wake('printer changed');
   }
 
@@ -210,7 +216,8 @@ export class Dispatcher {
     if (!record || !record.is_active) return 'offline';
     const state = this.deps.fleet.stateOf(printerId);
     if (!state || !this.deps.fleet.isConnected(printerId)) return 'offline';
-    if (!STARTABLE[record.type].includes(state.raw_state) || !['idle', 'finished', 'failed', 'stopped'].includes(state.state)) return 'busy';
+    // Only in the states the family's table allows (QUEUE.md: never to a busy printer).
+    if (!familyOf(record.type)?.startable.includes(state.raw_state) || !['idle', 'finished', 'failed', 'stopped'].includes(state.state)) return 'busy';
     if (!forStart && this.runner.isHeld(printerId)) return 'busy';
     const refusal = this.notReadyUntil.get(printerId);
     if (refusal) {
@@ -235,69 +242,112 @@ export class Dispatcher {
       for (const item of items) await this.setReason(item, 'dispatching paused');
       return;
     }
-    const dispatches = await store.queue.dispatchesOf(items.map((i) => i.id));
+    const now = Date.now();
     const active = [...this.records.values()].filter((p) => p.is_active);
-    const facts = (p: PrinterRecord): PrinterFacts => {
-      const s = this.deps.fleet.stateOf(p.id);
-      return { id: p.id, name: p.name, type: p.type, model: s?.model ?? p.model, nozzle_diameter: s?.nozzle_diameter ?? null, materials: s?.materials ?? null };
-    };
-    // Least recently started first, so that work spreads over the farm.
-    const printers = active.sort((a, b) => (this.lastStart.get(a.id) ?? 0) - (this.lastStart.get(b.id) ?? 0));
-    let nextStartAfter = Infinity;
+    const gate = farmGate(gateSettingsOf(settings), now, this.heatingPrinters(active, open), this.lastClaimAt);
+    let wakeAt = gate.wakeAt ?? Infinity;
+    if (gate.closed) {
+      for (const item of items) await this.setReason(item, gate.closed);
+      return this.armWake(wakeAt);
+    }
+    let budget = gate.budget;
+    const dispatches = await store.queue.dispatchesOf(items.map((i) => i.id));
+    const choice = settings.get('queue_printer_choice');
+    const printers = orderPrinters(choice, active, this.lastStart, choice === 'least_used' ? await this.usage(now) : new Map());
+    // Read once per pass, not once per item and printer: a pass over 1000 items stays cheap.
+    const memo: VariantMemo = new Map();
+    const facts = new Map(printers.map((p) => [p.id, this.printerFacts(p)]));
+    const factsOf = (p: PrinterRecord) => facts.get(p.id) ?? this.printerFacts(p);
+    const available = new Map<string, Availability>();
+    const availabilityOf = (id: string) => available.get(id) ?? available.set(id, this.availability(id, false)).get(id)!;
     for (const item of items) {
       if (this.closed) return;
-      if (item.start_after && Date.parse(item.start_after) > Date.now()) {
-        nextStartAfter = Math.min(nextStartAfter, Date.parse(item.start_after));
+      if (item.start_after && Date.parse(item.start_after) > now) {
+        wakeAt = Math.min(wakeAt, Date.parse(item.start_after));
         await this.setReason(item, 'start_after not reached');
         continue;
       }
-      let remaining = copyCounts(item.copies, dispatches.get(item.id) ?? []).remaining;
+      const done = dispatches.get(item.id) ?? [];
+      let remaining = copyCounts(item.copies, done).remaining;
       if (remaining <= 0) continue;
-      const file = await store.files.get(item.file_id);
-      if (!file?.local_path || !fs.existsSync(file.local_path)) {
-        await this.setReason(item, 'the file is no longer available on the service');
+      const { loaded, error } = await loadVariants(store, this.deps.facts, item, memo);
+      if (error) {
+        await this.setReason(item, error);
         continue;
       }
-      let fileFacts: FileFacts;
-      try {
-        fileFacts = await this.deps.facts.get(file as FileRecord & { local_path: string }, item.plate);
-      } catch (err) {
-        await this.setReason(item, `the file cannot be read: ${(err as Error).message}`);
+      const timeReasons = loaded.map((v) => timeGate(item.finish_by, v.facts.print_time_s, now, gate.hours, settings.get('timezone')));
+      const usable = loaded.filter((_, i) => timeReasons[i] === null);
+      if (!usable.length) {
+        await this.setReason(item, timeReasons[0]);
         continue;
       }
-      const mismatches: { printer: PrinterFacts; mismatch: Mismatch }[] = [];
+      const pinned = pinnedPrinter(choice, done, this.records);
+      const mismatches = new Map<LoadedVariant, { printer: PrinterFacts; mismatch: Mismatch }[]>();
       const waiting: { printer: PrinterRecord; why: Availability }[] = [];
-      for (const printer of printers) {
+      let held = false;
+      for (const printer of pinned ? [pinned] : printers) {
         if (remaining <= 0) break;
-        const pf = facts(printer);
-        const fit = checkPrinter(fileFacts, item, pf);
-        if (!fit.ok) {
-          mismatches.push({ printer: pf, mismatch: fit.mismatch });
-          continue;
-        }
-        const why = claimed.has(printer.id) ? 'busy' : this.availability(printer.id, false);
+        const fit = firstFit(usable, item, factsOf(printer), mismatches);
+        if (!fit) continue;
+        const why = claimed.has(printer.id) ? 'busy' : availabilityOf(printer.id);
         if (why !== 'free') {
           waiting.push({ printer, why });
           continue;
         }
-        if (await this.claim(item, printer, file as FileRecord & { local_path: string }, fit.ams_mapping, dispatches.get(item.id) ?? [])) {
+        if (budget <= 0) {
+          held = true;
+          break;
+        }
+        if (await this.claim(item, printer, fit.variant, fit.mapping, done)) {
           claimed.add(printer.id);
           remaining--;
+          budget--;
+          if (settings.get('queue_start_stagger_s') > 0) wakeAt = Math.min(wakeAt, this.lastClaimAt + settings.get('queue_start_stagger_s') * 1000);
+          // same_as_last: the first copy decides the printer; the others wait for it.
+          if (choice === 'same_as_last') break;
         }
       }
-      if (remaining <= 0) await this.setReason(item, null);
-      else await this.setReason(item, waiting.length ? availabilityReason(waiting) : mismatchReason(fileFacts, mismatches, active.length));
+      let reason: string | null = null;
+      if (remaining > 0) {
+        if (held) reason = gate.budgetReason ?? `next start in ${settings.get('queue_start_stagger_s')} s (queue_start_stagger_s)`;
+        else if (waiting.length) reason = (pinned ? `same_as_last: waiting for ${pinned.name}, which printed this item's last copy; ` : '') + availabilityReason(waiting);
+        else reason = variantsReason(usable, mismatches, active.length);
+      }
+      await this.setReason(item, reason);
     }
-    this.armStartAfter(nextStartAfter);
+    this.armWake(wakeAt);
   }
 
-  /** One timer for the earliest start_after still ahead (the safety pass would find it too, up to 30 s late). */
-  private armStartAfter(at: number): void {
-    if (this.startAfterTimer) clearTimeout(this.startAfterTimer);
-    this.startAfterTimer = null;
+  printerFacts(p: PrinterRecord): PrinterFacts {
+    const s = this.deps.fleet.stateOf(p.id);
+    return { id: p.id, name: p.name, type: p.type, model: s?.model ?? p.model, nozzle_diameter: s?.nozzle_diameter ?? null, materials: s?.materials ?? null };
+  }
+
+  /** When each printer last got a queued start (first_free's order). */
+  lastStarts = (): ReadonlyMap<string, number> => this.lastStart;
+
+  /** Printers heating now, or about to: a start sent and not yet printing. */
+  private heatingPrinters(active: PrinterRecord[], open: DispatchRecord[]): string[] {
+    const starting = new Set(open.filter((d) => d.state !== 'printing').map((d) => d.printer_id));
+    return active.filter((p) => starting.has(p.id) || isHeating(this.deps.fleet.stateOf(p.id))).map((p) => p.name);
+  }
+
+  /** Print seconds per printer over the last 30 days (least_used), read at most once a minute. */
+  async usage(now: number): Promise<ReadonlyMap<string, number>> {
+    if (!this.usageCache || now - this.usageCache.at > USAGE_TTL_MS) {
+      const since = new Date(now - USAGE_WINDOW_DAYS * 86_400_000).toISOString();
+      this.usageCache = { at: now, seconds: await this.deps.store.jobs.printSecondsSince(since) };
+    }
+    return this.usageCache.seconds;
+  }
+
+  /** One timer for the earliest instant a waiting start may go (start_after, hours opening, stagger over); the safety pass would find it too, up to 30 s late. */
+  private armWake(at: number): void {
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeTimer = null;
     if (!Number.isFinite(at) || this.closed) return;
-    this.startAfterTimer = setTimeout(() => this.wake('start_after reached'), Math.min(Math.max(0, at - Date.now()) + 10, SAFETY_PASS_MS));
-    this.startAfterTimer.unref();
+    this.wakeTimer = setTimeout(() => this.wake('a waiting start is due'), Math.min(Math.max(0, at - Date.now()) + 10, SAFETY_PASS_MS));
+    this.wakeTimer.unref();
   }
 
   /** Dispatches left claimed or uploading by an interrupted run: retried once their printer is free. */
@@ -313,42 +363,24 @@ export class Dispatcher {
       if ((d.state !== 'claimed' && d.state !== 'uploading') || this.runner.owns(d.id)) continue;
       if (this.availability(d.printer_id, true) !== 'free') continue;
       const item = await this.deps.store.queue.getItem(d.item_id);
-      const file = item && (await this.deps.store.files.get(item.file_id));
-      if (!item || !file?.local_path) continue;
-      const facts = await this.deps.facts.get(file as FileRecord & { local_path: string }, item.plate).catch(() => null);
       const record = this.records.get(d.printer_id);
-      const state = this.deps.fleet.stateOf(d.printer_id);
-      if (!facts || !record) continue;
-      const fit = checkPrinter(facts, item, { id: record.id, name: record.name, type: record.type, model: state?.model ?? record.model, nozzle_diameter: state?.nozzle_diameter ?? null, materials: state?.materials ?? null });
+      const loaded = item && (await loadVariant(this.deps.store, this.deps.facts, variantOf(item, d)));
+      if (!item || !record || !loaded || 'error' in loaded) continue;
+      const fit = checkPrinter(loaded.facts, item, this.printerFacts(record));
       this.deps.log.info({ dispatch_id: d.id, printer_id: d.printer_id }, 'retrying a dispatch interrupted while uploading');
-      this.runner.launch(d, queuedStart(item, d, file as FileRecord & { local_path: string }, fit.ok ? fit.ams_mapping : []));
+      this.runner.launch(d, queuedStart(item, d, loaded.file, fit.ok ? fit.ams_mapping : []));
     }
   }
 
-  private async claim(item: QueueItemRecord, printer: PrinterRecord, file: FileRecord & { local_path: string }, mapping: number[], previous: DispatchRecord[]): Promise<boolean> {
-    const now = nowIso();
-    const dispatch: DispatchRecord = {
-      id: randomUUID().replace(/-/g, '').slice(0, 16),
-      item_id: item.id,
-      printer_id: printer.id,
-      job_id: null,
-      state: 'claimed',
-      attempt: previous.length + 1,
-      error: null,
-      remote_name: remoteName(file.filename, printer.type),
-      // A fresh decimal id below 2^31-1 for every start ("0" resumes an old print, larger ids stall a P1S).
-      task_id: String(randomInt(100_000, 2_147_483_647)),
-      baseline_job_id: null,
-      start_sent_at: null,
-      created_at: now,
-      updated_at: now,
-    };
+  private async claim(item: QueueItemRecord, printer: PrinterRecord, variant: LoadedVariant, mapping: number[], previous: DispatchRecord[]): Promise<boolean> {
+    const dispatch = newDispatch(item, printer, variant.file.filename, variant.variant, previous.length + 1);
     if (!(await this.deps.store.queue.claim(dispatch))) return false;
     previous.push(dispatch);
     this.lastStart.set(printer.id, Date.now());
+    this.lastClaimAt = Date.now();
     this.deps.log.info({ item_id: item.id, printer_id: printer.id, dispatch_id: dispatch.id, attempt: dispatch.attempt }, 'queued copy claimed a printer');
     void this.settle(item.id, null);
-    this.runner.launch(dispatch, queuedStart(item, dispatch, file, mapping));
+    this.runner.launch(dispatch, queuedStart(item, dispatch, variant.file, mapping));
     return true;
   }
 
@@ -361,37 +393,6 @@ export class Dispatcher {
 
   /** After a dispatch changed: the item's failure count and status, stored and announced; one item at a time. */
   settle(itemId: string, failure: 'reset' | 'count' | null): Promise<void> {
-    const previous = this.itemLocks.get(itemId) ?? Promise.resolve();
-    const next = previous.then(async () => {
-      const { store, settings } = this.deps;
-      const item = await store.queue.getItem(itemId);
-      if (!item) return;
-      const dispatches = (await store.queue.dispatchesOf([itemId])).get(itemId) ?? [];
-      const failures = failure === 'reset' ? 0 : failure === 'count' ? item.failures_in_row + 1 : item.failures_in_row;
-      const status = derivedStatus({ ...item, failures_in_row: failures }, dispatches, settings.get('queue_max_attempts'));
-      const patch = { failures_in_row: failures, status, updated_at: nowIso(), ...(status !== 'queued' && status !== 'held' ? { waiting_reason: null } : {}) };
-      await store.queue.updateItem(itemId, patch);
-      if (status === 'failed') {
-        for (const d of dispatches) await store.queue.transitionDispatch(d.id, ['claimed', 'uploading'], { state: 'cancelled', error: 'the queue item failed', updated_at: nowIso() });
-      }
-      // Announced from what was just read (the dispatches of a large item are many): a change after the read settles again.
-      await this.deps.publish(itemId, status === 'failed' ? undefined : { item: { ...item, ...patch }, dispatches });
-      if (failure !== null || status !== item.status) this.wake('dispatch ended');
-    });
-    const settled = next.catch((err) => this.deps.log.error({ err, item_id: itemId }, 'could not update the queue item'));
-    this.itemLocks.set(itemId, settled);
-    void settled.finally(() => this.itemLocks.get(itemId) === settled && this.itemLocks.delete(itemId));
-    return settled;
+    return this.settler.settle(itemId, failure);
   }
-}
-
-function availabilityReason(waiting: { printer: PrinterRecord; why: Availability }[]): string {
-  const names = (why: Availability) => waiting.filter((w) => w.why === why).map((w) => w.printer.name);
-  const list = (n: string[]) => n.slice(0, 3).join(', ') + (n.length > 3 ? ` and ${n.length - 3} more` : '');
-  const plate = names('plate');
-  if (plate.length) return `plate needs clearing on ${list(plate)}`;
-  const notReady = names('not_ready');
-  if (notReady.length) return `${NOT_READY} (${list(notReady)})`;
-  if (waiting.every((w) => w.why === 'offline')) return 'all compatible printers offline';
-  return 'all compatible printers busy';
 }

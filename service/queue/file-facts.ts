@@ -7,10 +7,14 @@
  */
 import { readBgcode } from '../preview/bgcode';
 import { readGcodeMetadata } from '../preview/gcode-meta';
-import { BAMBU_PRINTER_MODELS, listValues, lowerKeys, parseNumber } from '../preview/metadata';
+import { listValues, lowerKeys, metadataFromSlicerKeys, parseNumber } from '../preview/metadata';
+import { MAX_3MF_CONFIG_BYTES } from '../preview/slice-info';
 import { withSource } from '../preview/source';
 import { parseProjectSettings, parseSliceInfo } from '../preview/threemf';
 import { ZipArchive } from '../preview/zip';
+import { boundsFromPlateJson, boundsFromSlicerKeys, type PlateBounds } from './file-bounds';
+import { bgcodeFirmwareChecks, gcodeFirmwareChecks, type FirmwareChecks } from './firmware-checks';
+import { modelClaim, type ModelSource } from './model-claims';
 
 export type PrintFormat = '3mf' | 'gcode' | 'bgcode' | 'other';
 
@@ -26,6 +30,10 @@ export interface FileFacts {
   format: PrintFormat;
   /** The model the file was sliced for, as the file names it ("Bambu Lab X1 Carbon", "MK4S"); null when it does not say. */
   printer_model: string | null;
+  /** Where the file names that model (model-claims.ts): the firmware check, printer_model, printer_notes... */
+  model_source: ModelSource | null;
+  /** The family the file's vendor keyword names (PRINTER_VENDOR_PRUSA3D -> prusa_core), when stated. */
+  vendor_family: string | null;
   nozzle_diameter: number | null;
   /** Every filament slot of the file (3MF: the project's list), in order. */
   filament_count: number;
@@ -33,9 +41,11 @@ export interface FileFacts {
   filaments: FileFilament[];
   /** 3MF: plates with sliced G-code inside. */
   sliced_plates: number[];
+  /** Where the plate's objects are, when the file says (checked against the printer's build volume). */
+  bounds: PlateBounds | null;
+  /** The slicer's print time estimate, seconds. */
+  print_time_s: number | null;
 }
-
-const MAX_CONFIG_BYTES = 64 * 1024 * 1024;
 
 export function formatOf(fileName: string): PrintFormat {
   const lower = fileName.toLowerCase();
@@ -50,22 +60,27 @@ function color(value: string | undefined): string | null {
   return /^[0-9a-f]{6}([0-9a-f]{2})?$/i.test(v) ? `#${v.slice(0, 6).toUpperCase()}` : null;
 }
 
-/** The facts of a G-code or BGCode from its `key = value` settings (PrusaSlicer, OrcaSlicer, Bambu Studio). */
-export function factsFromSlicerKeys(rawInput: Record<string, string>, format: PrintFormat): FileFacts {
+/** The facts of a G-code or BGCode from its `key = value` settings (PrusaSlicer, OrcaSlicer, Bambu Studio) and its firmware checks. */
+export function factsFromSlicerKeys(rawInput: Record<string, string>, format: PrintFormat, checks: FirmwareChecks | null = null): FileFacts {
   const raw = lowerKeys(rawInput);
   const types = listValues(raw.filament_type);
   const colors = listValues(raw.filament_colour ?? raw.extruder_colour);
   const count = Math.max(types.length, 1);
   const filaments: FileFilament[] = [];
   for (let i = 0; i < count; i++) filaments.push({ id: i + 1, type: types[i] ?? null, color: color(colors[i]) });
-  const modelId = raw.printer_model_id;
+  const claim = modelClaim(raw, checks);
   return {
     format,
-    printer_model: raw.printer_model?.trim() || (modelId ? (BAMBU_PRINTER_MODELS[modelId] ?? modelId) : null),
-    nozzle_diameter: parseNumber(raw.nozzle_diameter),
+    printer_model: claim.model,
+    model_source: claim.source,
+    vendor_family: claim.vendor_family,
+    // The firmware's nozzle check is what the printer enforces.
+    nozzle_diameter: checks?.nozzle ?? parseNumber(raw.nozzle_diameter),
     filament_count: count,
     filaments: types.length ? filaments : [],
     sliced_plates: [],
+    bounds: boundsFromSlicerKeys(raw),
+    print_time_s: metadataFromSlicerKeys(raw).estimated_print_time,
   };
 }
 
@@ -74,7 +89,7 @@ async function factsOf3mf(file: string, plate: number): Promise<FileFacts> {
     const zip = await ZipArchive.open(src);
     const text = async (name: string) => {
       const e = zip.get(name);
-      return e ? (await zip.read(e, MAX_CONFIG_BYTES)).toString('utf8') : null;
+      return e ? (await zip.read(e, MAX_3MF_CONFIG_BYTES)).toString('utf8') : null;
     };
     const sliceXml = await text('Metadata/slice_info.config');
     const projectText = await text('Metadata/project_settings.config');
@@ -94,15 +109,20 @@ async function factsOf3mf(file: string, plate: number): Promise<FileFacts> {
         return { id, type: f.type?.trim() || projectTypes[id - 1] || null, color: color(f.color) ?? color(projectColors[id - 1]) };
       })
       .filter((f) => Number.isInteger(f.id) && f.id >= 1 && f.id <= 64);
-    const modelId = slicePlate?.meta.printer_model_id;
+    const claim = modelClaim(project, null, slicePlate?.meta.printer_model_id);
     const nozzle = parseNumber(slicePlate?.meta.nozzle_diameters) ?? parseNumber(project.nozzle_diameter);
+    const prediction = parseNumber(slicePlate?.meta.prediction);
     return {
       format: '3mf',
-      printer_model: project.printer_model?.trim() || (modelId ? (BAMBU_PRINTER_MODELS[modelId] ?? modelId) : null),
+      printer_model: claim.model,
+      model_source: claim.source,
+      vendor_family: claim.vendor_family,
       nozzle_diameter: nozzle,
       filament_count: Math.max(projectTypes.length, ...used.map((f) => f.id), used.length ? 1 : 0),
       filaments: used,
       sliced_plates: sliced,
+      bounds: boundsFromPlateJson(await text(`Metadata/plate_${plate}.json`)),
+      print_time_s: prediction !== null && prediction > 0 ? Math.round(prediction) : null,
     };
   });
 }
@@ -115,11 +135,11 @@ export async function readFileFacts(file: string, fileName: string, plate = 1): 
       return factsOf3mf(file, plate);
     case 'bgcode': {
       const b = await readBgcode(file, { gcode: 'skip' });
-      return factsFromSlicerKeys({ ...b.slicerMetadata, ...b.printMetadata, ...b.printerMetadata }, format);
+      return factsFromSlicerKeys({ ...b.slicerMetadata, ...b.printMetadata, ...b.printerMetadata }, format, await bgcodeFirmwareChecks(file));
     }
     case 'gcode':
-      return factsFromSlicerKeys((await readGcodeMetadata(file, { countLayers: false, maxThumbnails: 0 })).raw, format);
+      return factsFromSlicerKeys((await readGcodeMetadata(file, { countLayers: false, maxThumbnails: 0 })).raw, format, await gcodeFirmwareChecks(file));
     default:
-      return { format, printer_model: null, nozzle_diameter: null, filament_count: 0, filaments: [], sliced_plates: [] };
+      return { format, printer_model: null, model_source: null, vendor_family: null, nozzle_diameter: null, filament_count: 0, filaments: [], sliced_plates: [], bounds: null, print_time_s: null };
   }
 }

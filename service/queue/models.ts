@@ -5,6 +5,7 @@
  * compatibility is decided from what the file and the printer report, never
  * from file names.
  */
+import { PRINTER_FAMILIES, type ModelSpec } from './printer-families';
 
 /** Spellings that differ from the key they mean (keys are lower case, without spaces or punctuation). */
 const ALIASES: Record<string, string> = {
@@ -26,6 +27,8 @@ const ALIASES: Record<string, string> = {
   xlis: 'xl',
   xl2is: 'xl',
   xl5is: 'xl',
+  // PrusaSlicer's MK3S profiles carry the keyword PRINTER_MODEL_MK3.
+  mk3: 'mk3s',
 };
 
 /** The key a model name reduces to ("Bambu Lab X1 Carbon" -> "x1c", "Original Prusa MK4S" -> "mk4s"); null for nothing. */
@@ -47,4 +50,32 @@ export function shortModel(name: string): string {
 export function sameModel(a: string | null | undefined, b: string | null | undefined): boolean {
   const ka = modelKey(a);
   return ka !== null && ka === modelKey(b);
+}
+
+/** The build volume of a model, when the family tables know it. */
+export function modelSpec(name: string | null | undefined): ModelSpec | null {
+  const key = modelKey(name);
+  if (!key) return null;
+  for (const family of Object.values(PRINTER_FAMILIES)) {
+    const hit = family.models.find((m) => m.key === key);
+    if (hit) return hit;
+  }
+  return null;
+}
+
+/** Every known spelling, longest first, so that "MK4S" wins over "MK4" and "A1 mini" over "A1". */
+const SPELLINGS: { re: RegExp; key: string }[] = Object.values(PRINTER_FAMILIES)
+  .flatMap((f) => f.models.flatMap((m) => m.names.map((n) => ({ name: n, key: m.key }))))
+  .sort((a, b) => b.name.length - a.name.length)
+  .map(({ name, key }) => ({ re: new RegExp(`(^|[^A-Za-z0-9.])${name.replace(/[.]/g, '\\.').replace(/\s+/g, '\\s*')}($|[^A-Za-z0-9])`, 'i'), key }));
+
+/**
+ * The model a free-text profile name mentions ("Original Prusa MK4S 0.4 nozzle" -> "MK4S"), or null.
+ * Only known model names count: a name like "Farm printer 3" names nothing.
+ */
+export function modelInText(text: string | null | undefined): string | null {
+  if (!text) return null;
+  const bounded = text.slice(0, 500);
+  for (const s of SPELLINGS) if (s.re.test(bounded)) return modelSpec(s.key)?.label ?? s.key;
+  return null;
 }

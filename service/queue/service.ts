@@ -8,9 +8,9 @@ import fs from 'node:fs';
 import { DomainError } from '../errors';
 import type { Store } from '../db';
 import type { FileRecord } from '../db/repositories/files';
-import type { DispatchRecord, QueueItemRecord, QueueItemStatus } from '../db/repositories/queue';
+import type { DispatchRecord, QueueItemRecord, QueueItemStatus, QueueVariant } from '../db/repositories/queue';
 import type { EventBus } from '../events';
-import type { CreateQueueItemInput, QueueItemView, QueueListFilter, UpdateQueueItemInput } from '../schemas/queue';
+import type { CreateQueueItemInput, MoveQueueItemInput, QueueItemView, QueueListFilter, UpdateQueueItemInput } from '../schemas/queue';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
 import type { FactsCache } from './facts-cache';
@@ -23,6 +23,7 @@ export interface DispatchTrigger {
 }
 
 const TERMINAL: readonly QueueItemStatus[] = ['completed', 'failed', 'cancelled'];
+const OPEN: readonly QueueItemStatus[] = ['queued', 'held', 'printing'];
 
 export class QueueService {
   constructor(
@@ -34,21 +35,24 @@ export class QueueService {
   ) {}
 
   async create(input: CreateQueueItemInput): Promise<QueueItemView> {
-    const file = await this.printableFile(input.file_id);
-    const facts = await this.facts.get(file, input.plate).catch((err: Error) => {
-      throw invalid('file_id', `the file cannot be read as a print file: ${err.message}`);
-    });
-    if (facts.format === 'other') throw invalid('file_id', 'only .3mf, .gcode and .bgcode files can be queued');
-    if (facts.format === '3mf' && facts.sliced_plates.length && !facts.sliced_plates.includes(input.plate)) {
-      throw invalid('plate', `the file has sliced plates ${facts.sliced_plates.join(', ')}, not plate ${input.plate}`);
+    const list = 'files' in input ? input.files : null;
+    const variants: QueueVariant[] = list ?? [{ file_id: (input as { file_id: string }).file_id, plate: (input as { plate: number }).plate }];
+    const seen = new Set<string>();
+    const files: FileRecord[] = [];
+    for (const [i, v] of variants.entries()) {
+      if (seen.has(`${v.file_id}/${v.plate}`)) throw invalid(`files.${i}.file_id`, 'the same file and plate is given twice');
+      seen.add(`${v.file_id}/${v.plate}`);
+      files.push(await this.checkVariant(v, list ? `files.${i}` : null));
     }
-    if (facts.format === '3mf' && facts.sliced_plates.length === 0) throw invalid('file_id', 'the 3MF holds no sliced plate (slice it and export a .gcode.3mf)');
+    const file = files[0];
     const now = nowIso();
     const item: QueueItemRecord = {
       id: randomUUID().replace(/-/g, '').slice(0, 16),
-      file_id: file.id,
+      file_id: variants[0].file_id,
       name: input.name ?? file.filename.replace(/(\.gcode)?\.(3mf|gcode|bgcode|gco|g)$/i, ''),
-      plate: input.plate,
+      plate: variants[0].plate,
+      files: list,
+      position: 0,
       copies: input.copies,
       priority: input.priority,
       status: 'queued',
@@ -58,6 +62,7 @@ export class QueueService {
       requirements: input.requirements ?? null,
       options: input.options ?? null,
       start_after: input.start_after ? new Date(input.start_after).toISOString() : null,
+      finish_by: input.finish_by ? new Date(input.finish_by).toISOString() : null,
       created_at: now,
       updated_at: now,
     };
@@ -92,11 +97,16 @@ export class QueueService {
     }
     const patch: Partial<QueueItemRecord> = { updated_at: nowIso() };
     if (input.name !== undefined) patch.name = input.name;
-    if (input.priority !== undefined) patch.priority = input.priority;
+    if (input.priority !== undefined && input.priority !== item.priority) {
+      // A new priority puts the item last among the items of that priority.
+      patch.priority = input.priority;
+      patch.position = await this.store.queue.placeIn(input.priority);
+    }
     if (input.copies !== undefined) patch.copies = input.copies;
     if (input.target !== undefined) patch.target = input.target;
     if (input.requirements !== undefined) patch.requirements = input.requirements;
     if (input.start_after !== undefined) patch.start_after = input.start_after === null ? null : new Date(input.start_after).toISOString();
+    if (input.finish_by !== undefined) patch.finish_by = input.finish_by === null ? null : new Date(input.finish_by).toISOString();
     const next = { ...item, ...patch };
     // More or fewer copies can complete the item or send it back to the queue.
     patch.status = derivedStatus(next, dispatches, this.settings.get('queue_max_attempts'));
@@ -143,6 +153,31 @@ export class QueueService {
     return view;
   }
 
+  /**
+   * Moves an open item within its priority: just before another item of that priority, or to a 1-based place
+   * among them. The items of that priority get the positions 1, 2, ... in their new order.
+   */
+  async move(id: string, to: MoveQueueItemInput): Promise<QueueItemView> {
+    const item = await this.require(id);
+    if (TERMINAL.includes(item.status)) throw conflict(item, `Queue item "${id}" is ${item.status} and has no place in the queue`);
+    const group = (await this.store.queue.itemsIn(OPEN)).filter((i) => i.priority === item.priority && i.id !== id);
+    let at: number;
+    if ('before' in to) {
+      if (to.before === id) throw invalid('before', 'an item cannot be moved before itself');
+      at = group.findIndex((i) => i.id === to.before);
+      if (at < 0) {
+        const other = await this.store.queue.getItem(to.before);
+        if (!other) throw new DomainError(404, 'QUEUE_ITEM_NOT_FOUND', `Queue item "${to.before}" not found`, { item_id: to.before });
+        throw invalid('before', TERMINAL.includes(other.status) ? `item "${to.before}" is ${other.status}` : `item "${to.before}" has priority ${other.priority}, not ${item.priority}; change the priority to move across priorities`);
+      }
+    } else at = Math.min(to.position - 1, group.length);
+    group.splice(at, 0, item);
+    await this.store.queue.reorder(group.map((i) => i.id), nowIso());
+    const view = await this.publish(id);
+    this.trigger.wake('item moved');
+    return view;
+  }
+
   /** Counts by status ("3 queued, 2 printing"). */
   counts(): Promise<Record<string, number>> {
     return this.store.queue.countByStatus();
@@ -159,6 +194,21 @@ export class QueueService {
     const item = await this.store.queue.getItem(id);
     if (!item) throw new DomainError(404, 'QUEUE_ITEM_NOT_FOUND', `Queue item "${id}" not found`, { item_id: id });
     return item;
+  }
+
+  /** A variant that can be queued: a local print file with the plate sliced. Its file record. */
+  private async checkVariant(v: QueueVariant, field: string | null): Promise<FileRecord & { local_path: string }> {
+    const at = (name: string) => (field ? `${field}.${name}` : name);
+    const file = await this.printableFile(v.file_id);
+    const facts = await this.facts.get(file, v.plate).catch((err: Error) => {
+      throw invalid(at('file_id'), `the file cannot be read as a print file: ${err.message}`);
+    });
+    if (facts.format === 'other') throw invalid(at('file_id'), 'only .3mf, .gcode and .bgcode files can be queued');
+    if (facts.format === '3mf' && facts.sliced_plates.length && !facts.sliced_plates.includes(v.plate)) {
+      throw invalid(at('plate'), `the file has sliced plates ${facts.sliced_plates.join(', ')}, not plate ${v.plate}`);
+    }
+    if (facts.format === '3mf' && facts.sliced_plates.length === 0) throw invalid(at('file_id'), 'the 3MF holds no sliced plate (slice it and export a .gcode.3mf)');
+    return file;
   }
 
   private async printableFile(fileId: string): Promise<FileRecord & { local_path: string }> {

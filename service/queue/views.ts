@@ -2,6 +2,7 @@
 import { OPEN_DISPATCH_STATES, UNSUCCESSFUL_DISPATCH_STATES, type DispatchRecord, type QueueItemRecord, type QueueItemStatus } from '../db/repositories/queue';
 import type { QueueItemView } from '../schemas/queue';
 import { startOptions } from './queued-start';
+import { variantOf, variantsOf } from './variants';
 
 export interface CopyCounts {
   completed: number;
@@ -37,6 +38,20 @@ export function derivedStatus(item: QueueItemRecord, dispatches: readonly Dispat
   return c.remaining > 0 ? 'queued' : 'printing';
 }
 
+/** Each variant with the copies it printed: together they add up to the item's counts. */
+function variantViews(item: QueueItemRecord, dispatches: readonly DispatchRecord[]): QueueItemView['files'] {
+  const key = (v: { file_id: string; plate: number }) => `${v.file_id}\u0000${v.plate}`;
+  const views = new Map(variantsOf(item).map((v) => [key(v), { file_id: v.file_id, plate: v.plate, printing: 0, completed: 0, failed: 0 }]));
+  for (const d of dispatches) {
+    const v = views.get(key(variantOf(item, d)));
+    if (!v) continue;
+    if (d.state === 'completed') v.completed++;
+    else if (OPEN_DISPATCH_STATES.includes(d.state)) v.printing++;
+    else if (UNSUCCESSFUL_DISPATCH_STATES.includes(d.state)) v.failed++;
+  }
+  return [...views.values()];
+}
+
 export function itemView(item: QueueItemRecord, dispatches: readonly DispatchRecord[]): QueueItemView {
   const c = copyCounts(item.copies, dispatches);
   return {
@@ -56,11 +71,15 @@ export function itemView(item: QueueItemRecord, dispatches: readonly DispatchRec
     requirements: item.requirements,
     options: startOptions(item),
     start_after: item.start_after,
+    finish_by: item.finish_by,
+    position: item.position,
+    files: variantViews(item, dispatches),
     created_at: item.created_at,
     updated_at: item.updated_at,
     dispatches: dispatches.map((d) => ({
       id: d.id,
       printer_id: d.printer_id,
+      ...variantOf(item, d),
       job_id: d.job_id,
       state: d.state,
       attempt: d.attempt,

@@ -3,7 +3,7 @@
 export const nowIso = (): string => new Date().toISOString();
 
 /** Offset of `timeZone` from UTC at `instant`, in ms (positive east of Greenwich). */
-function zoneOffset(instant: number, timeZone: string): number {
+export function zoneOffset(instant: number, timeZone: string): number {
   const parts = new Intl.DateTimeFormat('en-US', {
     timeZone,
     hourCycle: 'h23',

@@ -51,8 +51,8 @@ describeDialects('aggregation service', (db) => {
         expect(expectErrorBody(none, 401, 'UNAUTHORIZED').message).toMatch(/X-API-Key/);
         expectErrorBody(await a.call(method, p, body, 'wrong-key'), 401, 'UNAUTHORIZED');
       }
-      // Every configured key is accepted (AGGREGATOR_API_KEY takes several).
-      expect((await a.call('GET', '/stats/summary', undefined, 'second-key')).status).toBe(200);
+      // Every configured submit key is accepted (AGGREGATOR_SUBMIT_KEY takes several).
+      expect((await a.call('POST', '/submit', submission(), 'second-key')).status).toBe(201);
     });
 
     test('has its own OpenAPI document (lint-clean, API-key security) with /docs; every route is documented', async () => {
@@ -196,8 +196,8 @@ test('versions compare numerically', () => {
   expect(['1.9.0', '1.10.0', '1.2.0-beta.1', '1.2.0', 'v0.9'].sort(compareVersions)).toEqual(['v0.9', '1.2.0-beta.1', '1.2.0', '1.9.0', '1.10.0']);
 });
 
-test('the aggregator refuses to start without an API key', async () => {
-  await expect(startAggregator({ apiKeys: [' '] })).rejects.toThrow(/API key/);
+test('the aggregator refuses to start without a submit key', async () => {
+  await expect(startAggregator({ submitKeys: [' '] })).rejects.toThrow(/submit key/);
   void httpsJson;
   void API_KEY;
 });

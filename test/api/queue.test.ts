@@ -5,18 +5,10 @@
  */
 import { PrintfarmClient, PrintfarmError } from '../../service/client';
 import { bambu3mf, prusaGcode } from '../../service/simulators/seed-files';
-import { bambu, expectError, startService, type Harness } from '../helpers/service';
+import { bambu, expectError, startService, uploadFile, type Harness } from '../helpers/service';
 import { until } from '../helpers/farm';
 import { connectWs, type WsClient } from '../helpers/ws';
 import { describeDialects } from '../helpers/dialects';
-
-async function upload(h: Harness, name: string, data: Buffer): Promise<string> {
-  const form = new FormData();
-  form.append('file', new Blob([new Uint8Array(data)]), name);
-  const res = await fetch(`${h.base}/api/v1/files/upload`, { method: 'POST', body: form });
-  expect(res.status).toBe(201);
-  return ((await res.json()) as { id: string }).id;
-}
 
 describeDialects('print queue API', (db) => {
   let h: Harness;
@@ -26,8 +18,8 @@ describeDialects('print queue API', (db) => {
   beforeAll(async () => {
     h = await startService(await db.options());
     ws = await connectWs(h.base);
-    x1cFile = await upload(h, 'Cube X1C.gcode.3mf', bambu3mf({ model: 'X1C' }));
-    a1File = await upload(h, 'Cube A1.gcode.3mf', bambu3mf({ model: 'A1' }));
+    x1cFile = await uploadFile(h.base, 'Cube X1C.gcode.3mf', bambu3mf({ model: 'X1C' }));
+    a1File = await uploadFile(h.base, 'Cube A1.gcode.3mf', bambu3mf({ model: 'A1' }));
     expect((await h.post('/api/v1/printers', bambu('x1c-01', { name: 'X1C #01' }))).status).toBe(201);
   });
   afterAll(async () => {
@@ -55,6 +47,9 @@ describeDialects('print queue API', (db) => {
       requirements: null,
       options: { bed_leveling: true, timelapse: false, flow_cali: false, vibration_cali: false },
       start_after: null,
+      finish_by: null,
+      position: 0,
+      files: [{ file_id: x1cFile, plate: 1, printing: 0, completed: 0, failed: 0 }],
       created_at: expect.any(String),
       updated_at: expect.any(String),
       dispatches: [],
@@ -109,14 +104,14 @@ describeDialects('print queue API', (db) => {
     expectError(await h.post('/api/v1/queue', { file_id: x1cFile, copies: 1001 }), 422, 'VALIDATION_ERROR');
     expectError(await h.post('/api/v1/queue', { file_id: x1cFile, requirements: { color: 'red' } }), 422, 'VALIDATION_ERROR');
     expectError(await h.post('/api/v1/queue', { file_id: x1cFile, extra: 1 }), 422, 'VALIDATION_ERROR');
-    const stl = await upload(h, 'cube.stl', Buffer.from('solid x\nendsolid x\n'));
+    const stl = await uploadFile(h.base, 'cube.stl', Buffer.from('solid x\nendsolid x\n'));
     expectError(await h.post('/api/v1/queue', { file_id: stl }), 422, 'VALIDATION_ERROR');
     expectError(await h.get('/api/v1/queue/unknown'), 404, 'QUEUE_ITEM_NOT_FOUND');
     expectError(await h.post('/api/v1/printers/none/plate-cleared'), 404, 'PRINTER_NOT_FOUND');
   });
 
   test('pausing dispatch is a waiting reason; printers show plate and materials', async () => {
-    const gcode = await upload(h, 'cube.gcode', prusaGcode());
+    const gcode = await uploadFile(h.base, 'cube.gcode', prusaGcode());
     const { body: item } = await h.post('/api/v1/queue', { file_id: gcode });
     expect((await h.put('/api/v1/settings', { queue_dispatch_enabled: false })).status).toBe(200);
     await until(async () => (await h.get(`/api/v1/queue/${item.id}`)).body.waiting_reason === 'dispatching paused', 'the paused reason');

@@ -13,6 +13,7 @@ import { postgresUnavailable, usePostgres } from '../helpers/postgres';
 import { tempDir } from '../helpers/service';
 
 const KEY = 'scale-out-key';
+const ADMIN_KEY = 'scale-out-admin-key';
 const INSTALLATIONS = 50;
 const LIMIT = 10;
 /** Distinct submissions per installation: two more than the hourly limit. */
@@ -21,8 +22,11 @@ const PER_INSTALLATION = LIMIT + 2;
 /** One `printfarm aggregator` process on the shared database. */
 const startAggregator = (databaseUrl: string, dataDir: string): Promise<AggregatorProcess> =>
   startAggregatorProcess(['--data-dir', dataDir, '--database-url', databaseUrl], {
-    AGGREGATOR_API_KEY: KEY,
+    AGGREGATOR_SUBMIT_KEY: KEY,
+    AGGREGATOR_ADMIN_KEY: ADMIN_KEY,
     AGGREGATOR_RATE_LIMIT_PER_HOUR: String(LIMIT),
+    // Every installation submits from 127.0.0.1 here: the per-address limit is not what this test is about.
+    AGGREGATOR_RATE_LIMIT_PER_ADDRESS: '1000000',
     DATABASE_POOL_MAX: '10',
   });
 
@@ -123,7 +127,7 @@ const missing = postgresUnavailable();
 
     // Both instances show the same summary, with sums exact to the submission.
     const summaries = await Promise.all(
-      instances.map(async (i) => (await (await fetch(`${i.url}/stats/summary`, { headers: { 'x-api-key': KEY } })).json()) as Record<string, unknown>),
+      instances.map(async (i) => (await (await fetch(`${i.url}/stats/summary`, { headers: { 'x-api-key': ADMIN_KEY } })).json()) as Record<string, unknown>),
     );
     const stored = INSTALLATIONS * LIMIT;
     for (const s of summaries) {

@@ -108,7 +108,8 @@ const missing = postgresUnavailable();
     );
     for (const r of replicas) expect((await fetch(`${r.url}/health/ready`)).status).toBe(200);
 
-    const key = aggregator.environment!.AGGREGATOR_API_KEY;
+    const key = aggregator.environment!.AGGREGATOR_SUBMIT_KEY;
+    const adminKey = aggregator.environment!.AGGREGATOR_ADMIN_KEY;
     const at = new Date();
     const report = {
       installation_id: randomUUID(),
@@ -134,7 +135,7 @@ const missing = postgresUnavailable();
     };
     const sent = await fetch(`${replicas[0].url}/submit`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify(report) });
     expect([sent.status, sent.status === 201 ? '' : await sent.text()]).toEqual([201, '']);
-    const summary = (await (await fetch(`${replicas[1].url}/stats/summary`, { headers: { 'x-api-key': key } })).json()) as Record<string, unknown>;
+    const summary = (await (await fetch(`${replicas[1].url}/stats/summary`, { headers: { 'x-api-key': adminKey } })).json()) as Record<string, unknown>;
     expect(summary).toMatchObject({ total_installations: 1, total_submissions: 1, totals: { jobs_created: 4, jobs_completed: 3, jobs_failed: 1 } });
   }, 90_000);
 });

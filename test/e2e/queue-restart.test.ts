@@ -11,18 +11,10 @@ import Database from 'better-sqlite3';
 import { bambu3mf, prusaGcode } from '../../service/simulators/seed-files';
 import { killChildren, spawnService, type ChildService } from '../helpers/child-service';
 import { control, until } from '../helpers/farm';
-import { tempDir } from '../helpers/service';
+import { tempDir, uploadFile } from '../helpers/service';
 import { bambuSim, prusaSim, simState, type SimPrinter } from './queue-helpers';
 
 const ENV = { MONITORING_INTERVAL: '5', QUEUE_START_TIMEOUT_S: '30' };
-
-async function uploadTo(s: ChildService, name: string, data: Buffer): Promise<string> {
-  const form = new FormData();
-  form.append('file', new Blob([new Uint8Array(data)]), name);
-  const res = await fetch(`${s.base}/api/v1/files/upload`, { method: 'POST', body: form });
-  expect(res.status).toBe(201);
-  return ((await res.json()) as { id: string }).id;
-}
 
 /** The dispatch states stored for an item, read from the database file of the killed service. */
 function storedStates(dir: string, itemId: string): string[] {
@@ -54,7 +46,7 @@ describe('queue: restart recovery', () => {
 
     // 1. SIGKILL while the 8 kB file crawls to the Bambu printer at 1 kB/s.
     await control(bambu.control, 'faults', { transfer_bytes_per_sec: 1000 });
-    const bambuFile = await uploadTo(s, 'Knob.gcode.3mf', bambu3mf({ model: 'X1C' }));
+    const bambuFile = await uploadFile(s.base, 'Knob.gcode.3mf', bambu3mf({ model: 'X1C' }));
     const first = (await s.post('/api/v1/queue', { file_id: bambuFile, target: { printer_ids: ['x1c-a'] } })).body;
     await until(async () => (await itemOf(s, first.id)).dispatches[0]?.state === 'uploading', 'uploading', 20_000);
     await s.kill('SIGKILL');
@@ -76,7 +68,7 @@ describe('queue: restart recovery', () => {
     expect(await simState(bambu)).toMatchObject({ prints_started: 1, starts_while_busy: 0 });
 
     // 2. SIGKILL after the PrusaLink start went out, before a poll saw the new job.
-    const prusaFile = await uploadTo(s, 'cube_MK4S.gcode', prusaGcode({ model: 'MK4S' }));
+    const prusaFile = await uploadFile(s.base, 'cube_MK4S.gcode', prusaGcode({ model: 'MK4S' }));
     const second = (await s.post('/api/v1/queue', { file_id: prusaFile })).body;
     await until(async () => (await itemOf(s, second.id)).dispatches[0]?.state === 'starting', 'starting', 20_000);
     await until(async () => (await simState(prusa)).prints_started === 1, 'the Prusa start', 10_000);

@@ -108,6 +108,15 @@ export async function startService(options: ServiceOptions = {}, dataDir = tempD
   return harness;
 }
 
+/** Uploads a local file through POST /files/upload (multipart); its id. */
+export async function uploadFile(base: string, name: string, data: Buffer): Promise<string> {
+  const form = new FormData();
+  form.append('file', new Blob([new Uint8Array(data)]), name);
+  const res = await fetch(`${base}/api/v1/files/upload`, { method: 'POST', body: form });
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { id: string }).id;
+}
+
 /** Asserts the spec's error body and returns it. */
 export function expectError(res: JsonResponse, status: number, code?: string) {
   expect(res.status).toBe(status);

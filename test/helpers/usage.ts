@@ -94,12 +94,16 @@ export interface AggregatorHarness {
   dataDir: string;
   ca: string;
   logs: Record<string, unknown>[];
-  /** Request with the valid API key (unless `key` says otherwise; null sends none). */
+  /** Request with a valid key: the admin key on /stats and /reports, the submit key elsewhere (unless `key` says otherwise; null sends none). */
   call(method: string, path: string, body?: unknown, key?: string | null): Promise<JsonReply>;
   close(): Promise<void>;
 }
 
+/** The submit key installations carry. */
 export const API_KEY = 'test-key-1';
+/** The aggregator's admin key (dashboards, export, reports). */
+export const ADMIN_KEY = 'test-admin-key';
+const needsAdmin = (p: string) => /^\/(stats|reports)(\/|$|\?)/.test(p);
 
 export async function startAggregator(options: Partial<AggregatorOptions> = {}): Promise<AggregatorHarness> {
   const { ca, key, cert } = await testCa();
@@ -111,7 +115,19 @@ export async function startAggregator(options: Partial<AggregatorOptions> = {}):
       cb();
     },
   });
-  const agg = await createAggregator({ apiKeys: [API_KEY, 'second-key'], host: '127.0.0.1', port: 0, dataDir, tls: { key, cert }, logStream, ...options });
+  // Tests submit many installations from 127.0.0.1: the per-address and per-key limits are tested on their own.
+  const agg = await createAggregator({
+    submitKeys: [API_KEY, 'second-key'],
+    adminKeys: [ADMIN_KEY],
+    rateLimitPerAddress: 1_000_000,
+    rateLimitPerKey: 1_000_000,
+    host: '127.0.0.1',
+    port: 0,
+    dataDir,
+    tls: { key, cert },
+    logStream,
+    ...options,
+  });
   const base = `https://127.0.0.1:${agg.port}`;
   return {
     agg,
@@ -119,7 +135,7 @@ export async function startAggregator(options: Partial<AggregatorOptions> = {}):
     dataDir,
     ca,
     logs,
-    call: (method, path, body, apiKey = API_KEY) => httpsJson(base + path, { method, body, ca, headers: apiKey === null ? {} : { 'x-api-key': apiKey } }),
+    call: (method, path, body, apiKey = needsAdmin(path) ? ADMIN_KEY : API_KEY) => httpsJson(base + path, { method, body, ca, headers: apiKey === null ? {} : { 'x-api-key': apiKey } }),
     async close() {
       await agg.close();
       fs.rmSync(dataDir, { recursive: true, force: true });

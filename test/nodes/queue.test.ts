@@ -126,7 +126,7 @@ describe('printfarm-queue node', () => {
     const q = helper.getNode('q') as TestNode;
 
     q.receive({ _id: 'a', payload: 'not an item' });
-    expect((await caught.next((m) => m._id === 'a')).error.message).toBe('Error: The item must be an object with file_id, or file (a path or a Buffer) and the POST /queue fields');
+    expect((await caught.next((m) => m._id === 'a')).error.message).toBe('Error: The item must be an object with file_id or files (variants), or file (a path or a Buffer), and the POST /queue fields');
     expect(statusOf(q)).toEqual({ fill: 'red', shape: 'dot', text: expect.stringMatching(/^failed: The item must be an object/) });
 
     const upload = await client().files.upload('Cube.gcode.3mf', bambu3mf({ model: 'X1C' }));

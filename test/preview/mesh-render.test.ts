@@ -1,6 +1,6 @@
 import { parseMesh, parseObj, parseStl, isBinaryStl } from '../../service/preview/mesh';
 import { decodePng } from '../../service/preview/png';
-import { renderMesh, renderMeshPng } from '../../service/preview/render';
+import { Raster, renderMesh, renderMeshPng } from '../../service/preview/render';
 import { alphaAt, asciiStl, binaryStl, boxTriangles, centreCoverage } from './builders';
 
 const cubeStl = () => binaryStl(boxTriangles(20, 20, 20));
@@ -109,5 +109,25 @@ describe('software rendering', () => {
     const flat = parseStl(binaryStl([[0, 0, 0, 10, 0, 0, 0, 10, 0], [1, 1, 1, 1, 1, 1, 1, 1, 1]]));
     const png = renderMeshPng(flat, { width: 64 });
     expect(decodePng(png)).toMatchObject({ width: 64, height: 64 });
+  });
+});
+
+describe('toolpath lines', () => {
+  const alphaRows = (r: Raster) => Array.from({ length: r.height }, (_, y) => Array.from({ length: r.width }, (_, x) => r.rgba[(y * r.width + x) * 4 + 3]).filter((a) => a > 0).length);
+
+  test('a line reaching far beyond the picture draws the part inside it, stepping only there', () => {
+    const r = new Raster(64, 64);
+    r.line(-30000, 5, 0, 30000, 5, 0, 255, 0, 0, 1);
+    r.line(31, -30000, 0, 31, 30000, 0, 0, 255, 0, 3);
+    const rows = alphaRows(r);
+    expect(rows[5]).toBe(64);
+    expect(rows.filter((n, y) => y !== 5 && y !== 4 && y !== 6).every((n) => n === 3)).toBe(true);
+  });
+
+  test('a line wholly outside draws nothing', () => {
+    const r = new Raster(32, 32);
+    r.line(-5000, -10, 0, 5000, -10, 0, 255, 0, 0, 2);
+    r.line(100, -500, 0, 100, 500, 0, 255, 0, 0, 2);
+    expect(alphaRows(r).every((n) => n === 0)).toBe(true);
   });
 });

@@ -1,5 +1,5 @@
-// A queue page button -> the API request. add: POST /queue; priority: PATCH; hold, release: POST;
-// cancel: DELETE. The answer goes to "action result" (notification, fresh lists).
+// A queue page button -> the API request. add: POST /queue; priority: PATCH; move (up/down within its priority):
+// POST /queue/{id}/move; hold, release: POST; cancel: DELETE. The answer goes to "action result" (notification, fresh lists).
 const p = msg.payload || {};
 const item = (suffix) => `/queue/${encodeURIComponent(String(p.id))}${suffix}`;
 const named = { topic: p.name || (p.id ? `item ${p.id}` : 'print'), printer_name: p.name || (p.id ? `item ${p.id}` : 'print') };
@@ -12,6 +12,8 @@ switch (msg.action) {
   }
   case 'priority':
     return { ...named, action: 'priority', method: 'PATCH', path: item(''), payload: { priority: Math.floor(Number(p.priority) || 0) } };
+  case 'move':
+    return { ...named, action: 'move', method: 'POST', path: item('/move'), payload: { position: Math.max(1, Math.min(100000, Math.floor(Number(p.position) || 1))) } };
   case 'hold':
   case 'release':
     return { ...named, action: msg.action, method: 'POST', path: item(`/${msg.action}`), payload: {} };

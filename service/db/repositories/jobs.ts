@@ -193,6 +193,17 @@ export class JobsRepository {
     return this.tallies.printerTotals(printerId);
   }
 
+  /** Seconds printed per printer by the jobs started since `since` (the queue's least_used printer choice). */
+  async printSecondsSince(since: string): Promise<Map<string, number>> {
+    const rows = await this.db
+      .selectFrom('jobs')
+      .select(['printer_id', sql<number>`coalesce(sum(actual_duration), 0)`.as('seconds')])
+      .where('start_time', '>=', since)
+      .groupBy('printer_id')
+      .execute();
+    return new Map(rows.map((r) => [r.printer_id, Number(r.seconds)]));
+  }
+
   /** The running (or paused) job of each printer, newest first when there are several. */
   async activeByPrinter(printerIds?: readonly string[]): Promise<Map<string, JobRecord>> {
     let q = this.select().where('jobs.status', 'in', ['printing', 'paused']);

@@ -37,11 +37,19 @@ export interface QueueOptions {
   vibration_cali?: boolean;
 }
 
-export interface QueueItemRecord extends Omit<Selectable<QueueItemsTable>, 'status' | 'target' | 'requirements' | 'options'> {
+/** One sliced file of an item (a variant per printer model). */
+export interface QueueVariant {
+  file_id: string;
+  plate: number;
+}
+
+export interface QueueItemRecord extends Omit<Selectable<QueueItemsTable>, 'status' | 'target' | 'requirements' | 'options' | 'files'> {
   status: QueueItemStatus;
   target: QueueTarget | null;
   requirements: QueueRequirements | null;
   options: QueueOptions | null;
+  /** Variants; null: the item's one file_id/plate. */
+  files: QueueVariant[] | null;
 }
 
 export interface DispatchRecord extends Omit<Selectable<QueueDispatchesTable>, 'state'> {
@@ -51,7 +59,7 @@ export interface DispatchRecord extends Omit<Selectable<QueueDispatchesTable>, '
 export type QueueItemPatch = Partial<Omit<QueueItemRecord, 'id' | 'created_at'>>;
 export type DispatchPatch = Partial<Omit<DispatchRecord, 'id' | 'item_id' | 'printer_id' | 'created_at'>>;
 
-const JSON_COLUMNS = ['target', 'requirements', 'options'] as const;
+const JSON_COLUMNS = ['target', 'requirements', 'options', 'files'] as const;
 
 function itemRow(values: QueueItemPatch): Partial<QueueItemsTable> {
   const row: Record<string, unknown> = { ...values };
@@ -67,19 +75,56 @@ function itemRecord(row: Selectable<QueueItemsTable>): QueueItemRecord {
     target: parse<QueueTarget>(row.target),
     requirements: parse<QueueRequirements>(row.requirements),
     options: parse<QueueOptions>(row.options),
+    files: parse<QueueVariant[]>(row.files),
+    position: Number(row.position),
   };
 }
 
-const dispatchRecord = (row: Selectable<QueueDispatchesTable>): DispatchRecord => ({ ...row, state: row.state as DispatchState, job_id: row.job_id === null ? null : Number(row.job_id) });
+const dispatchRecord = (row: Selectable<QueueDispatchesTable>): DispatchRecord => ({
+  ...row,
+  state: row.state as DispatchState,
+  job_id: row.job_id === null ? null : Number(row.job_id),
+  plate: row.plate === null || row.plate === undefined ? null : Number(row.plate),
+  file_id: row.file_id ?? null,
+});
 
 export class QueueRepository {
   constructor(private readonly db: Db) {}
 
+  /** Inserts an item last within its priority (its position after every other item of that priority). */
   async insertItem(item: QueueItemRecord): Promise<void> {
-    await this.db
-      .insertInto('queue_items')
-      .values(itemRow(item) as QueueItemsTable)
-      .execute();
+    await this.db.transaction().execute(async (trx) => {
+      const position = await QueueRepository.lastPlace(trx, item.priority);
+      await trx
+        .insertInto('queue_items')
+        .values(itemRow({ ...item, position }) as QueueItemsTable)
+        .execute();
+    });
+  }
+
+  /** The position that puts an item last within `priority`: 0 while no item of it was moved (age orders them), else after the highest. */
+  static async lastPlace(db: Pick<Db, 'selectFrom'>, priority: number): Promise<number> {
+    const { last } = await db
+      .selectFrom('queue_items')
+      .select((eb) => eb.fn.max<number | null>('position').as('last'))
+      .where('priority', '=', priority)
+      .executeTakeFirstOrThrow();
+    return last === null || Number(last) === 0 ? 0 : Number(last) + 1;
+  }
+
+  /** The position for an item that changes to `priority`: last there. */
+  placeIn(priority: number): Promise<number> {
+    return QueueRepository.lastPlace(this.db, priority);
+  }
+
+  /** Gives `ids` (items of one priority, in their new order) the positions 1, 2, ... */
+  async reorder(ids: readonly string[], updatedAt: string): Promise<void> {
+    // Rows are written in id order whatever the new order: two moves at once lock them in the same order
+    // (PostgreSQL would otherwise find a deadlock between them).
+    const byId = ids.map((id, i) => ({ id, position: i + 1 })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    await this.db.transaction().execute(async (trx) => {
+      for (const { id, position } of byId) await trx.updateTable('queue_items').set({ position, updated_at: updatedAt }).where('id', '=', id).execute();
+    });
   }
 
   async getItem(id: string): Promise<QueueItemRecord | undefined> {
@@ -98,7 +143,7 @@ export class QueueRepository {
     return result.numUpdatedRows > 0n;
   }
 
-  /** A page of items in the dispatcher's order: higher priority first, then oldest first. */
+  /** A page of items in the dispatcher's order: higher priority first, then by place (moves), then oldest first. */
   listItems(q: { statuses?: readonly QueueItemStatus[]; page: number; limit: number }): Promise<{ items: QueueItemRecord[]; total: number }> {
     // The page and its total on one snapshot: they agree while items are added or change status.
     return readSnapshot(this.db, async (trx) => {
@@ -108,6 +153,7 @@ export class QueueRepository {
       const rows = await base
         .selectAll()
         .orderBy('priority', 'desc')
+        .orderBy('position', 'asc')
         .orderBy('created_at', 'asc')
         .orderBy('id', 'asc')
         .limit(q.limit)
@@ -124,6 +170,7 @@ export class QueueRepository {
       .selectAll()
       .where('status', 'in', [...statuses])
       .orderBy('priority', 'desc')
+      .orderBy('position', 'asc')
       .orderBy('created_at', 'asc')
       .orderBy('id', 'asc')
       .execute();

@@ -43,13 +43,58 @@ export function digestResponse(input: DigestInput): string {
   return md5(`${ha1}:${input.nonce}:${ha2}`);
 }
 
-/** Parses `key=value, key="quoted, value"` lists of auth headers (after the scheme word). */
+/**
+ * Parses `key=value, key="quoted, value"` lists of auth headers (after the
+ * scheme word) in one forward pass: the header comes from the printer, and the
+ * global regular expression this replaces was quadratic on a long bare word.
+ */
 export function parseAuthParams(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const re = /([A-Za-z0-9_-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]*))/g;
-  let m: RegExpExecArray | null;
-  while ((m = re.exec(text))) out[m[1].toLowerCase()] = m[2] !== undefined ? m[2].replace(/\\(.)/g, '$1') : m[3];
+  const out: Record<string, string> = Object.create(null);
+  const s = text.length > MAX_AUTH_PARAMS ? text.slice(0, MAX_AUTH_PARAMS) : text;
+  const n = s.length;
+  let i = 0;
+  while (i < n) {
+    if (!isTokenChar(s.charCodeAt(i))) {
+      i++;
+      continue;
+    }
+    const keyStart = i;
+    while (i < n && isTokenChar(s.charCodeAt(i))) i++;
+    const key = s.slice(keyStart, i).toLowerCase();
+    let j = skipSpace(s, i);
+    if (s[j] !== '=') continue;
+    j = skipSpace(s, j + 1);
+    if (s[j] === '"') {
+      let value = '';
+      let k = j + 1;
+      while (k < n && s[k] !== '"') {
+        const escaped = s[k] === '\\' && k + 1 < n;
+        value += escaped ? s[k + 1] : s[k];
+        k += escaped ? 2 : 1;
+      }
+      if (k < n) {
+        out[key] = value;
+        i = k + 1;
+        continue;
+      }
+    }
+    // A bare token (or an unterminated quote, read as written up to a space or comma).
+    let k = j;
+    while (k < n && !isSpace(s.charCodeAt(k)) && s[k] !== ',') k++;
+    out[key] = s.slice(j, k);
+    i = Math.max(k, i);
+  }
   return out;
+}
+
+/** More than any real challenge (realm, nonce, qop, opaque, algorithm, stale). */
+const MAX_AUTH_PARAMS = 4096;
+const isSpace = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
+const isTokenChar = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || c === 45;
+function skipSpace(s: string, from: number): number {
+  let i = from;
+  while (i < s.length && isSpace(s.charCodeAt(i))) i++;
+  return i;
 }
 
 /** The Digest challenge among the WWW-Authenticate headers, or null when the server offers none. */

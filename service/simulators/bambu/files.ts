@@ -5,6 +5,8 @@
  * temperatures), read from its slicer metadata like the printer would.
  */
 import { strFromU8, unzipSync } from 'fflate';
+import { parseDuration } from '../../preview/metadata';
+import { parseSliceInfo, type SlicePlate } from '../../preview/slice-info';
 import { seedFiles } from '../seed-files';
 
 export interface SimFile {
@@ -124,16 +126,6 @@ export class SimStorage {
   }
 }
 
-function parseDuration(text: string): number | null {
-  let total = 0;
-  let found = false;
-  for (const m of text.matchAll(/(\d+)\s*([dhms])/g)) {
-    found = true;
-    total += Number(m[1]) * { d: 86400, h: 3600, m: 60, s: 1 }[m[2] as 'd' | 'h' | 'm' | 's'];
-  }
-  return found ? total : null;
-}
-
 function planFromGcode(text: string, plan: PrintPlan): void {
   const head = text.length > 200_000 ? text.slice(0, 100_000) + text.slice(-100_000) : text;
   const total = head.match(/;\s*total estimated time:\s*([^;\n]+)/i) ?? head.match(/;\s*estimated printing time \(normal mode\)\s*=\s*([^\n]+)/i);
@@ -165,8 +157,8 @@ export function printPlan(file: SimFile, plate = 1): PrintPlan {
       if (gcode) planFromGcode(strFromU8(gcode), plan);
       const info = entries['Metadata/slice_info.config'];
       const plateInfo = info ? plateSection(strFromU8(info), plate) : null;
-      const prediction = plateInfo?.match(/key="prediction"\s+value="(\d+)"/);
-      if (prediction) plan.durationS = Number(prediction[1]);
+      const prediction = Number(plateInfo?.meta.prediction);
+      if (Number.isInteger(prediction) && prediction > 0) plan.durationS = prediction;
     } else if (file.path.endsWith('.gcode')) {
       planFromGcode(file.data.toString('utf8'), plan);
     }
@@ -178,11 +170,11 @@ export function printPlan(file: SimFile, plate = 1): PrintPlan {
   return plan;
 }
 
-/** The `<plate>` element of slice_info.config whose index is `plate` (null if there is none). */
-export function plateSection(sliceInfo: string, plate: number): string | null {
-  for (const m of sliceInfo.matchAll(/<plate>([\s\S]*?)<\/plate>/g)) {
-    const index = m[1].match(/key="index"\s+value="(\d+)"/);
-    if (index && Number(index[1]) === plate) return m[1];
+/** The `<plate>` of slice_info.config whose index is `plate` (null if there is none, or the file is hostile). */
+export function plateSection(sliceInfo: string, plate: number): SlicePlate | null {
+  try {
+    return parseSliceInfo(sliceInfo).find((p) => p.index === plate) ?? null;
+  } catch {
+    return null;
   }
-  return null;
 }

@@ -101,10 +101,9 @@ export function readProject(file: SimFile, plate: number): ProjectInfo | null {
   const info = entries['Metadata/slice_info.config'];
   const section = info ? plateSection(strFromU8(info), plate) : null;
   const filaments: FileFilament[] = [];
-  for (const m of (section ?? '').matchAll(/<filament\s([^>]*)\/?>/g)) {
-    const attr = (name: string) => new RegExp(`\\b${name}="([^"]*)"`).exec(m[1])?.[1] ?? '';
-    const id = Number(attr('id'));
-    if (Number.isInteger(id) && id > 0 && id <= 64) filaments.push({ id, type: attr('type'), color: attr('color') });
+  for (const f of section?.filaments ?? []) {
+    const id = Number(f.id);
+    if (Number.isInteger(id) && id > 0 && id <= 64) filaments.push({ id, type: f.type ?? '', color: f.color ?? '' });
   }
   let projectCount = 0;
   const settings = entries['Metadata/project_settings.config'];

@@ -11,7 +11,7 @@
  */
 import type http from 'node:http';
 import type { FsEntry, SimStorage } from './files';
-import { HttpError, isAncestor, readBody, sendEmpty, sendJson, sfBool } from './http-util';
+import { HttpError, isAncestor, readBodyPaced, sendEmpty, sendJson, sfBool } from './http-util';
 import type { PrusaSimulator } from './simulator';
 
 const MAX_UPLOAD = 256 * 1024 * 1024;
@@ -73,7 +73,8 @@ export async function handleFiles(
         throw new HttpError(409, 'Conflict', refusal);
       }
     }
-    const data = await readBody(req, MAX_UPLOAD);
+    // Uploads crawl at the transfer_bytes_per_sec fault too (a kill mid-upload can be tested on Prusa).
+    const data = await readBodyPaced(req, MAX_UPLOAD, () => sim.faults.transfer_bytes_per_sec, sim.timers);
     const written = sim.storage.write(segments, data);
     if (!written) throw new HttpError(409, 'Conflict', 'A file or folder is in the way');
     if (printAfter && written.type === 'PRINT_FILE') {

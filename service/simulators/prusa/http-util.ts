@@ -70,6 +70,63 @@ export function readBody(req: http.IncomingMessage, limit: number): Promise<Buff
   });
 }
 
+/**
+ * The body at most `rate()` bytes per second (the `transfer_bytes_per_sec` fault; 0: as fast as it comes):
+ * reading pauses while the bytes so far are ahead of the rate, so TCP back-pressure slows the client down
+ * as a slow printer would. A client that goes away mid-upload rejects it (nothing is stored). Pending waits
+ * are kept in `timers`, which the simulator clears when it closes.
+ */
+export function readBodyPaced(req: http.IncomingMessage, limit: number, rate: () => number, timers: Set<NodeJS.Timeout>): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const started = Date.now();
+    let size = 0;
+    let ended = false;
+    let settled = false;
+    let timer: NodeJS.Timeout | null = null;
+    const ahead = () => (rate() > 0 ? (size / rate()) * 1000 - (Date.now() - started) : 0);
+    const fail = (err: Error) => {
+      if (settled) return;
+      settled = true;
+      if (timer) clearTimeout(timer);
+      reject(err);
+    };
+    /** Runs `then` once the bytes so far are no longer ahead of the rate. */
+    const keepPace = (then: () => void) => {
+      if (timer) timers.delete(timer);
+      timer = null;
+      if (settled) return;
+      const wait = ahead();
+      if (wait <= 0) return then();
+      timer = setTimeout(() => keepPace(then), Math.min(wait, 1000));
+      timers.add(timer);
+    };
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > limit) {
+        req.destroy();
+        return fail(new HttpError(413, 'Payload Too Large', 'Too large'));
+      }
+      chunks.push(c);
+      if (timer || ahead() <= 0) return;
+      req.pause();
+      keepPace(() => req.resume());
+    });
+    // The last bytes may arrive in one go: the upload still ends at the printer's pace.
+    req.once('end', () => {
+      ended = true;
+      keepPace(() => {
+        settled = true;
+        resolve(Buffer.concat(chunks));
+      });
+    });
+    req.once('close', () => {
+      if (!ended) fail(new HttpError(400, 'Bad Request', 'upload interrupted'));
+    });
+    req.once('error', fail);
+  });
+}
+
 export function track(server: http.Server, sockets: Set<Socket>): void {
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);

@@ -66,6 +66,8 @@ export function hintFor(seed: Seeded) {
     if (name === 'file_id') return seed.files[0];
     // A model page the importer recognises (its fetch refuses to go out).
     if (name === 'url') return 'https://www.printables.com/model/123456-fuzz';
+    // Working hours are text with a grammar: empty (any time) is valid and keeps the fuzzed queue able to start.
+    if (name === 'queue_hours') return '';
     return undefined;
   };
 }

@@ -54,6 +54,8 @@ describe('file facts', () => {
     expect(facts).toEqual({
       format: '3mf',
       printer_model: 'Bambu Lab A1',
+      model_source: 'plate_printer_model_id',
+      vendor_family: null,
       nozzle_diameter: 0.4,
       filament_count: 2,
       filaments: [
@@ -61,6 +63,8 @@ describe('file facts', () => {
         { id: 2, type: 'PETG', color: '#000000' },
       ],
       sliced_plates: [1],
+      bounds: null,
+      print_time_s: 622,
     });
   });
 
@@ -84,10 +88,14 @@ describe('compatibility', () => {
   const facts = (over: Partial<FileFacts> = {}): FileFacts => ({
     format: '3mf',
     printer_model: 'Bambu Lab X1 Carbon',
+    model_source: 'printer_model',
+    vendor_family: null,
     nozzle_diameter: 0.4,
     filament_count: 1,
     filaments: [{ id: 1, type: 'PLA', color: '#FFFFFF' }],
     sliced_plates: [1],
+    bounds: null,
+    print_time_s: null,
     ...over,
   });
   const none = { target: null, requirements: null };

@@ -1,0 +1,81 @@
+/**
+ * What the queue knows per printer family, as data: the file formats a family
+ * prints, the raw states in which a start may be sent, the vendor keyword its
+ * slicer profiles carry, and its models with their build volumes. A new
+ * printer type (a Klipper family, say) plugs in by adding one entry here;
+ * compatibility.ts and the dispatcher read nothing family-specific elsewhere.
+ */
+import type { PrinterRecord } from '../db/repositories/printers';
+import type { PrintFormat } from './file-facts';
+
+/** One printer model: the names files and printers use for it, and its build volume in millimetres. */
+export interface ModelSpec {
+  /** The model key (models.ts modelKey) this entry describes. */
+  key: string;
+  /** How people name it ("MK4S", "Core One"). */
+  label: string;
+  /** Extra spellings searched for in free-text profile names (printer_settings_id), longest tried first. */
+  names: readonly string[];
+  bed: { x: number; y: number };
+  height: number;
+}
+
+export interface PrinterFamily {
+  /** "Bambu Lab", "PrusaLink": used in reasons. */
+  label: string;
+  formats: readonly PrintFormat[];
+  /** Raw printer states in which a start may be sent (QUEUE.md: never to a busy printer). */
+  startable: readonly string[];
+  /** The slicer's vendor keyword for this family (PrusaSlicer's `PRINTER_VENDOR_PRUSA3D`). */
+  vendors: readonly string[];
+  models: readonly ModelSpec[];
+}
+
+const spec = (key: string, label: string, names: string[], x: number, y: number, height: number): ModelSpec => ({ key, label, names, bed: { x, y }, height });
+
+/** Build volumes as the makers publish them; a file's bounds are checked against them. */
+export const PRINTER_FAMILIES: Record<PrinterRecord['type'], PrinterFamily> = {
+  bambu_lab: {
+    label: 'Bambu Lab',
+    formats: ['3mf'],
+    startable: ['IDLE', 'FINISH', 'FAILED'],
+    vendors: ['BBL', 'BAMBULAB'],
+    models: [
+      spec('x1c', 'X1C', ['X1 Carbon', 'X1C'], 256, 256, 256),
+      spec('x1e', 'X1E', ['X1E'], 256, 256, 256),
+      spec('x1', 'X1', ['X1'], 256, 256, 256),
+      spec('p1s', 'P1S', ['P1S'], 256, 256, 256),
+      spec('p1p', 'P1P', ['P1P'], 256, 256, 256),
+      spec('a1mini', 'A1 mini', ['A1 mini'], 180, 180, 180),
+      spec('a1', 'A1', ['A1'], 256, 256, 256),
+      spec('h2d', 'H2D', ['H2D'], 325, 320, 325),
+    ],
+  },
+  prusa_core: {
+    label: 'PrusaLink',
+    formats: ['gcode', 'bgcode'],
+    startable: ['IDLE', 'FINISHED', 'READY'],
+    vendors: ['PRUSA3D', 'PRUSA'],
+    models: [
+      spec('mk4s', 'MK4S', ['MK4S'], 250, 210, 220),
+      spec('mk4', 'MK4', ['MK4IS', 'MK4'], 250, 210, 220),
+      spec('mk39', 'MK3.9', ['MK3.9'], 250, 210, 220),
+      spec('mk35', 'MK3.5', ['MK3.5'], 250, 210, 220),
+      spec('mk3s', 'MK3S', ['MK3S', 'MK3'], 250, 210, 210),
+      spec('coreone', 'Core One', ['Core One', 'COREONE'], 250, 220, 270),
+      spec('xl', 'XL', ['XL'], 360, 360, 360),
+      spec('mini', 'MINI', ['MINI'], 180, 180, 180),
+    ],
+  },
+};
+
+export function familyOf(type: string): PrinterFamily | undefined {
+  return (PRINTER_FAMILIES as Record<string, PrinterFamily>)[type];
+}
+
+/** The family whose vendor keyword this is (PRUSA3D -> prusa_core), if any. */
+export function familyOfVendor(vendor: string): string | null {
+  const v = vendor.toUpperCase();
+  for (const [type, family] of Object.entries(PRINTER_FAMILIES)) if (family.vendors.includes(v)) return type;
+  return null;
+}

@@ -1,0 +1,74 @@
+/**
+ * An item's variants: one sliced file per printer model ("a Benchy on
+ * whatever is free"). An item stored with one file_id/plate has one variant.
+ * Each copy goes to the next free printer that fits any variant; a dispatch
+ * records the variant it printed.
+ */
+import fs from 'node:fs';
+import type { Store } from '../db';
+import type { FileRecord } from '../db/repositories/files';
+import type { DispatchRecord, QueueItemRecord, QueueVariant } from '../db/repositories/queue';
+import { checkPrinter, type Mismatch, type PrinterFacts } from './compatibility';
+import type { FactsCache } from './facts-cache';
+import type { FileFacts } from './file-facts';
+
+export type LocalFile = FileRecord & { local_path: string };
+
+export interface LoadedVariant {
+  variant: QueueVariant;
+  file: LocalFile;
+  facts: FileFacts;
+}
+
+export function variantsOf(item: Pick<QueueItemRecord, 'files' | 'file_id' | 'plate'>): QueueVariant[] {
+  return item.files?.length ? item.files : [{ file_id: item.file_id, plate: item.plate }];
+}
+
+/** The variant a dispatch printed (older dispatches: the item's file). */
+export function variantOf(item: QueueItemRecord, d: DispatchRecord): QueueVariant {
+  return { file_id: d.file_id ?? item.file_id, plate: d.plate ?? item.plate };
+}
+
+/** Reads a variant's file and facts; a reason in words when it cannot be printed. */
+export async function loadVariant(store: Store, cache: FactsCache, variant: QueueVariant): Promise<LoadedVariant | { error: string }> {
+  const file = await store.files.get(variant.file_id);
+  if (!file?.local_path || !fs.existsSync(file.local_path)) return { error: 'the file is no longer available on the service' };
+  try {
+    return { variant, file: file as LocalFile, facts: await cache.get(file as LocalFile, variant.plate) };
+  } catch (err) {
+    return { error: `the file cannot be read: ${(err as Error).message}` };
+  }
+}
+
+/** Variants read once per dispatcher pass: many items of one file cost one read, not one each. */
+export type VariantMemo = Map<string, Promise<LoadedVariant | { error: string }>>;
+
+/** Every variant of an item that can be read, and the reason when none can. */
+export async function loadVariants(store: Store, cache: FactsCache, item: QueueItemRecord, memo?: VariantMemo): Promise<{ loaded: LoadedVariant[]; error: string | null }> {
+  const loaded: LoadedVariant[] = [];
+  let error: string | null = null;
+  for (const v of variantsOf(item)) {
+    const key = `${v.file_id}\u0000${v.plate}`;
+    let pending = memo?.get(key);
+    if (!pending) {
+      pending = loadVariant(store, cache, v);
+      memo?.set(key, pending);
+    }
+    const r = await pending;
+    if ('error' in r) error ??= r.error;
+    else loaded.push(r);
+  }
+  return { loaded, error: loaded.length ? null : error };
+}
+
+/** The first variant the printer can print now, with its tray mapping; the mismatches are noted (per variant) for the waiting reason. */
+export function firstFit(variants: LoadedVariant[], item: QueueItemRecord, pf: PrinterFacts, mismatches: Map<LoadedVariant, { printer: PrinterFacts; mismatch: Mismatch }[]>) {
+  for (const v of variants) {
+    const c = checkPrinter(v.facts, item, pf);
+    if (c.ok) return { variant: v, mapping: c.ams_mapping };
+    const noted = mismatches.get(v);
+    if (noted) noted.push({ printer: pf, mismatch: c.mismatch });
+    else mismatches.set(v, [{ printer: pf, mismatch: c.mismatch }]);
+  }
+  return null;
+}

@@ -1,0 +1,137 @@
+/**
+ * Text read from uploads and printers is split in one forward pass: each case
+ * below took minutes or hours with the regular expressions it replaced
+ * (quadratic or worse backtracking), and finishes at once now. The answers
+ * stay what the slicers' real text gives.
+ */
+import { PreviewError } from '../../service/preview/errors';
+import { cleanSlicerName, parseDuration } from '../../service/preview/metadata';
+import { generatedBy, settingLine } from '../../service/preview/setting-lines';
+import { modelApplication, parseSliceInfo } from '../../service/preview/slice-info';
+import { parseProjectSettings } from '../../service/preview/threemf';
+import { scanXml, xmlDecode } from '../../service/preview/xml-reader';
+import { parseAuthParams, parseDigestChallenge } from '../../service/printers/prusa/digest';
+
+const MiB = 1 << 20;
+
+function tooLarge(fn: () => unknown): PreviewError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(PreviewError);
+    expect((err as PreviewError).code).toBe('TOO_LARGE');
+    return err as PreviewError;
+  }
+  throw new Error('expected TOO_LARGE');
+}
+
+describe('3MF XML configs', () => {
+  test('150,000 unclosed <plate> tags are refused for their depth', () => {
+    expect(tooLarge(() => parseSliceInfo('<config>' + '<plate>'.repeat(150_000))).message).toMatch(/nest deeper than 64/);
+  });
+
+  test('150,000 closed empty plates are read, and kept to a bounded list', () => {
+    const plates = parseSliceInfo('<config>' + '<plate></plate>'.repeat(150_000) + '</config>');
+    expect(plates.length).toBe(1024);
+  });
+
+  test('a million elements are refused for their count', () => {
+    expect(tooLarge(() => parseSliceInfo('<config>' + '<metadata/>'.repeat(MiB) + '</config>')).message).toMatch(/more than 200000 elements/);
+  });
+
+  test('unterminated tags, long names and unclosed quotes end the document where they start', () => {
+    expect(parseSliceInfo('<plate>' + '<metadata '.repeat(100_000))).toEqual([]);
+    expect(parseSliceInfo('<plate><metadata key="' + 'a'.repeat(MiB))).toEqual([]);
+    expect(parseSliceInfo('<plate ' + 'a'.repeat(MiB) + '>')).toEqual([]);
+    expect(parseSliceInfo('<plate><!--' + '-'.repeat(MiB))).toEqual([]);
+    expect(xmlDecode('&'.repeat(MiB) + ';').length).toBe(MiB + 1);
+  });
+
+  test('what Bambu Studio writes still reads the same', () => {
+    const xml = `<?xml version="1.0" encoding="UTF-8"?>
+<config>
+  <header><header_item key="X-BBL-Client-Type" value="slicer"/></header>
+  <plate>
+    <metadata key="index" value="2"/>
+    <metadata key="prediction" value="622"/>
+    <metadata key="printer_model_id" value="BL-P001"/>
+    <!-- a comment with <plate> inside -->
+    <filament id="1" type="PLA" color="#FF0000" used_m="0.5" used_g="1.2" />
+    <filament id='3' type="PETG &amp; more" color="#00ff00"/>
+  </plate>
+</config>`;
+    expect(parseSliceInfo(xml)).toEqual([
+      {
+        index: 2,
+        meta: { index: '2', prediction: '622', printer_model_id: 'BL-P001' },
+        filaments: [
+          { id: '1', type: 'PLA', color: '#FF0000', used_m: '0.5', used_g: '1.2' },
+          { id: '3', type: 'PETG & more', color: '#00ff00' },
+        ],
+      },
+    ]);
+  });
+
+  test('the model head names its producer, even cut off mid-tag', () => {
+    const head = '<?xml version="1.0"?><model unit="millimeter"><metadata name="Application">BambuStudio-01.09.00.70</metadata><metadata name="Title">x</metadata><resources><object id="1" type="mod';
+    expect(modelApplication(head)).toBe('BambuStudio-01.09.00.70');
+    expect(modelApplication('<model>' + '<metadata name="Application">'.repeat(100_000))).toBeNull();
+  });
+
+  test('the reader walks a megabyte of attributes once', () => {
+    let seen = 0;
+    scanXml('<a ' + 'x="1" '.repeat(200) + '/>' + '<b c="d"/>'.repeat(100_000), { open: () => seen++ });
+    expect(seen).toBe(100_001);
+    expect(tooLarge(() => scanXml('<a ' + 'x="1" '.repeat(300) + '/>', {})).message).toMatch(/more than 256 attributes/);
+  });
+});
+
+describe('key = value lines', () => {
+  test('a line of spaces, a long key and a long value cost one pass', () => {
+    expect(parseProjectSettings(' '.repeat(50_000))).toEqual({});
+    expect(parseProjectSettings(';' + ' '.repeat(50_000) + 'x')).toEqual({});
+    expect(parseProjectSettings('a = ' + ' x'.repeat(50_000) + ' ')).toEqual({ a: ' x'.repeat(50_000).trim() });
+    expect(settingLine(';' + ' '.repeat(50_000), 'required')).toBeNull();
+  });
+
+  test('the lines slicers write', () => {
+    expect(parseProjectSettings('layer_height = 0.2\n; filament_type = PLA;PETG\nnot a setting\n= empty key\nx;y = z')).toEqual({ layer_height: '0.2', filament_type: 'PLA;PETG' });
+    expect(settingLine('; filament_type = PLA;PETG', 'required')).toEqual({ key: 'filament_type', value: 'PLA;PETG' });
+    expect(settingLine('filament_type = PLA', 'required')).toBeNull();
+    expect(generatedBy('; generated by PrusaSlicer 2.8.1+linux on 2024-10-21')).toBe('PrusaSlicer 2.8.1+linux on 2024-10-21');
+    expect(generatedBy('; generated byX')).toBeNull();
+  });
+});
+
+describe('slicer values', () => {
+  test('a megabyte of digits is no duration, at once', () => {
+    expect(parseDuration('1'.repeat(MiB) + 'x')).toBeNull();
+    expect(parseDuration('1.5.3h')).toBe(3 * 3600);
+    expect(parseDuration('1d 2h 3m 4s')).toBe(93784);
+    expect(parseDuration('4m 54s; total')).toBe(294);
+    expect(parseDuration('2 h 5 m')).toBe(7500);
+  });
+
+  test('a megabyte producer line is cut to a short name', () => {
+    const name = cleanSlicerName('a' + '-'.repeat(MiB));
+    expect(name!.length).toBeLessThanOrEqual(200);
+    expect(cleanSlicerName('PrusaSlicer 2.8.1+linux-x64-GTK3 on 2024-10-21 at 06:38:01 UTC')).toBe('PrusaSlicer 2.8.1');
+  });
+});
+
+describe('Digest challenges from a printer', () => {
+  test('a megabyte bare word and an unclosed quote cost one pass', () => {
+    expect(parseAuthParams('a'.repeat(MiB))).toEqual({});
+    expect(parseAuthParams('realm="' + 'x'.repeat(MiB))).toEqual({ realm: '"' + 'x'.repeat(4095 - 6) });
+  });
+
+  test('quoted values with escapes and commas, bare values', () => {
+    expect({ ...parseAuthParams('realm="Printer \\"API\\", one", nonce=abc,stale=false, qop = "auth"') }).toEqual({
+      realm: 'Printer "API", one',
+      nonce: 'abc',
+      stale: 'false',
+      qop: 'auth',
+    });
+    expect(parseDigestChallenge('Digest realm="Printer API", nonce="0123456789abcdef", stale=true')?.nonce).toBe('0123456789abcdef');
+  });
+});
