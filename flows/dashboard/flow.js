@@ -7,6 +7,7 @@
  */
 const fs = require('node:fs');
 const path = require('node:path');
+const { addCameras } = require('./cameras-flow');
 
 /** This pack's node types (one place to change when they are renamed). */
 const TYPES = { printer: 'printfarm-printer', jobWatcher: 'printfarm-job-watcher', fileDownload: 'printfarm-file-download', stats: 'printfarm-stats', queue: 'printfarm-queue' };
@@ -14,7 +15,7 @@ const TYPES = { printer: 'printfarm-printer', jobWatcher: 'printfarm-job-watcher
 const read = (name) => fs.readFileSync(path.join(__dirname, name), 'utf8').trimEnd();
 const code = (name) => read(path.join('functions', name));
 
-const tabInfo = (port) => `The farm dashboard: Node-RED Dashboard 2.0 pages at /dashboard (farm, queue, jobs, statistics, filament), fed by this pack's nodes.
+const tabInfo = (port) => `The farm dashboard: Node-RED Dashboard 2.0 pages at /dashboard (farm, queue, jobs, statistics, cameras, filament), fed by this pack's nodes.
 
 Needs **@flowfuse/node-red-dashboard** (Dashboard 2.0): install it from the palette manager first.
 
@@ -63,7 +64,7 @@ function buildDashboardFlow(options = {}) {
   page('page-queue', 'Queue', '/queue', 'tray-full', 2);
   page('page-jobs', 'Jobs', '/jobs', 'history', 3);
   page('page-stats', 'Statistics', '/statistics', 'chart-bar', 4);
-  page('page-filament', 'Filament', '/filament', 'printer-3d-nozzle', 5);
+  page('page-filament', 'Filament', '/filament', 'printer-3d-nozzle', 6);
   const group = (name, label, pageName, width, order, showTitle = true) => add({ id: id(name), type: 'ui-group', name: label, page: id(pageName), width: String(width), height: '1', order, showTitle, className: showTitle ? '' : 'pf-bare', visible: 'true', disabled: 'false', groupType: 'default' });
   group('g-farm', 'Printers', 'page-farm', 12, 1, false);
   group('g-queue', 'Queue', 'page-queue', 12, 1, false);
@@ -116,7 +117,9 @@ function buildDashboardFlow(options = {}) {
   inline('today', 'kind = today', "msg.kind = 'today';\nreturn msg;", 490, 340, ['farm-state']);
   add({ id: id('downloads'), type: TYPES.fileDownload, z, name: 'thumbnails', server: id('server'), printer: '', autoDetectionEnabled: false, thumbnails: true, maxConcurrentDownloads: '2', maxConcurrentThumbnails: '1', retryAttempts: '3', retryDelay: '5000', logRetentionDays: '30', x: 320, y: 400, wires: [[id('file-kind')]] });
   inline('file-kind', 'kind = file', "msg.kind = 'file';\nreturn msg;", 490, 400, ['farm-state']);
-  fn('farm-state', 'farm state (≤ 2 boards/s)', 'farm-state.js', 920, 260, ['farm-board', 'notify-state', 'downloads']);
+  // The Cameras page (cameras-flow.js) shows the same board as a wall of live pictures.
+  const cameraWall = addCameras({ id, z, add, fn, template, comment, page, group, TYPES });
+  fn('farm-state', 'farm state (≤ 2 boards/s)', 'farm-state.js', 920, 260, [['farm-board', cameraWall], 'notify-state', 'downloads']);
   linkOut('notify-state', 'notify', ['notify-in'], 1105, 300);
   template('farm-board', 'printer cards', 'g-farm', 'farm-board.vue', 1150, 220, 'card-action');
   fn('card-action', 'card button', 'card-action.js', 1340, 220, ['commands-out', 'call-action']);

@@ -103,6 +103,8 @@ function card(id) {
     nozzle_diameter: a.nozzle_diameter || b.nozzle_diameter || null,
     thumbnail: busy && file && file.thumbnail && file.job === jobName ? `../printfarm-dashboard/thumbnail/${encodeURIComponent(file.file_id)}` : null,
     status_message: (a.error && a.error.message) || b.status_message || null,
+    // {available, source, fps}: the live state says when a camera fails or comes back.
+    camera: a.camera || b.camera || null,
     last_seen: a.last_seen || b.last_seen || null,
   };
 }
