@@ -7,7 +7,8 @@
 import type { PrinterMaterial } from '../printers/driver';
 import type { QueueRequirements, QueueTarget } from '../db/repositories/queue';
 import type { FileFacts } from './file-facts';
-import { sameModel, shortModel } from './models';
+import { familyOf } from '../printers/families';
+import { looselySameModel, sameModel, shortModel } from './models';
 
 export const EXTERNAL_SPOOL = 254;
 
@@ -15,7 +16,7 @@ export const EXTERNAL_SPOOL = 254;
 export interface PrinterFacts {
   id: string;
   name: string;
-  type: 'bambu_lab' | 'prusa_core';
+  type: 'bambu_lab' | 'prusa_core' | 'klipper';
   /** Reported model, else the configured one. */
   model: string | null;
   nozzle_diameter: number | null;
@@ -71,9 +72,15 @@ export function checkPrinter(facts: FileFacts, item: ItemNeeds, printer: Printer
   if (t?.printer_type && t.printer_type !== printer.type) return fail('target', `not a ${t.printer_type} printer`);
   if (t?.models?.length && !t.models.some((m) => sameModel(m, printer.model))) return fail('target', `not one of the target models`);
 
-  const accepts = printer.type === 'bambu_lab' ? ['3mf'] : ['gcode', 'bgcode'];
-  if (!accepts.includes(facts.format)) return fail('format', `${printer.type === 'bambu_lab' ? 'Bambu Lab printers print sliced .3mf' : 'PrusaLink printers print .gcode and .bgcode'} files`);
-  if (facts.printer_model && !sameModel(facts.printer_model, printer.model)) return fail('model', `sliced for ${facts.printer_model}`);
+  const family = familyOf(printer.type);
+  if (!family.formats.includes(facts.format)) return fail('format', family.formatReason);
+  if (family.modelMatch === 'configured') {
+    const named = [facts.printer_model, facts.printer_profile].filter((m): m is string => !!m);
+    // Targeted: by id, by type, or by model (a target that does not match was refused above).
+    const targeted = !!(t?.printer_ids?.includes(printer.id) || t?.printer_type === printer.type || t?.models?.length);
+    if (!named.length && !targeted) return fail('model', 'the file names no printer model: it goes only to a printer the item targets');
+    if (named.length && !named.some((m) => looselySameModel(m, printer.model))) return fail('model', `sliced for ${named[named.length - 1]}`);
+  } else if (facts.printer_model && !sameModel(facts.printer_model, printer.model)) return fail('model', `sliced for ${facts.printer_model}`);
 
   const nozzle = item.requirements?.nozzle_diameter ?? facts.nozzle_diameter;
   if (nozzle !== null && nozzle !== undefined) {
@@ -91,7 +98,7 @@ export function checkPrinter(facts: FileFacts, item: ItemNeeds, printer: Printer
   }
   const { mapping, missing } = amsMapping(facts, printer.materials, item.requirements);
   if (missing) return fail('material', `${missing} not loaded on ${printer.name}`);
-  return { ok: true, ams_mapping: printer.type === 'bambu_lab' ? mapping : [] };
+  return { ok: true, ams_mapping: family.trayMapping ? mapping : [] };
 }
 
 /**

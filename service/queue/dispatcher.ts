@@ -21,6 +21,7 @@ import type { FileRecord } from '../db/repositories/files';
 import type { PrinterRecord } from '../db/repositories/printers';
 import type { DispatchRecord, QueueItemRecord } from '../db/repositories/queue';
 import type { PrinterState } from '../printers/driver';
+import { familyOf } from '../printers/families';
 import type { Fleet } from '../printers/fleet';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
@@ -33,8 +34,6 @@ import { queuedStart, remoteName } from './queued-start';
 import { copyCounts, derivedStatus } from './views';
 
 const SAFETY_PASS_MS = 30_000;
-/** Printer states in which a start may be sent (QUEUE.md): never to a busy printer. */
-const STARTABLE: Record<PrinterRecord['type'], string[]> = { bambu_lab: ['IDLE', 'FINISH', 'FAILED'], prusa_core: ['IDLE', 'FINISHED', 'READY'] };
 /** How long a printer that answered 409 (not ready at its screen) is left alone unless its state changes. */
 const NOT_READY_RETRY_MS = 60_000;
 
@@ -200,7 +199,8 @@ export class Dispatcher {
     if (!record || !record.is_active) return 'offline';
     const state = this.deps.fleet.stateOf(printerId);
     if (!state || !this.deps.fleet.connectedPrinters().includes(printerId)) return 'offline';
-    if (!STARTABLE[record.type].includes(state.raw_state) || !['idle', 'finished', 'failed', 'stopped'].includes(state.state)) return 'busy';
+    // Printer states in which a start may be sent (QUEUE.md): never to a busy printer.
+    if (!familyOf(record.type).startable.includes(state.raw_state) || !['idle', 'finished', 'failed', 'stopped'].includes(state.state)) return 'busy';
     if (!forStart && this.runner.isHeld(printerId)) return 'busy';
     const refusal = this.notReadyUntil.get(printerId);
     if (refusal) {

@@ -26,6 +26,8 @@ export interface FileFacts {
   format: PrintFormat;
   /** The model the file was sliced for, as the file names it ("Bambu Lab X1 Carbon", "MK4S"); null when it does not say. */
   printer_model: string | null;
+  /** The slicer's printer profile name (printer_settings_id, e.g. "Voron 2.4 350"), when a G-code names one. */
+  printer_profile?: string | null;
   nozzle_diameter: number | null;
   /** Every filament slot of the file (3MF: the project's list), in order. */
   filament_count: number;
@@ -50,6 +52,12 @@ function color(value: string | undefined): string | null {
   return /^[0-9a-f]{6}([0-9a-f]{2})?$/i.test(v) ? `#${v.slice(0, 6).toUpperCase()}` : null;
 }
 
+/** printer_settings_id as a model name; PrusaSlicer's "- default FFF -" and quoted empties say nothing. */
+function profileName(value: string | undefined): string | null {
+  const v = (value ?? '').trim().replace(/^"(.*)"$/, '$1').trim();
+  return v && !/^-.*-$/.test(v) ? v.slice(0, 200) : null;
+}
+
 /** The facts of a G-code or BGCode from its `key = value` settings (PrusaSlicer, OrcaSlicer, Bambu Studio). */
 export function factsFromSlicerKeys(rawInput: Record<string, string>, format: PrintFormat): FileFacts {
   const raw = lowerKeys(rawInput);
@@ -62,6 +70,7 @@ export function factsFromSlicerKeys(rawInput: Record<string, string>, format: Pr
   return {
     format,
     printer_model: raw.printer_model?.trim() || (modelId ? (BAMBU_PRINTER_MODELS[modelId] ?? modelId) : null),
+    printer_profile: profileName(raw.printer_settings_id),
     nozzle_diameter: parseNumber(raw.nozzle_diameter),
     filament_count: count,
     filaments: types.length ? filaments : [],

@@ -48,3 +48,17 @@ export function sameModel(a: string | null | undefined, b: string | null | undef
   const ka = modelKey(a);
   return ka !== null && ka === modelKey(b);
 }
+
+/**
+ * A configured model in free text ("Voron 2.4 350") against a file's slicer model or printer profile
+ * ("Voron 2.4 350", "Voron_v2_350_afterburner"): the same key, or one key containing the other when the
+ * shorter one is specific enough (5 characters or more), so that a profile with a suffix still matches.
+ */
+export function looselySameModel(fileModel: string | null | undefined, configured: string | null | undefined): boolean {
+  const a = modelKey(fileModel);
+  const b = modelKey(configured);
+  if (a === null || b === null) return false;
+  if (a === b) return true;
+  const [short, long] = a.length <= b.length ? [a, b] : [b, a];
+  return short.length >= 5 && long.includes(short);
+}

@@ -9,7 +9,7 @@ export type PlateState = 'clear' | 'needs_clearing';
  * there when read; a new record may leave them out (the database defaults: clear, no automatic clearing).
  */
 export type PrinterRecord = Omit<PrintersTable, 'type' | 'is_active' | 'plate_state' | 'plate_auto_clear'> & {
-  type: 'bambu_lab' | 'prusa_core';
+  type: 'bambu_lab' | 'prusa_core' | 'klipper';
   is_active: boolean;
   plate_state?: PlateState;
   plate_auto_clear?: boolean;
