@@ -117,7 +117,9 @@ export function mismatchReason(facts: FileFacts, results: { printer: PrinterFact
     case 'format':
       return `no printer in the farm prints ${facts.format === 'other' ? 'this kind of' : `.${facts.format}`} files`;
     case 'model': {
-      const model = facts.printer_model ?? 'another printer';
+      // A file that names no model (Klipper: goes only where targeted) has no model to name: the printers' reasons.
+      if (!facts.printer_model && !facts.printer_profile) return [...new Set(at.map((r) => r.mismatch.reason))].slice(0, 3).join('; ');
+      const model = facts.printer_model ?? facts.printer_profile ?? 'another printer';
       return `sliced for ${model}; no ${shortModel(model)} in the farm`;
     }
     default: {

@@ -5,6 +5,7 @@
  */
 import { driverFactory } from '../../service/printers/drivers';
 import { BambuSimulator } from '../../service/simulators/bambu';
+import { KlipperSimulator, type KlipperSimulatorOptions } from '../../service/simulators/klipper';
 import { PrusaSimulator } from '../../service/simulators/prusa';
 import type { ServiceOptions } from '../../service/app';
 import { until } from '../helpers/farm';
@@ -30,6 +31,11 @@ export async function bambuSim(id: string, name: string, model = 'X1C', speed = 
 
 export async function prusaSim(id: string, name: string, model = 'MK4S', speed = 20): Promise<SimPrinter> {
   const sim = await PrusaSimulator.start({ id, name, model, speed });
+  return { id, name, control: sim.controlUrl, body: sim.printerConfig() as unknown as Record<string, unknown>, close: () => sim.close() };
+}
+
+export async function klipperSim(id: string, name: string, model = 'Voron 2.4 350', speed = 20, extra: KlipperSimulatorOptions = {}): Promise<SimPrinter> {
+  const sim = await KlipperSimulator.start({ id, name, model, speed, apiKey: 'moonraker-key', ...extra });
   return { id, name, control: sim.controlUrl, body: sim.printerConfig() as unknown as Record<string, unknown>, close: () => sim.close() };
 }
 
