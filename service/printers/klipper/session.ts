@@ -193,7 +193,7 @@ export class KlipperSession {
   /** Derives the state; emits it when it changed; fetches the metadata of a newly named file once. */
   private refresh(): void {
     if (this.stopped || !this.klippyAnswers()) return;
-    const filename = str(this.status.print_stats?.filename, 1000) ?? '';
+    const filename = str(this.status.print_stats?.filename) ?? '';
     if (filename && filename !== this.metadataFor) this.fetchMetadata(filename);
     this.ctx.now = Date.now();
     const next = toState(this.current, this.status, this.ctx);
