@@ -91,6 +91,29 @@ describe('a Klipper printer in the farm', () => {
     expect(job).toMatchObject({ status: 'completed' });
   }, 60_000);
 
+  test('files: listed in the catalog, downloaded byte-identical, the current print file fetched with its thumbnail', async () => {
+    await addPrinters(h, [printer]);
+    const listed = await until(async () => {
+      const files = (await h.get(`/api/v1/files?printer_id=${printer.id}&limit=100`)).body.files as Record<string, any>[]; // eslint-disable-line @typescript-eslint/no-explicit-any
+      return files.length ? files : null;
+    }, 'files listed after connect', 10_000);
+    const file = listed.find((f) => f.filename === GCODE)!;
+    expect(file).toMatchObject({ printer_id: printer.id, file_size: klipperGcode('Voron 2.4 350').length });
+    expect((await h.post(`/api/v1/files/${file.id}/download`)).status).toBe(202);
+    await until(async () => (await h.get(`/api/v1/files/${file.id}/download/status`)).body.status === 'completed', 'downloaded', 10_000);
+    const content = await fetch(`${h.base}/api/v1/files/${file.id}/content`);
+    expect(Buffer.from(await content.arrayBuffer()).equals(klipperGcode('Voron 2.4 350'))).toBe(true);
+
+    await control(printer.control, 'print', { file: GCODE });
+    await until(async () => (await detail()).status === 'printing', 'printing', 10_000);
+    const fetched = await h.post('/api/v1/files/download', { printer_id: printer.id });
+    expect(fetched.body).toMatchObject({ filename: GCODE, file_id: file.id });
+    expect(fetched.body.status).toMatch(/^exists_/); // the local copy made above
+    const thumb = await h.post(`/api/v1/files/${file.id}/thumbnail/extract`);
+    expect(thumb.body).toMatchObject({ success: true });
+    expect((await h.post('/api/v1/files/download', { printer_id: printer.id })).body).toMatchObject({ status: 'exists_with_thumbnail', has_thumbnail: true });
+  }, 60_000);
+
   test('a file that names no model goes to a Klipper printer only when the item targets it', async () => {
     await addPrinters(h, [printer]);
     const bare = Buffer.from('G28\nG1 X10 Y10 F3000\nG1 X20 E1\n');
