@@ -57,8 +57,8 @@ describeDialects('klipper printers', (db) => {
       .insertInto('printers')
       .values({ id: 'mk4-01', name: 'MK4', type: 'prusa_core', model: 'MK4', ip_address: '10.0.0.2', serial_number: null, access_code: 'pw', is_active: 1, status: 'online', connection_status: 'connected', status_message: null, firmware_version: null, last_seen: null, created_at: now, updated_at: now, mqtt_port: null, ftps_port: null, http_port: 8080, power_watts: 90, plate_state: 'needs_clearing', plate_auto_clear: 0, auth_method: 'api_key' })
       .execute();
-    await old.db.insertInto('printer_status_history').values({ printer_id: 'mk4-01', status: 'online', connection_status: 'connected', at: now }).execute();
-    await old.db.insertInto('maintenance_events').values({ printer_id: 'mk4-01', kind: 'cleaning', notes: 'nozzle', performed_at: now, created_at: now }).execute();
+    await sql`INSERT INTO printer_status_history (printer_id, status, connection_status, at) VALUES ('mk4-01', 'online', 'connected', ${now})`.execute(old.db);
+    await sql`INSERT INTO maintenance_events (printer_id, kind, notes, performed_at, created_at) VALUES ('mk4-01', 'cleaning', 'nozzle', ${now}, ${now})`.execute(old.db);
     await expect(sql`INSERT INTO printers (id, name, type, ip_address, created_at, updated_at) VALUES ('k', 'k', 'klipper', 'h', ${now}, ${now})`.execute(old.db)).rejects.toThrow();
     await old.close();
 
@@ -66,14 +66,15 @@ describeDialects('klipper printers', (db) => {
     try {
       const printer = await conn.db.selectFrom('printers').selectAll().where('id', '=', 'mk4-01').executeTakeFirstOrThrow();
       expect(printer).toMatchObject({ type: 'prusa_core', http_port: 8080, power_watts: 90, plate_state: 'needs_clearing', auth_method: 'api_key', access_code: 'pw' });
-      expect(await conn.db.selectFrom('printer_status_history').select('printer_id').execute()).toEqual([{ printer_id: 'mk4-01' }]);
-      expect(await conn.db.selectFrom('maintenance_events').select(['printer_id', 'notes']).execute()).toEqual([{ printer_id: 'mk4-01', notes: 'nozzle' }]);
+      const rows = async (query: ReturnType<typeof sql>) => (await query.execute(conn.db)).rows;
+      expect(await rows(sql`SELECT printer_id FROM printer_status_history`)).toEqual([{ printer_id: 'mk4-01' }]);
+      expect(await rows(sql`SELECT printer_id, notes FROM maintenance_events`)).toEqual([{ printer_id: 'mk4-01', notes: 'nozzle' }]);
       await sql`INSERT INTO printers (id, name, type, ip_address, created_at, updated_at) VALUES ('k', 'k', 'klipper', 'h', ${now}, ${now})`.execute(conn.db);
       await expect(sql`INSERT INTO printers (id, name, type, ip_address, created_at, updated_at) VALUES ('o', 'o', 'octoprint', 'h', ${now}, ${now})`.execute(conn.db)).rejects.toThrow();
       // The foreign keys still hold: deleting the printer takes its maintenance events with it (its history stays).
       await conn.db.deleteFrom('printers').where('id', '=', 'mk4-01').execute();
-      expect(await conn.db.selectFrom('maintenance_events').select('printer_id').execute()).toEqual([]);
-      expect(await conn.db.selectFrom('printer_status_history').select('printer_id').execute()).toEqual([{ printer_id: 'mk4-01' }]);
+      expect(await rows(sql`SELECT printer_id FROM maintenance_events`)).toEqual([]);
+      expect(await rows(sql`SELECT printer_id FROM printer_status_history`)).toEqual([{ printer_id: 'mk4-01' }]);
     } finally {
       await conn.close();
     }

@@ -9,17 +9,9 @@ import { klipperGcode } from '../../service/simulators/seed-files';
 import { killChildren, spawnService, type ChildService } from '../helpers/child-service';
 import { control, until } from '../helpers/farm';
 import { tempDir } from '../helpers/service';
-import { klipperSim, simState, type SimPrinter } from './queue-helpers';
+import { klipperSim, simState, upload, type SimPrinter } from './queue-helpers';
 
 const ENV = { QUEUE_START_TIMEOUT_S: '4' };
-
-async function uploadTo(s: ChildService, name: string, data: Buffer): Promise<string> {
-  const form = new FormData();
-  form.append('file', new Blob([new Uint8Array(data)]), name);
-  const res = await fetch(`${s.base}/api/v1/files/upload`, { method: 'POST', body: form });
-  expect(res.status).toBe(201);
-  return ((await res.json()) as { id: string }).id;
-}
 
 const itemOf = async (s: ChildService, id: string) => (await s.get(`/api/v1/queue/${id}`)).body as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -39,7 +31,7 @@ describe('queue: a Klipper upload cut by a killed service', () => {
 
     // The ~9 kB G-code crawls to Moonraker at 1 kB/s.
     await control(printer.control, 'faults', { transfer_bytes_per_sec: 1000 });
-    const file = await uploadTo(s, 'Voron Clip.gcode', klipperGcode('Voron 2.4 350'));
+    const file = await upload(s, 'Voron Clip.gcode', klipperGcode('Voron 2.4 350'));
     const item = (await s.post('/api/v1/queue', { file_id: file })).body;
     await until(async () => (await itemOf(s, item.id)).dispatches[0]?.state === 'starting', 'the upload under way', 20_000);
     await s.kill('SIGKILL');

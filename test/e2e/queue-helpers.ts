@@ -54,7 +54,8 @@ export async function addPrinters(h: Harness, printers: SimPrinter[]): Promise<v
   }
 }
 
-export async function upload(h: Harness, name: string, data: Buffer): Promise<string> {
+/** Uploads a file to a service (a Harness or a child service: anything with its base URL); returns the file id. */
+export async function upload(h: Pick<Harness, 'base'>, name: string, data: Buffer): Promise<string> {
   const form = new FormData();
   form.append('file', new Blob([new Uint8Array(data)]), name);
   const res = await fetch(`${h.base}/api/v1/files/upload`, { method: 'POST', body: form });

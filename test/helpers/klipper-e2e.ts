@@ -54,36 +54,4 @@ export async function ok(sim: KlipperSimulator, action: string, body: unknown = 
   return res.json();
 }
 
-export function waitForState(driver: KlipperDriver, what: string, match: (s: PrinterState) => boolean, ms = 5000): Promise<PrinterState> {
-  return new Promise((resolve, reject) => {
-    if (driver.state && match(driver.state)) return resolve(driver.state);
-    const onState = (s: PrinterState) => {
-      if (!match(s)) return;
-      clearTimeout(timer);
-      driver.off('state', onState);
-      resolve(s);
-    };
-    const timer = setTimeout(() => {
-      driver.off('state', onState);
-      reject(new Error(`no state "${what}" within ${ms} ms; last: ${JSON.stringify(driver.state)}`));
-    }, ms);
-    driver.on('state', onState);
-  });
-}
-
-export function waitForConnection(driver: KlipperDriver, connection: ConnectionChange['connection'], ms = 5000): Promise<ConnectionChange> {
-  return new Promise((resolve, reject) => {
-    if (driver.connection === connection) return resolve({ connection, message: driver.connectionMessage });
-    const on = (c: ConnectionChange) => {
-      if (c.connection !== connection) return;
-      clearTimeout(timer);
-      driver.off('connection', on);
-      resolve(c);
-    };
-    const timer = setTimeout(() => {
-      driver.off('connection', on);
-      reject(new Error(`link not ${connection} within ${ms} ms (is ${driver.connection}: ${driver.connectionMessage})`));
-    }, ms);
-    driver.on('connection', on);
-  });
-}
+export { waitForConnection, waitForState } from './prusa-e2e';

@@ -8,7 +8,7 @@
  * "count", "bytes"}.
  */
 import type http from 'node:http';
-import { readBody } from '../prusa/http-util';
+import { readControlBody } from '../control-body';
 import type { KlipperFaults, KlipperSimulator } from './simulator';
 
 export function klipperSnapshot(sim: KlipperSimulator) {
@@ -43,17 +43,9 @@ export async function handleKlipperControl(sim: KlipperSimulator, req: http.Inco
     const method = req.method ?? 'GET';
     if (method === 'GET' && (path === '/state' || path === '/')) return reply(200, klipperSnapshot(sim));
     if (method !== 'POST') return reply(405, { error: 'use POST (GET only for /state)' });
-    const raw = await readBody(req, 64 * 1024);
-    let body: Record<string, unknown> = {};
-    if (raw.length) {
-      try {
-        const parsed: unknown = JSON.parse(raw.toString('utf8'));
-        if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return reply(400, { error: 'body must be a JSON object' });
-        body = parsed as Record<string, unknown>;
-      } catch {
-        return reply(400, { error: 'body is not JSON' });
-      }
-    }
+    const read = await readControlBody(req);
+    if ('error' in read) return reply(400, { error: read.error });
+    const body = read.body;
     const m = sim.machine;
     const done = (ok: boolean, what: string) => {
       sim.pushNow();

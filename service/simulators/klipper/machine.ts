@@ -4,6 +4,7 @@
  * that runs `speed` times faster than the wall clock. No timers: every read
  * first advances the model to "now".
  */
+import { atTemperature, warm } from '../thermal';
 
 export type PrintStatsState = 'standby' | 'printing' | 'paused' | 'complete' | 'cancelled' | 'error';
 export type KlippyState = 'ready' | 'startup' | 'shutdown' | 'error' | 'disconnected';
@@ -11,7 +12,6 @@ export type KlippyState = 'ready' | 'startup' | 'shutdown' | 'error' | 'disconne
 const AMBIENT = 23;
 const NOZZLE_TARGET = 240;
 const BED_TARGET = 100;
-const TAU = 8;
 export const LAYERS = 50;
 
 export class KlipperMachine {
@@ -59,14 +59,12 @@ export class KlipperMachine {
     const dt = ((now - this.last) / 1000) * this.speed;
     this.last = now;
     if (dt <= 0) return;
-    const k = 1 - Math.exp(-dt / TAU);
-    this.nozzle += ((this.targetNozzle || AMBIENT) - this.nozzle) * k;
-    this.bed += ((this.targetBed || AMBIENT) - this.bed) * k;
+    warm(this, AMBIENT, dt);
     if (this.state !== 'printing' && this.state !== 'paused') return;
     this.totalDuration += dt;
     if (this.state !== 'printing') return;
     if (!this.heated) {
-      if (Math.abs(this.nozzle - this.targetNozzle) < 3 && Math.abs(this.bed - this.targetBed) < 2) this.heated = true;
+      if (atTemperature(this)) this.heated = true;
       return;
     }
     this.printDuration += dt;
