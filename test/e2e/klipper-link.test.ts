@@ -128,6 +128,23 @@ describe('Klipper driver against the simulated Moonraker', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  test("the loaded filament is Moonraker's active Spoolman spool; a printer without Spoolman reports none", async () => {
+    const sim = await simulator({ spool: { id: 7, material: 'PETG', color_hex: '1a2b3c', weight: 1000, remaining_weight: 250 } });
+    const { driver } = driverFor(sim);
+    await driver.connect();
+    expect(driver.state?.materials).toEqual([{ slot: 0, type: 'PETG', color: '#1A2B3C', remaining_percent: 25 }]);
+    await ok(sim, '/spool', { id: 8, material: 'ASA', color_hex: '000000', weight: 750, remaining_weight: 750 });
+    await waitForState(driver, 'the new spool', (s) => s.materials?.[0]?.type === 'ASA');
+    expect(driver.state?.materials).toEqual([{ slot: 0, type: 'ASA', color: '#000000', remaining_percent: 100 }]);
+    await ok(sim, '/spool', { spool: null });
+    await waitForState(driver, 'no spool', (s) => s.materials?.length === 0);
+
+    const plain = await simulator();
+    const other = driverFor(plain);
+    await other.driver.connect();
+    expect(other.driver.state).not.toHaveProperty('materials');
+  });
+
   test.each([
     ['garbage', { kind: 'garbage', count: 50 }],
     ['a huge frame', { kind: 'huge', bytes: 2 * 1024 * 1024 }],

@@ -127,6 +127,19 @@ describe('a Klipper printer in the farm', () => {
     expect((await simState(printer)).prints_started).toBe(1);
   }, 60_000);
 
+  test("a material requirement waits until Spoolman's active spool is that material", async () => {
+    await printer.close();
+    printer = await klipperSim('voron-01', 'Voron #01', 'Voron 2.4 350', 20, { spool: { id: 1, material: 'PLA', color_hex: 'FFFFFF', weight: 1000, remaining_weight: 900 } });
+    await addPrinters(h, [printer]);
+    expect((await detail()).materials).toEqual([{ slot: 0, type: 'PLA', color: '#FFFFFF', remaining_percent: 90 }]);
+    const file = await upload(h, 'Clip.gcode', klipperGcode('Voron 2.4 350'));
+    const item = (await h.post('/api/v1/queue', { file_id: file, requirements: { material: 'PETG' } })).body;
+    expect((await itemUntil(h, item.id, (i) => i.waiting_reason !== null, 'a waiting reason')).waiting_reason).toBe('PETG not loaded on Voron #01');
+    await control(printer.control, 'spool', { id: 2, material: 'PETG', color_hex: '000000' });
+    await itemUntil(h, item.id, (i) => i.dispatches.some((x: { state: string }) => x.state === 'printing'), 'the copy printing');
+    expect((await simState(printer)).prints_started).toBe(1);
+  }, 60_000);
+
   test('a shutdown Klipper shows as an error with its message; a flood and a huge frame leave the service up', async () => {
     await addPrinters(h, [printer]);
     await control(printer.control, 'shutdown', { message: 'Heater extruder not heating at expected rate' });

@@ -7,6 +7,7 @@
 import type { PrinterState } from '../driver';
 import { reasonOf } from '../guard';
 import { klipperFileMetadata } from './files';
+import { activeSpool } from './spoolman';
 import type { MoonrakerHttp } from './http';
 import type { RpcLink } from './rpc';
 import { mergeStatus, stateChanged, SUBSCRIBED, toState, type KlipperContext, type KlipperStatus } from './state';
@@ -59,6 +60,7 @@ export class KlipperSession {
       firmwareVersion: null,
       nozzleDiameter: null,
       hasCamera: false,
+      materials: null,
       metadata: null,
       now: Date.now(),
     };
@@ -83,6 +85,7 @@ export class KlipperSession {
       const cams = await this.link.call<{ webcams?: unknown[] }>('server.webcams.list').catch(() => null);
       this.ctx.hasCamera = Array.isArray(cams?.webcams) && cams.webcams.length > 0;
     }
+    if (this.components.includes('spoolman')) this.ctx.materials = await activeSpool(this.link);
     if (this.klippyAnswers()) await this.setUp();
     else this.waitForKlippy();
   }
@@ -180,6 +183,14 @@ export class KlipperSession {
           })
           .catch(() => undefined);
         return;
+      case 'notify_active_spool_set': {
+        const spoolId = Array.isArray(params) ? (params[0] as { spool_id?: unknown } | undefined)?.spool_id : undefined;
+        void activeSpool(this.link, spoolId ?? null).then((materials) => {
+          this.ctx.materials = materials;
+          this.refresh();
+        });
+        return;
+      }
       case 'notify_klippy_disconnected':
         this.ctx.klippyState = 'disconnected';
         for (const name of SUBSCRIBED) delete this.status[name];

@@ -5,7 +5,7 @@
  * `notify_status_update` delta) and derives the state from it (`toState`).
  * An object the printer does not have stays absent: its fields are null.
  */
-import type { MachineState, PrinterError, PrinterState, PrintProgress } from '../driver';
+import type { MachineState, PrinterError, PrinterMaterial, PrinterState, PrintProgress } from '../driver';
 
 /** The objects the driver subscribes to (when `printer.objects.list` has them). */
 export const SUBSCRIBED = ['webhooks', 'print_stats', 'virtual_sdcard', 'display_status', 'heater_bed', 'extruder', 'toolhead'] as const;
@@ -45,6 +45,8 @@ export interface KlipperContext {
   firmwareVersion: string | null;
   nozzleDiameter: number | null;
   hasCamera: boolean;
+  /** The active Spoolman spool (slot 0), [] for none; null when the printer has no Spoolman (not reported). */
+  materials: PrinterMaterial[] | null;
   /** Metadata of the file print_stats names (server.files.metadata), when known. */
   metadata: { filename: string; estimated_time: number | null } | null;
   now: number;
@@ -156,6 +158,7 @@ export function toState(prev: PrinterState | null, status: KlipperStatus, ctx: K
     model: null,
     capabilities: { has_camera: ctx.hasCamera, has_ams: false, supports_remote_control: true },
     ...(ctx.nozzleDiameter !== null ? { nozzle_diameter: ctx.nozzleDiameter } : {}),
+    ...(ctx.materials !== null ? { materials: ctx.materials } : {}),
   };
 }
 

@@ -3,7 +3,8 @@
  * the other simulators': GET /state; POST /print {"file"}, /pause, /resume,
  * /finish, /fail {"message"}, /cancel, /idle (SDCARD_RESET_FILE), /shutdown
  * {"message"} (Klippy shuts down), /restart (FIRMWARE_RESTART: ready again),
- * /klippy-disconnect, /offline, /online, /faults {"reject_commands",
+ * /klippy-disconnect, /spool {"material","color_hex","weight","remaining_weight"}
+ * (or {"spool":null}), /offline, /online, /faults {"reject_commands",
  * "transfer_bytes_per_sec"}, /hostile {"kind": garbage|huge|flood|unknown_ids,
  * "count", "bytes"}.
  */
@@ -24,6 +25,7 @@ export function klipperSnapshot(sim: KlipperSimulator) {
     temperatures: { nozzle: Math.round(m.nozzle * 10) / 10, bed: Math.round(m.bed * 10) / 10, nozzle_target: m.targetNozzle, bed_target: m.targetBed },
     layer: { current: m.currentLayer },
     files: sim.files.list().map((f) => f.path),
+    spool: sim.spool,
     prints_started: sim.printsStarted,
     last_start: sim.lastStart,
     faults: { ...sim.faults },
@@ -90,6 +92,13 @@ export async function handleKlipperControl(sim: KlipperSimulator, req: http.Inco
       case '/online':
         await sim.goOnline();
         return done(true, 'go online');
+      case '/spool': {
+        // The active Spoolman spool changes (null: none); Moonraker tells its clients.
+        const spool = body.spool === null ? null : { id: Number(body.id ?? 1), material: String(body.material ?? 'PLA'), color_hex: String(body.color_hex ?? 'FFFFFF'), weight: Number(body.weight ?? 1000), remaining_weight: Number(body.remaining_weight ?? 1000) };
+        sim.spool = spool;
+        sim.notifyAll('notify_active_spool_set', [{ spool_id: spool?.id ?? null }]);
+        return done(true, 'set the spool');
+      }
       case '/faults':
         sim.setFaults(body as Partial<KlipperFaults>);
         return done(true, 'set faults');

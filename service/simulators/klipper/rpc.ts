@@ -79,6 +79,15 @@ export function handleRpc(sim: KlipperSimulator, client: SimClient, method: stri
       sim.pushNow();
       return 'ok';
     }
+    case 'server.spoolman.get_spool_id':
+      if (sim.options.spool === undefined) throw new RpcError(-32601, `Method not found: ${method}`);
+      return { spool_id: sim.spool?.id ?? null };
+    case 'server.spoolman.proxy': {
+      const s = sim.spool;
+      if (sim.options.spool === undefined) throw new RpcError(-32601, `Method not found: ${method}`);
+      if (!s || params.path !== `/v1/spool/${s.id}`) return { response: null, error: { status_code: 404, message: 'Spool not found' } };
+      return { response: { id: s.id, filament: { id: 1, name: `Generic ${s.material}`, material: s.material, color_hex: s.color_hex, weight: s.weight }, remaining_weight: s.remaining_weight, used_weight: s.weight - s.remaining_weight, archived: false }, error: null };
+    }
     case 'server.files.list':
       return sim.files.list().map((f) => ({ path: f.path, modified: f.modified, size: f.data.length, permissions: 'rw' }));
     case 'server.files.metadata': {

@@ -46,6 +46,18 @@ export interface KlipperSimulatorOptions {
   camera?: boolean;
   nozzleDiameter?: number;
   files?: SeedFile[];
+  /** Moonraker's [spoolman] integration, with this active spool (default none: no Spoolman). */
+  spool?: SimSpool | null;
+}
+
+/** The active Spoolman spool: its filament and what is left of it. */
+export interface SimSpool {
+  id: number;
+  material: string;
+  /** RRGGBB */
+  color_hex: string;
+  weight: number;
+  remaining_weight: number;
 }
 
 export interface KlipperFaults {
@@ -65,6 +77,8 @@ export class KlipperSimulator {
   readonly nozzleDiameter: number;
   readonly klipperVersion = 'v0.12.0-290-g1f8ba4f7';
   printsStarted = 0;
+  /** The active spool (null: none set); undefined options.spool means no Spoolman component at all. */
+  spool: SimSpool | null;
   lastStart: { source: 'upload' | 'api' | 'screen'; file: string; at: string } | null = null;
   httpPort = 0;
   controlPort = 0;
@@ -87,6 +101,7 @@ export class KlipperSimulator {
     this.id = options.id ?? '';
     this.nozzleDiameter = options.nozzleDiameter ?? 0.4;
     this.machine = new KlipperMachine(options.speed ?? 1, options.printSeconds ?? 600);
+    this.spool = options.spool ?? null;
     this.wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
     for (const f of options.files ?? [{ name: 'cube_0.2mm_PLA_12m.gcode', data: klipperGcode(this.model) }]) this.files.write(f.name, f.data);
   }
@@ -146,7 +161,7 @@ export class KlipperSimulator {
     return {
       klippy_connected: k !== 'disconnected',
       klippy_state: k,
-      components: ['database', 'file_manager', 'klippy_apis', 'machine', 'data_store', 'history', 'authorization', ...(this.options.camera ? ['webcam'] : [])],
+      components: ['database', 'file_manager', 'klippy_apis', 'machine', 'data_store', 'history', 'authorization', ...(this.options.camera ? ['webcam'] : []), ...(this.options.spool !== undefined ? ['spoolman'] : [])],
       failed_components: [],
       registered_directories: ['config', 'gcodes', 'logs'],
       warnings: [],
