@@ -6,7 +6,8 @@
  * - mode "service": the real service (createService, real Bambu drivers,
  *   SQLite in a temp dir that is deleted at the end); the parent registers
  *   the printers through the REST API and reads /ws.
- * - mode "relay": the baseline, a bare MQTT relay: one plain mqtt.js client
+ * - mode "relay" (Klipper printers: bench/fleet-klipper.ts, a bare WebSocket relay):
+ *   the baseline, a bare MQTT relay: one plain mqtt.js client
  *   per printer (TLS, the same options as the driver), JSON.parse of each
  *   report and one small printer_status frame per report to every /ws client.
  *   Everything the service does on top of that (merging, state mapping,
@@ -23,6 +24,7 @@ import { connect as mqttConnect, type IClientOptions, type MqttClient } from 'mq
 import { WebSocket, WebSocketServer } from 'ws';
 import { createService, type Service } from '../service/app';
 import { driverFactory } from '../service/printers/drivers';
+import { startKlipperRelay } from './fleet-klipper';
 import { serveBenchWorker } from './worker-ipc';
 
 export interface BenchPrinter {
@@ -30,6 +32,8 @@ export interface BenchPrinter {
   serial: string;
   access_code: string;
   mqtt_port: number;
+  /** Klipper: Moonraker's port (the relay then reads its WebSocket, bench/fleet-klipper.ts). */
+  http_port?: number;
 }
 
 export type WorkerCommand =
@@ -144,6 +148,6 @@ async function startRelay(printers: BenchPrinter[]): Promise<Running> {
 }
 
 serveBenchWorker<WorkerCommand, Running>({
-  start: (msg) => msg.mode === 'service' ? startService() : startRelay(msg.printers),
+  start: (msg) => (msg.mode === 'service' ? startService() : msg.printers[0]?.http_port ? startKlipperRelay(msg.printers) : startRelay(msg.printers)),
   sampleExtra: (running) => ({ connected: running?.connected() ?? 0 }),
 });

@@ -16,6 +16,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { BENCH_NOZZLE_BASE, BENCH_NOZZLE_STEPS } from '../bambu/options';
 import { klipperGcode } from '../seed-files';
 import type { SeedFile } from '../seed-files';
 import { closeServer, HOST, listen, track } from '../prusa/http-util';
@@ -46,6 +47,13 @@ export interface KlipperSimulatorOptions {
   camera?: boolean;
   nozzleDiameter?: number;
   files?: SeedFile[];
+  /** Benchmarks: no control API (default true: one). */
+  control?: boolean;
+  /**
+   * Benchmarks: instead of the 4 Hz ticker, a delta every `intervalMs` (first after `offsetMs`) that sets a new
+   * extruder temperature (BENCH_NOZZLE_BASE + a sawtooth step); `onReport` says when each one leaves.
+   */
+  bench?: { intervalMs: number; offsetMs: number; onReport(info: { id: string; nozzle: number }): void };
   /** Moonraker's [spoolman] integration, with this active spool (default none: no Spoolman). */
   spool?: SimSpool | null;
 }
@@ -110,11 +118,13 @@ export class KlipperSimulator {
     const sim = new KlipperSimulator(options);
     try {
       await sim.listenApi(options.port ?? 0);
-      sim.control = http.createServer((req, res) => void handleKlipperControl(sim, req, res));
-      track(sim.control, sim.controlSockets);
-      await listen(sim.control, 0);
-      sim.controlPort = (sim.control.address() as AddressInfo).port;
-      sim.ticker = setInterval(() => sim.pushNow(), 250);
+      if (options.control !== false) {
+        sim.control = http.createServer((req, res) => void handleKlipperControl(sim, req, res));
+        track(sim.control, sim.controlSockets);
+        await listen(sim.control, 0);
+        sim.controlPort = (sim.control.address() as AddressInfo).port;
+      }
+      sim.startTicker();
     } catch (err) {
       await sim.close();
       throw err;
@@ -188,10 +198,30 @@ export class KlipperSimulator {
     return true;
   }
 
-  /** Sends every subscribed client the fields that changed. */
-  pushNow(): void {
+  private startTicker(): void {
+    const bench = this.options.bench;
+    if (!bench) {
+      this.ticker = setInterval(() => this.pushNow(), 250);
+      return;
+    }
+    let step = 0;
+    const report = () => {
+      this.pushNow(() => {
+        this.machine.nozzle = BENCH_NOZZLE_BASE + (step++ % BENCH_NOZZLE_STEPS);
+        bench.onReport({ id: this.printerConfig().id, nozzle: this.machine.nozzle });
+      });
+    };
+    this.ticker = setTimeout(() => {
+      report();
+      this.ticker = setInterval(report, bench.intervalMs);
+    }, bench.offsetMs);
+  }
+
+  /** Sends every subscribed client the fields that changed (after `change`, a benchmark's new temperature). */
+  pushNow(change?: () => void): void {
     if (this.closed) return;
     this.machine.advance();
+    change?.();
     const read = (name: string) => (this.hasObject(name) ? objectStatus(this.machine, name, { nozzleDiameter: this.nozzleDiameter }) : undefined);
     for (const client of this.clients) {
       const delta = client.subscription?.delta(read);
@@ -246,7 +276,7 @@ export class KlipperSimulator {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.ticker) clearInterval(this.ticker);
+    if (this.ticker) clearTimeout(this.ticker); // clears an interval too
     for (const c of this.clients) c.ws.terminate();
     this.clients.clear();
     this.wss.close();
