@@ -123,7 +123,7 @@ describe('Klipper driver against the simulated Moonraker', () => {
     expect(createHash('sha256').update(sim.files.get('Bracket.gcode')!.data).digest('hex')).toBe(createHash('sha256').update(fs.readFileSync(local)).digest('hex'));
     await driver.stop();
     await waitForState(driver, 'cancelled', (s) => s.state === 'stopped' && s.raw_state === 'CANCELLED');
-    await driver.removeQueuedFile!('Bracket.gcode');
+    await driver.deleteFile('Bracket.gcode');
     expect(sim.files.get('Bracket.gcode')).toBeUndefined();
     fs.rmSync(dir, { recursive: true, force: true });
   });

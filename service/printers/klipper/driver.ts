@@ -270,8 +270,13 @@ export class KlipperDriver extends EventEmitter implements PrinterDriver {
     await uploadAndPrint(this.http, start, hooks, this.config.command_timeout_ms);
   }
 
-  removeQueuedFile(remoteName: string): Promise<void> {
-    return removeKlipperFile(this.http, remoteName);
+  /**
+   * Deletes a file from the `gcodes` root. Not removeQueuedFile: a queued print's file stays on the
+   * printer after the print, as on PrusaLink (Klipper has no ghost prints at power-on; the operator may
+   * print it again from Mainsail or Fluidd).
+   */
+  deleteFile(path: string): Promise<void> {
+    return removeKlipperFile(this.http, path);
   }
 
   // --- Files ---
