@@ -10,7 +10,7 @@ import { stat, unlink } from 'node:fs/promises';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { randomBytes } from 'node:crypto';
-import { DriverError } from '../driver';
+import { DriverError, storageFullCode } from '../driver';
 
 const MAX_JSON_BYTES = 4 * 1024 * 1024;
 
@@ -81,7 +81,9 @@ export class MoonrakerHttp {
       if (total >= 0 && bytes !== total) throw new DriverError('PROTOCOL', `download of ${path} ended after ${bytes} of ${total} bytes`);
     } catch (err) {
       await unlink(destination).catch(() => undefined);
-      throw err instanceof DriverError ? err : new DriverError('OFFLINE', `download of ${path} failed: ${(err as Error)?.message ?? err}`);
+      // Our own full disk and a cancel stay what they are (the download manager tells them apart).
+      if (err instanceof DriverError || storageFullCode(err) || (err as Error)?.name === 'AbortError') throw err;
+      throw new DriverError('OFFLINE', `download of ${path} failed: ${(err as Error)?.message ?? err}`);
     }
   }
 
