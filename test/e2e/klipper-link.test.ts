@@ -75,6 +75,18 @@ describe('Klipper driver against the simulated Moonraker', () => {
     expect(driver.state?.state).toBe('idle');
   });
 
+  test('an old Moonraker without one-shot tokens takes the API key in the WebSocket upgrade header; a trusted client needs no key', async () => {
+    const old = await simulator({ noOneshotToken: true });
+    const { driver } = driverFor(old);
+    await driver.connect();
+    expect(driver.state?.state).toBe('idle');
+    expect(old.stats.unauthorized).toBe(0);
+    const trusting = await simulator({ apiKey: undefined });
+    const open = driverFor(trusting, { access_code: null });
+    await open.driver.connect();
+    expect(open.driver.connection).toBe('connected');
+  });
+
   test('a wrong API key is a connection error, not a crash; a lost Moonraker reconnects with backoff', async () => {
     const sim = await simulator();
     const wrong = driverFor(sim, { access_code: 'not-the-key' });
