@@ -26,7 +26,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const epochNow = () => performance.timeOrigin + performance.now();
 
 function parseArgs(argv: string[]): Options {
-  const options: Options = { sizes: [200, 1000], windowS: 15, warmupS: 3, intervalMs: 1000 };
+  const options: Options = { sizes: [200, 1000], windowS: 15, warmupS: 3, intervalMs: 1000, report: 'delta' };
   for (let i = 0; i < argv.length; i += 2) {
     const value = argv[i + 1] ?? '';
     if (argv[i] === '--sizes') options.sizes = value.split(',').map(Number);

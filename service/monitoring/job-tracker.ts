@@ -104,6 +104,7 @@ export class JobTracker {
    * when several arrive while one is handled, only the newest is kept.
    */
   report(printerId: string, state: PrinterState): void {
+    if (!this.running.has(printerId) && (this.idleWithoutJob(printerId, state) || this.sameProgress(printerId, state))) return;
     this.pending.set(printerId, state);
     if (this.running.has(printerId)) return;
     const loop = (async () => {
@@ -134,6 +135,29 @@ export class JobTracker {
   /** Forgets the cached jobs (a wiped cache must not duplicate jobs: the database is asked again). */
   forgetCache(): void {
     this.current.clear();
+  }
+
+  /**
+   * The most common report, an idle printer with no job to end, handled at once: what handle() would do for
+   * it, without its asynchronous round (it runs for every report of every printer).
+   */
+  private idleWithoutJob(printerId: string, state: PrinterState): boolean {
+    if (PRINTING.includes(state.state) || this.current.get(printerId) !== null) return false;
+    this.seenIdle.add(printerId);
+    this.gate.sawStart(printerId);
+    this.lastCreated.delete(printerId);
+    return true;
+  }
+
+  /** The next most common: the tracked print goes on within the same whole percent (nothing to write or tell). */
+  private sameProgress(printerId: string, state: PrinterState): boolean {
+    const tracked = this.current.get(printerId);
+    const job = state.job;
+    if (!tracked || !job || !PRINTING.includes(state.state)) return false;
+    const status = state.state === 'paused' ? 'paused' : 'printing';
+    if (status !== tracked.status || Math.floor(job.progress) !== tracked.percent || !this.samePrint(tracked, job)) return false;
+    tracked.progress = job.progress;
+    return true;
   }
 
   private async handle(printerId: string, state: PrinterState): Promise<void> {

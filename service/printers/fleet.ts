@@ -74,6 +74,11 @@ export class Fleet {
     this.linkUpListeners.push(listener);
   }
 
+  /** Whether a printer's link is up now (called on every report: no list is built). */
+  isConnected(printerId: string): boolean {
+    return this.members.get(printerId)?.driver.connection === 'connected';
+  }
+
   /** Ids of the printers connected now. */
   connectedPrinters(): string[] {
     return [...this.members.values()].filter((m) => m.driver.connection === 'connected').map((m) => m.record.id);

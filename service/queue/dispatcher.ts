@@ -23,6 +23,7 @@ import type { DispatchRecord, QueueItemRecord } from '../db/repositories/queue';
 import type { PrinterState } from '../printers/driver';
 import { familyOf } from '../printers/families';
 import type { Fleet } from '../printers/fleet';
+import { sameLoadedMaterials } from '../printers/state-equality';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
 import { checkPrinter, mismatchReason, type Mismatch, type PrinterFacts } from './compatibility';
@@ -38,6 +39,13 @@ const SAFETY_PASS_MS = 30_000;
 const NOT_READY_RETRY_MS = 60_000;
 
 type Availability = 'free' | 'offline' | 'busy' | 'plate' | 'not_ready';
+
+interface SeenPrinter {
+  availability: Availability;
+  nozzle: number | null;
+  model: string | null;
+  materials: PrinterState['materials'];
+}
 
 export interface DispatcherDeps {
   store: Store;
@@ -63,7 +71,8 @@ export class Dispatcher {
   /** The printer records are read again only after a printer was created, changed or deleted (and on the safety pass). */
   private recordsStale = true;
   private stopListening: (() => void) | null = null;
-  private readonly freeKeys = new Map<string, string>();
+  /** What each printer's last report showed of what decides a start. */
+  private readonly seen = new Map<string, SeenPrinter>();
   private readonly notReadyUntil = new Map<string, { raw: string; until: number }>();
   private readonly lastStart = new Map<string, number>();
   private readonly itemLocks = new Map<string, Promise<unknown>>();
@@ -184,12 +193,13 @@ export class Dispatcher {
     const record = this.records.get(printerId);
     this.deps.plates.onReport(printerId, state, record?.plate_auto_clear === true);
     void this.runner.onReport(printerId, state)?.catch((err) => this.deps.log.error({ err, printer_id: printerId }, 'dispatch tracking failed'));
-    // A new pass only when something changed that can let a copy start here.
-    // Filament counts by slot, type and colour; how much is left changes all through a print and decides nothing.
-    const materials = state.materials?.map((m) => `${m.slot}:${m.type}:${m.color}`).join(',') ?? '-';
-    const key = [this.availability(printerId, false), state.nozzle_diameter ?? '', materials, state.model ?? ''].join('|');
-    if (this.freeKeys.get(printerId) === key) return;
-    this.freeKeys.set(printerId, key);
+    // A new pass only when something changed that can let a copy start here (compared field by field: this
+    // runs on every report). Filament counts by slot, type and colour; how much is left changes all through a
+    // print and decides nothing.
+    const seen: SeenPrinter = { availability: this.availability(printerId, false), nozzle: state.nozzle_diameter ?? null, model: state.model ?? null, materials: state.materials };
+    const last = this.seen.get(printerId);
+    this.seen.set(printerId, seen);
+    if (last && last.availability === seen.availability && last.nozzle === seen.nozzle && last.model === seen.model && sameLoadedMaterials(last.materials, seen.materials)) return;
     this.wake('printer changed');
   }
 
@@ -198,7 +208,7 @@ export class Dispatcher {
     const record = this.records.get(printerId);
     if (!record || !record.is_active) return 'offline';
     const state = this.deps.fleet.stateOf(printerId);
-    if (!state || !this.deps.fleet.connectedPrinters().includes(printerId)) return 'offline';
+    if (!state || !this.deps.fleet.isConnected(printerId)) return 'offline';
     // Printer states in which a start may be sent (QUEUE.md): never to a busy printer.
     if (!familyOf(record.type).startable.includes(state.raw_state) || !['idle', 'finished', 'failed', 'stopped'].includes(state.state)) return 'busy';
     if (!forStart && this.runner.isHeld(printerId)) return 'busy';

@@ -47,6 +47,7 @@ import {
 import { decideProjectFile, plainStartRecord, type StartRecord } from './bambu/print-start';
 import { SimPrinter, type CommandResult, type Json, type StartOptions } from './bambu/printer';
 import { CORE_KEYS, diffReport } from './bambu/reports';
+import { realSizeReport } from './bambu/real-size';
 import { handleRequest, type RequestTarget } from './bambu/requests';
 import { stateView, statusWord, type SimStatus } from './bambu/state-view';
 import { versionInfo } from './bambu/version';
@@ -228,7 +229,8 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
     if (this.closed || this.linkMode !== 'online' || !this.mqtt) return;
     const snapshot = this.printer.snapshot();
     if (this.options.benchReports) snapshot.nozzle_temper = BENCH_NOZZLE_BASE + (this.benchStep++ % BENCH_NOZZLE_STEPS);
-    const body = full ? snapshot : diffReport(this.lastSent, snapshot, this.faults.partial_reports ? [] : CORE_KEYS);
+    full ||= (this.sequence + 1) % (this.options.benchFullEvery || Infinity) === 0;
+    const body = full ? (this.options.realSizeReports ? realSizeReport(snapshot) : snapshot) : diffReport(this.lastSent, snapshot, this.faults.partial_reports ? [] : CORE_KEYS);
     this.lastSent = snapshot;
     this.printer.reported();
     const sequence = ++this.sequence;

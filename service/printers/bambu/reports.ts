@@ -5,6 +5,7 @@
  * never merged), and says what each one changed. No sockets, no timers.
  */
 import type { PrinterState } from '../driver';
+import { samePrinterState } from '../state-equality';
 import { checkReport } from './limits';
 import { ingestReport, parseVersionInfo, toPrinterState, type BambuTracked, type VersionInfo } from './state';
 import { isObject, type Json } from './values';
@@ -19,7 +20,8 @@ export type ReportOutcome =
 
 export class BambuReports {
   private tracked: BambuTracked | null = null;
-  private stateKey = '';
+  /** The merged report the current state was made of (its untouched parts are reused by the next mapping). */
+  private mappedPrint: BambuTracked['print'] | null = null;
   version: VersionInfo | null = null;
   current: PrinterState | null = null;
   dropped = 0;
@@ -57,10 +59,10 @@ export class BambuReports {
     // Until a report has said what the printer is doing (the pushall answer), a merged delta would read as idle
     // and end the job the printer is still printing.
     if (!this.tracked || typeof this.tracked.print.gcode_state !== 'string') return null;
-    const state = toPrinterState(this.tracked, { version: this.version, serial });
-    const key = JSON.stringify(state);
-    if (key === this.stateKey) return null;
-    this.stateKey = key;
+    const previous = this.current && this.mappedPrint ? { print: this.mappedPrint, state: this.current } : null;
+    const state = toPrinterState(this.tracked, { version: this.version, serial }, previous);
+    this.mappedPrint = this.tracked.print;
+    if (samePrinterState(state, this.current)) return null;
     this.current = state;
     return state;
   }

@@ -6,6 +6,7 @@
  * An object the printer does not have stays absent: its fields are null.
  */
 import type { MachineState, PrinterError, PrinterMaterial, PrinterState, PrintProgress } from '../driver';
+import { samePrinterState } from '../state-equality';
 
 /** The objects the driver subscribes to (when `printer.objects.list` has them). */
 export const SUBSCRIBED = ['webhooks', 'print_stats', 'virtual_sdcard', 'display_status', 'heater_bed', 'extruder', 'toolhead'] as const;
@@ -162,7 +163,7 @@ export function toState(prev: PrinterState | null, status: KlipperStatus, ctx: K
   };
 }
 
-/** True when two states differ in anything a listener would see. */
+/** True when two states differ in anything a listener would see (field by field: no serialisation per delta). */
 export function stateChanged(a: PrinterState | null, b: PrinterState): boolean {
-  return a === null || JSON.stringify(a) !== JSON.stringify(b);
+  return !samePrinterState(a, b);
 }

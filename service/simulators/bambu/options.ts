@@ -52,6 +52,10 @@ export interface BambuSimulatorOptions {
    * The print itself runs as usual.
    */
   benchReports?: boolean;
+  /** Benchmark mode: every Nth periodic report is a full one (1: all of them, as an X1 sends; default 0: deltas only). */
+  benchFullEvery?: number;
+  /** Full reports carry everything a real X1C sends (bambu/real-size.ts), 6-10 KB with four loaded AMS units. */
+  realSizeReports?: boolean;
   /** Called just before each push_status report is published (periodic and full). */
   onReport?: (report: SimReportInfo) => void;
 }
