@@ -10,6 +10,7 @@ import { DriverError } from '../../service/printers/driver';
 import { klipperGcode } from '../../service/simulators/seed-files';
 import { tempDir } from '../helpers/service';
 import { GCODE, closeAfterEach, driverFor, ok, simulator, waitForConnection, waitForState } from '../helpers/klipper-e2e';
+import { until } from '../helpers/prusa-e2e';
 
 closeAfterEach();
 
@@ -75,16 +76,19 @@ describe('Klipper driver against the simulated Moonraker', () => {
     expect(driver.state?.state).toBe('idle');
   });
 
-  test('an old Moonraker without one-shot tokens takes the API key in the WebSocket upgrade header; a trusted client needs no key', async () => {
+  test('an old Moonraker without one-shot tokens takes the API key in the WebSocket upgrade header; a trusted client needs no key; webcams show as a camera', async () => {
     const old = await simulator({ noOneshotToken: true });
     const { driver } = driverFor(old);
     await driver.connect();
     expect(driver.state?.state).toBe('idle');
     expect(old.stats.unauthorized).toBe(0);
-    const trusting = await simulator({ apiKey: undefined });
+    const trusting = await simulator({ apiKey: undefined, camera: true });
     const open = driverFor(trusting, { access_code: null });
     await open.driver.connect();
     expect(open.driver.connection).toBe('connected');
+    // Its webcam (server.webcams.list) shows in the capabilities; the first printer has none.
+    expect(open.driver.state?.capabilities).toEqual({ has_camera: true, has_ams: false, supports_remote_control: true });
+    expect(driver.state?.capabilities?.has_camera).toBe(false);
   });
 
   test('a wrong API key is a connection error, not a crash; a lost Moonraker reconnects with backoff', async () => {
@@ -171,6 +175,29 @@ describe('Klipper driver against the simulated Moonraker', () => {
     expect(driver.faultStats.faults).toBe(1);
     await waitForConnection(driver, 'connected', 8000);
     expect(driver.state?.state).toBe('idle');
+  });
+
+  test('a Moonraker that stops answering JSON-RPC: commands time out, a new connection attempt times out and is retried', async () => {
+    const sim = await simulator();
+    const { driver } = driverFor(sim, { command_timeout_ms: 400 });
+    await driver.connect();
+    await ok(sim, '/faults', { silent_rpc: true });
+    await ok(sim, '/print', { file: GCODE });
+    await waitForState(driver, 'printing (the pushes still come)', (s) => s.state === 'printing');
+    const err = await driver.pause().then(
+      () => null,
+      (e: unknown) => e as DriverError,
+    );
+    expect(err).toMatchObject({ code: 'TIMEOUT', message: expect.stringMatching(/did not answer printer.print.pause within 400 ms/) });
+    expect(driver.connection).toBe('connected');
+
+    await ok(sim, '/offline');
+    await ok(sim, '/online');
+    const down = await waitForConnection(driver, 'disconnected');
+    expect(down.message).toBeTruthy();
+    await until('a timed-out attempt', () => /did not answer/.test(driver.connectionMessage ?? ''), 8000);
+    await ok(sim, '/faults', { silent_rpc: false });
+    await waitForConnection(driver, 'connected', 8000);
   });
 
   test('answers to ids nobody asked for are dropped and counted; the link stays', async () => {

@@ -4,7 +4,7 @@
  * /finish, /fail {"message"}, /cancel, /idle (SDCARD_RESET_FILE), /shutdown
  * {"message"} (Klippy shuts down), /restart (FIRMWARE_RESTART: ready again),
  * /klippy-disconnect, /spool {"material","color_hex","weight","remaining_weight"}
- * (or {"spool":null}), /offline, /online, /faults {"reject_commands",
+ * (or {"spool":null}), /offline, /online, /faults {"reject_commands", "silent_rpc",
  * "transfer_bytes_per_sec"}, /hostile {"kind": garbage|huge|flood|unknown_ids,
  * "count", "bytes"}.
  */

@@ -70,6 +70,8 @@ export interface SimSpool {
 
 export interface KlipperFaults {
   reject_commands: boolean;
+  /** JSON-RPC requests get no answer (the socket and its pongs stay up): a hung Moonraker. */
+  silent_rpc: boolean;
   /** Throttle uploads to this many bytes per second (0: unthrottled). */
   transfer_bytes_per_sec: number;
 }
@@ -77,7 +79,7 @@ export interface KlipperFaults {
 export class KlipperSimulator {
   readonly machine: KlipperMachine;
   readonly files = new SimGcodes();
-  readonly faults: KlipperFaults = { reject_commands: false, transfer_bytes_per_sec: 0 };
+  readonly faults: KlipperFaults = { reject_commands: false, silent_rpc: false, transfer_bytes_per_sec: 0 };
   readonly stats = { requests: 0, unauthorized: 0, uploads: 0, ws_connections: 0, rpc_calls: 0 };
   readonly model: string;
   readonly name: string;
@@ -264,6 +266,7 @@ export class KlipperSimulator {
 
   setFaults(patch: Partial<KlipperFaults>): KlipperFaults {
     if (typeof patch.reject_commands === 'boolean') this.faults.reject_commands = patch.reject_commands;
+    if (typeof patch.silent_rpc === 'boolean') this.faults.silent_rpc = patch.silent_rpc;
     if (typeof patch.transfer_bytes_per_sec === 'number' && patch.transfer_bytes_per_sec >= 0) this.faults.transfer_bytes_per_sec = Math.floor(patch.transfer_bytes_per_sec);
     return { ...this.faults };
   }
@@ -355,6 +358,7 @@ export class KlipperSimulator {
       }
       if (typeof msg?.method !== 'string') return this.send(ws, { jsonrpc: '2.0', error: { code: -32600, message: 'Invalid Request' }, id: msg?.id ?? null });
       this.stats.rpc_calls++;
+      if (this.faults.silent_rpc) return;
       const params = msg.params && typeof msg.params === 'object' && !Array.isArray(msg.params) ? (msg.params as Record<string, unknown>) : {};
       try {
         const result = handleRpc(this, client, msg.method, params);
