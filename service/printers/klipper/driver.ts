@@ -32,7 +32,7 @@ import {
   type QueuedStartHooks,
 } from '../driver';
 import { guardWith, reasonOf } from '../guard';
-import { Reconnects } from '../bambu/reconnects';
+import { Reconnects } from '../reconnects';
 import { downloadKlipperFile, downloadKlipperThumbnail, klipperFileMetadata, listKlipperFiles, removeKlipperFile, rootRelative, type KlipperFileMetadata } from './files';
 import { MoonrakerHttp } from './http';
 import { RpcLink } from './rpc';
