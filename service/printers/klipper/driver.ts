@@ -164,7 +164,10 @@ export class KlipperDriver extends EventEmitter implements PrinterDriver {
     } catch (err) {
       rpc?.close();
       const e = err instanceof DriverError ? err : new DriverError('PROTOCOL', reasonOf(err));
-      if (this.session?.link === rpc) this.session = null;
+      if (this.session && this.session.link === rpc) {
+        this.session.stop(); // its timers end with the attempt
+        this.session = null;
+      }
       this.failed(e, e.code === 'AUTH');
     } finally {
       this.attempting = false;
