@@ -46,6 +46,8 @@ export class KlipperSession {
   private stopped = false;
   private settingUp: Promise<void> | null = null;
   private metadataFor: string | null = null;
+  /** Moonraker's loaded components (server.info): which optional APIs (webcam, spoolman) to ask. */
+  private readonly components: string[];
   subscribed: string[] = [];
 
   constructor(
@@ -64,11 +66,9 @@ export class KlipperSession {
       metadata: null,
       now: Date.now(),
     };
-    link.on('notification', hooks.guard((method: string, params: unknown) => this.onNotification(method, params)));
     this.components = Array.isArray(info.components) ? info.components.filter((c): c is string => typeof c === 'string').slice(0, 200) : [];
+    link.on('notification', hooks.guard((method: string, params: unknown) => this.onNotification(method, params)));
   }
-
-  private readonly components: string[];
 
   get state(): PrinterState | null {
     return this.current;
