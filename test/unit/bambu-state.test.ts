@@ -93,6 +93,16 @@ describe('merging Bambu reports', () => {
     expect(mergeReport(withHms, { hms: [] }).hms).toEqual([]);
   });
 
+  it('takes a full snapshot (msg 0) key by key whole: a unit it no longer lists is gone, a null keeps the old value', () => {
+    const twoUnits = track(fullReport({ ams: { ams: [{ id: '0', tray: [{ id: '0', tray_type: 'PLA' }] }, { id: '1', tray: [{ id: '0', tray_type: 'ABS' }] }] } }));
+    const next = ingestReport(twoUnits, fullReport({ nozzle_temper: null, ams: { ams: [{ id: '0', tray: [{ id: '0', tray_type: 'PETG' }] }] } }));
+    expect((next.print.ams as { ams: Json[] }).ams).toEqual([{ id: '0', tray: [{ id: '0', tray_type: 'PETG' }] }]);
+    expect(next.print.nozzle_temper).toBe(219.5);
+    // A delta after it still merges by id.
+    const delta = ingestReport(next, { command: 'push_status', msg: 1, ams: { ams: [{ id: '0', tray: [{ id: '0', remain: 12 }] }] } });
+    expect((delta.print.ams as { ams: Json[] }).ams).toEqual([{ id: '0', tray: [{ id: '0', tray_type: 'PETG', remain: 12 }] }]);
+  });
+
   it('takes only push_status as state (command answers share the print key)', () => {
     expect(isStatusReport({ print: { command: 'push_status', msg: 1 } })).toBe(true);
     expect(isStatusReport({ print: { command: 'pause', result: 'success' } })).toBe(false);
@@ -202,6 +212,23 @@ describe('mapping Bambu reports to the printer state', () => {
     // The printer's own flag wins: Developer Mode clears bit 0x20000000.
     expect(supportsRemoteControl('P1S', '01.09.00.00', '3EC18FFF9CFF')).toBe(true);
     expect(supportsRemoteControl('P1S', '01.00.00.00', '3EC1AFFF9CFF')).toBe(false);
+  });
+});
+
+describe('mapping again after a report', () => {
+  it('keeps the materials and capabilities a delta did not touch (same objects), and rebuilds them when the AMS changes', () => {
+    const first = track(fullReport());
+    const state = toPrinterState(first, { version: null, serial: SERIAL });
+    const temperature = ingestReport(first, { command: 'push_status', msg: 1, nozzle_temper: 221 });
+    const again = toPrinterState(temperature, { version: null, serial: SERIAL }, { print: first.print, state });
+    expect(again.temperatures.nozzle).toBe(221);
+    expect(again.materials).toBe(state.materials);
+    expect(again.capabilities).toBe(state.capabilities);
+    const loaded = ingestReport(temperature, { command: 'push_status', msg: 1, ams: { ams: [{ id: '0', tray: [{ id: '1', tray_type: 'ABS' }] }] } });
+    const changed = toPrinterState(loaded, { version: null, serial: SERIAL }, { print: temperature.print, state: again });
+    expect(changed.materials).not.toBe(state.materials);
+    expect(changed.materials?.map((m) => m.type)).toEqual(['PLA', 'ABS']);
+    expect(changed).toEqual({ ...toPrinterState(loaded, { version: null, serial: SERIAL }) });
   });
 });
 

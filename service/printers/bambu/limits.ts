@@ -54,14 +54,27 @@ export const USED_PRINT_KEYS: ReadonlySet<string> = new Set([
  * deep must not overflow the call stack). Returns why it is refused, or null.
  */
 export function checkReport(message: unknown, maxDepth = MAX_REPORT_DEPTH, maxValues = MAX_REPORT_VALUES): string | null {
-  const stack: Array<[unknown, number]> = [[message, 0]];
-  let values = 0;
-  while (stack.length) {
-    const [value, depth] = stack.pop()!;
-    if (++values > maxValues) return `report holds more than ${maxValues} values`;
-    if (typeof value !== 'object' || value === null) continue;
+  // Objects and their depths on two parallel stacks; scalars are counted where they are met, never pushed
+  // (this runs on every report: a full X1 report holds about a thousand values).
+  const objects: object[] = [];
+  const depths: number[] = [];
+  let values = 1;
+  if (typeof message === 'object' && message !== null) {
+    objects.push(message);
+    depths.push(0);
+  }
+  while (objects.length) {
+    const value = objects.pop()! as Record<string, unknown>;
+    const depth = depths.pop()!;
     if (depth >= maxDepth) return `report nested deeper than ${maxDepth} levels`;
-    for (const child of Array.isArray(value) ? value : Object.values(value)) stack.push([child, depth + 1]);
+    for (const key in value) {
+      if (++values > maxValues) return `report holds more than ${maxValues} values`;
+      const child = value[key];
+      if (typeof child === 'object' && child !== null) {
+        objects.push(child);
+        depths.push(depth + 1);
+      }
+    }
   }
   return null;
 }
@@ -69,13 +82,18 @@ export function checkReport(message: unknown, maxDepth = MAX_REPORT_DEPTH, maxVa
 function bounded(value: unknown, depth: number): unknown {
   if (typeof value === 'string') return value.length > MAX_STRING_LENGTH ? value.slice(0, MAX_STRING_LENGTH) : value;
   if (depth <= 0) return typeof value === 'object' && value !== null ? undefined : value;
-  if (Array.isArray(value)) return value.slice(0, MAX_LIST_ENTRIES).map((v) => bounded(v, depth - 1));
+  if (Array.isArray(value)) {
+    const n = Math.min(value.length, MAX_LIST_ENTRIES);
+    const out = new Array<unknown>(n);
+    for (let i = 0; i < n; i++) out[i] = bounded(value[i], depth - 1);
+    return out;
+  }
   if (isObject(value)) {
     const out: Json = {};
     let kept = 0;
-    for (const [key, v] of Object.entries(value)) {
+    for (const key in value) {
       if (kept++ >= MAX_OBJECT_KEYS) break;
-      out[key] = bounded(v, depth - 1);
+      out[key] = bounded(value[key], depth - 1);
     }
     return out;
   }

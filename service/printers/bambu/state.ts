@@ -30,11 +30,15 @@ export const CANCELLED_PRINT_ERROR = 50348044;
 
 function mergeObjects(prev: Json, next: Json): Json {
   const out: Json = { ...prev };
-  let keys = Object.keys(out).length;
-  for (const [key, value] of Object.entries(next)) {
-    // A printer that keeps inventing keys must not grow the merged state: new keys beyond the bound are dropped.
-    if (!(key in out) && keys++ >= MAX_OBJECT_KEYS) continue;
-    out[key] = mergeValue(key, prev[key], value);
+  // Counted only once a new key arrives (a delta mostly updates keys the merged report has).
+  let keys = -1;
+  for (const key in next) {
+    if (!(key in out)) {
+      if (keys < 0) keys = Object.keys(out).length;
+      // A printer that keeps inventing keys must not grow the merged state: new keys beyond the bound are dropped.
+      if (keys++ >= MAX_OBJECT_KEYS) continue;
+    }
+    out[key] = mergeValue(key, prev[key], next[key]);
   }
   return out;
 }
@@ -104,9 +108,23 @@ export interface BambuTracked {
   cancelled: boolean;
 }
 
+/**
+ * A full snapshot (`msg: 0`, the pushall answer and an X1's periodic report) replaces every key it carries
+ * whole: there is nothing to merge inside it (a full X1 report's AMS alone is sixteen trays of twenty fields).
+ */
+function replaceKeys(prev: Json | null, full: Json): Json {
+  const out: Json = prev ? { ...prev } : {};
+  for (const key in full) {
+    const value = full[key];
+    if (value !== null && value !== undefined) out[key] = value;
+  }
+  return out;
+}
+
 export function ingestReport(prev: BambuTracked | null, report: Json): BambuTracked {
   // Only the keys the service reads are merged (limits.ts): the merged state stays small whatever the printer sends.
-  const print = mergeReport(prev?.print ?? null, pickUsedKeys(report));
+  const picked = pickUsedKeys(report);
+  const print = report.msg === 0 ? replaceKeys(prev?.print ?? null, picked) : mergeReport(prev?.print ?? null, picked);
   let cancelled = false;
   if (gcodeStateOf(print) === 'FAILED') {
     const error = num(print.print_error);
