@@ -50,6 +50,7 @@ export class RpcLink extends EventEmitter {
   private frameWindow = { start: 0, count: 0 };
   private pingTimer: NodeJS.Timeout | null = null;
   private silenceTimer: NodeJS.Timeout | null = null;
+  private heardCount = 0;
   /** Frames dropped since the link opened (not JSON, not JSON-RPC, unknown ids). */
   bad = 0;
 
@@ -178,7 +179,20 @@ export class RpcLink extends EventEmitter {
 
   /** Any frame or pong proves the peer is alive. */
   private heard(): void {
+    this.heardCount++;
     if (this.silenceTimer) this.silenceTimer.refresh();
+  }
+
+  /**
+   * The silence deadline passed. After a stall of this process the timer fires before the socket's waiting
+   * pong is read (timers run before I/O): the verdict waits for one I/O round (setImmediate), so only a
+   * peer that really went silent ends the link.
+   */
+  private silent(): void {
+    const mark = this.heardCount;
+    setImmediate(() => {
+      if (this.heardCount === mark && !this.ended) this.finish(`no answer from Moonraker for ${this.o.silenceMs} ms`);
+    });
   }
 
   private arm(): void {
@@ -189,7 +203,7 @@ export class RpcLink extends EventEmitter {
         // 'close' follows
       }
     }, this.o.pingMs);
-    this.silenceTimer = setTimeout(() => this.finish(`no answer from Moonraker for ${this.o.silenceMs} ms`), this.o.silenceMs);
+    this.silenceTimer = setTimeout(() => this.silent(), this.o.silenceMs);
   }
 
   private finish(reason: string, fault = false): void {

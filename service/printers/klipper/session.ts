@@ -117,8 +117,9 @@ export class KlipperSession {
       this.ctx.firmwareVersion = str(info?.software_version, 100) ?? this.ctx.firmwareVersion;
       this.ctx.klippyMessage = str(info?.state_message);
       this.ctx.klippyState = str(this.status.webhooks?.state, 40) ?? str(info?.state, 40) ?? 'ready';
-      this.refresh();
+      // The link is up before its first state goes out: whoever hears the state (the queue) sees a connected printer.
       this.hooks.events.klippy(true, null);
+      this.refresh();
     })().finally(() => {
       this.settingUp = null;
     });

@@ -24,9 +24,14 @@ export class KlipperMachine {
   message = '';
   klippy: KlippyState = 'ready';
   klippyMessage = 'Printer is ready';
-  /** Printer seconds since the start (pauses included) / of printing proper. */
+  /**
+   * Seconds since the start, pauses included, on the wall clock as Klipper counts them (whatever the speed:
+   * "now - total_duration" is the print's start, the same for every client at every moment), and printer
+   * seconds of printing proper (what the progress follows).
+   */
   totalDuration = 0;
   printDuration = 0;
+  private startedAt = 0;
   private heated = false;
   private last: number;
 
@@ -61,7 +66,7 @@ export class KlipperMachine {
     if (dt <= 0) return;
     warm(this, AMBIENT, dt);
     if (this.state !== 'printing' && this.state !== 'paused') return;
-    this.totalDuration += dt;
+    this.totalDuration = (now - this.startedAt) / 1000;
     if (this.state !== 'printing') return;
     if (!this.heated) {
       if (atTemperature(this)) this.heated = true;
@@ -81,6 +86,7 @@ export class KlipperMachine {
     this.filename = filename;
     this.message = '';
     this.totalDuration = 0;
+    this.startedAt = this.clock();
     this.printDuration = 0;
     this.heated = false;
     this.targetNozzle = NOZZLE_TARGET;
