@@ -23,8 +23,6 @@ export class Ledger {
   framesInWindow = 0;
   latencies: number[] = [];
   unmatched = 0;
-  /** Set while the bench closes its /ws client itself. */
-  closing = false;
 
   onReport(info: SimReportInfo): void {
     const now = performance.now();
@@ -59,7 +57,6 @@ export class Ledger {
   }
 
   open(start: number, end: number): void {
-    this.closing = false;
     this.windowStart = start;
     this.windowEnd = end;
     this.reportsInWindow = 0;

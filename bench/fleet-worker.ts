@@ -16,14 +16,10 @@
  * IPC: parent -> {cmd: 'start', mode, printers} | {cmd: 'sample', id} | {cmd: 'close'};
  * worker -> {ev: 'ready', port} | {ev: 'sample', id, ...} | {ev: 'closed'} | {ev: 'error', message}.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type tls from 'node:tls';
 import { connect as mqttConnect, type IClientOptions, type MqttClient } from 'mqtt';
 import { WebSocket, WebSocketServer } from 'ws';
-import { createService, type Service } from '../service/app';
-import { driverFactory } from '../service/printers/drivers';
+import { startBenchService } from './bench-service';
 import { startKlipperRelay } from './fleet-klipper';
 import { serveBenchWorker } from './worker-ipc';
 
@@ -55,37 +51,9 @@ interface Running {
 
 
 async function startService(): Promise<Running> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'printfarm-bench-'));
-  let service: Service;
-  try {
-    service = await createService({
-      host: '127.0.0.1',
-      port: 0,
-      dataDir,
-      env: {},
-      logLevel: 'silent',
-      updateCheckUrl: 'http://127.0.0.1:9/unreachable',
-      updateCheckTimeout: 1,
-      // Short reconnect backoff as in the e2e tests; a watchdog that a busy second does not trip.
-      driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),
-      fleet: { watchdogMs: 15_000, commandTimeoutMs: 3000, connectTimeoutMs: 15_000 },
-    });
-  } catch (err) {
-    fs.rmSync(dataDir, { recursive: true, force: true });
-    throw err;
-  }
-  return {
-    port: service.port,
-    // The parent counts connected printers through the API.
-    connected: () => -1,
-    close: async () => {
-      try {
-        await service.close();
-      } finally {
-        fs.rmSync(dataDir, { recursive: true, force: true });
-      }
-    },
-  };
+  const service = await startBenchService();
+  // The parent counts connected printers through the API.
+  return { ...service, connected: () => -1 };
 }
 
 async function startRelay(printers: BenchPrinter[]): Promise<Running> {

@@ -135,14 +135,15 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // The worker process (service or relay)
 // ---------------------------------------------------------------------------
 
-class Worker {
+/** A forked bench worker (`script` in dist-bench/bench, serving worker-ipc.ts's protocol); bench/camera.ts uses it too. */
+export class Worker<C extends { cmd: string } = WorkerCommand> {
   private readonly child: ChildProcess;
   private readonly waiting = new Map<string, (e: WorkerEvent) => void>();
   private sampleId = 0;
   private exited = false;
 
-  constructor() {
-    this.child = fork(path.join(__dirname, 'fleet-worker.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  constructor(script = 'fleet-worker.js') {
+    this.child = fork(path.join(__dirname, script), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     this.child.on('message', (raw) => {
       const e = raw as WorkerEvent;
       if (e.ev === 'error') {
@@ -163,7 +164,7 @@ class Worker {
     });
   }
 
-  private ask<E extends WorkerEvent>(command: WorkerCommand, key: string): Promise<E> {
+  ask<E extends WorkerEvent>(command: C | WorkerCommand, key: string): Promise<E> {
     if (this.exited) return Promise.reject(new Error('worker exited'));
     return new Promise<E>((resolve, reject) => {
       this.waiting.set(key, (e) => (e.ev === 'error' ? reject(new Error(e.message)) : resolve(e as E)));
@@ -221,12 +222,15 @@ export async function startSimulators(n: number, options: Options, tls: SimTlsCr
   });
 }
 
+/** The /ws clients the bench closed itself (any other close is the service dropping the client). */
+const closedByBench = new WeakSet<WebSocket>();
+
 async function connectWs(port: number, ledger: Ledger): Promise<WebSocket> {
   const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`);
   ws.on('message', (data: Buffer) => ledger.onFrame(data.toString('utf8')));
   // A client the service drops (it read too slowly: the machine is overloaded) loses every later frame: say so.
   ws.on('close', (code: number) => {
-    if (!ledger.closing) process.stderr.write(`bench/fleet: the /ws client was disconnected (code ${code}); its later frames count as lost\n`);
+    if (!closedByBench.has(ws)) process.stderr.write(`bench/fleet: the /ws client was disconnected (code ${code}); its later frames count as lost\n`);
   });
   await new Promise<void>((resolve, reject) => {
     ws.once('open', () => resolve());
@@ -235,8 +239,8 @@ async function connectWs(port: number, ledger: Ledger): Promise<WebSocket> {
   return ws;
 }
 
-async function closeWs(ws: WebSocket, ledger: Ledger): Promise<void> {
-  ledger.closing = true;
+async function closeWs(ws: WebSocket): Promise<void> {
+  closedByBench.add(ws);
   if (ws.readyState === WebSocket.CLOSED) return;
   const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
   ws.close();
@@ -327,7 +331,7 @@ export async function measure(mode: 'service' | 'relay', sims: BenchSim[], optio
     ledger.open(Infinity, Infinity);
     return result;
   } finally {
-    if (ws) await closeWs(ws, ledger);
+    if (ws) await closeWs(ws);
     await worker.close();
   }
 }

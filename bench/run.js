@@ -15,12 +15,13 @@
  *   npm run bench -- nodered --sizes 200,1000   (needs npm run build: Node-RED loads dist/)
  *   npm run bench -- dispatch --printers 100 --size-mb 20 --parallel 4 --rounds 3
  *   npm run bench -- aggregator --installations 100000 --submissions 1000000   (PostgreSQL)
+ *   npm run bench -- camera --printers 100 --viewers 2 --window 30
  */
 const { execFileSync, spawnSync } = require('node:child_process');
 const path = require('node:path');
 
 const root = path.join(__dirname, '..');
-const BENCHMARKS = ['fleet', 'stats', 'gcode', 'soak', 'nodered', 'dispatch', 'aggregator'];
+const BENCHMARKS = ['fleet', 'stats', 'gcode', 'soak', 'nodered', 'dispatch', 'aggregator', 'camera'];
 
 let args = process.argv.slice(2);
 let selected = BENCHMARKS;

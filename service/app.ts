@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { createApi, type Phase } from './api';
+import { CameraHub } from './cameras/hub';
 import { BrowserGuard, parseList } from './api/browser-guard';
 import { answerClientError, errorPayload, type ApiError } from './http/errors';
 import { clientAddress, RateLimiter, type RateLimits } from './api/rate-limit';
@@ -129,6 +130,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       printers: async () => (context ? context.store.printers.list() : []),
       jobsByStatus: async (statuses) => (context ? context.store.jobs.countByStatus(statuses) : Object.fromEntries(statuses.map((s) => [s, 0]))),
       wsClients: () => realtime?.clientCount ?? 0,
+      cameras: () => ({ streams: context?.cameras.viewerCount ?? 0, upstreams: context?.cameras.upstreamCount ?? 0 }),
     },
     bus,
   );
@@ -209,6 +211,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const dispatcher = new Dispatcher({ store, settings, fleet, log, facts, plates, bus, publish: (id, known) => queue!.publish(id, known) });
   queue = new QueueService(store, bus, settings, facts, dispatcher);
   tracker.linkDispatches(dispatcher);
+  const cameras = new CameraHub({ store, settings, bus, cache, log, hasCamera: (id) => fleet.stateOf(id)?.capabilities?.has_camera });
   context = {
     version: VERSION,
     dataDir,
@@ -220,7 +223,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     cache,
     fleet,
     tracker,
-    printers: new PrinterRegistry(store, cache, bus, fleet),
+    printers: new PrinterRegistry(store, cache, bus, fleet, cameras),
     jobs: new JobService(store, settings, bus),
     files,
     previews: new PreviewService(store, files, settings, dataDir),
@@ -229,6 +232,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     ideas,
     queue,
     dispatcher,
+    cameras,
   };
   api.mount(context);
   const wsCap = new ConnectionCap({
@@ -259,6 +263,8 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     (closing ??= (async () => {
       phase = 'stopping';
       context.updates.close();
+      // Camera streams never end on their own: they end first, so that the server can drain.
+      await cameras.close();
       await ideas.close();
       await retention.close();
       await usage.close();

@@ -1,5 +1,6 @@
 /** What the routers and background work share: one per running service. */
 import type { Logger } from 'pino';
+import type { CameraHub } from './cameras/hub';
 import type { Store } from './db';
 import type { EventBus } from './events';
 import type { FileCatalog } from './files/catalog';
@@ -39,4 +40,6 @@ export interface ServiceContext {
   /** The print queue (items and their API operations) and its dispatcher. */
   queue: QueueService;
   dispatcher: Dispatcher;
+  /** One upstream connection per printer camera, snapshots and MJPEG streams. */
+  cameras: CameraHub;
 }

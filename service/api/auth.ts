@@ -29,7 +29,7 @@ export function requiredRole(route: Pick<AnyRoute, 'method' | 'path'>): Role | n
   return configures ? 'admin' : 'operator';
 }
 
-/** The bearer token of a request (the `access_token` query parameter too, for browsers' WebSocket, which cannot set headers). */
+/** The bearer token of a request (the `access_token` query parameter too where allowed: browsers' WebSocket and <img src>, which cannot set headers). */
 export function bearerToken(req: IncomingMessage, allowQuery = false): string | null {
   const header = req.headers.authorization;
   const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
@@ -54,11 +54,15 @@ export function authorize(tokens: TokenRegistry, req: IncomingMessage, needed: R
   return { role };
 }
 
+/** Camera pictures are shown by <img src> tags, which cannot send headers: they may carry the token as `access_token` too. */
+const QUERY_TOKEN_ROUTES = new Set(['get /printers/{printer_id}/camera/snapshot', 'get /printers/{printer_id}/camera/stream']);
+
 /** The middleware a route gets: the check, and access codes hidden from viewers. */
 export function routeAuth(tokens: TokenRegistry, route: AnyRoute): RequestHandler {
   const needed = requiredRole(route);
+  const allowQuery = QUERY_TOKEN_ROUTES.has(`${route.method} ${route.path}`);
   return (req, res, next) => {
-    const result = authorize(tokens, req, needed);
+    const result = authorize(tokens, req, needed, allowQuery);
     if ('error' in result) {
       if (result.error.status === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="printfarm"');
       return sendError(res, result.error);

@@ -17,6 +17,7 @@ import { fileRoutes } from './files';
 import { ideaRoutes } from './ideas';
 import { jobRoutes } from './jobs';
 import { buildOpenApi } from '../http/openapi';
+import { cameraRoutes } from './cameras';
 import { printerRoutes } from './printers';
 import { queueRoutes } from './queue';
 import { routeLimiter, type RateLimiter } from './rate-limit';
@@ -108,7 +109,7 @@ export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, t
         response: OpenApiDocument,
         handler: () => document,
       });
-      routes = [...systemRoutes(ctx), ...printerRoutes(ctx), ...jobRoutes(ctx), ...fileRoutes(ctx), ...statisticsRoutes(ctx), ...settingsRoutes(ctx), ...ideaRoutes(ctx), ...usageRoutes(ctx), ...queueRoutes(ctx), openapiRoute];
+      routes = [...systemRoutes(ctx), ...printerRoutes(ctx), ...cameraRoutes(ctx), ...jobRoutes(ctx), ...fileRoutes(ctx), ...statisticsRoutes(ctx), ...settingsRoutes(ctx), ...ideaRoutes(ctx), ...usageRoutes(ctx), ...queueRoutes(ctx), openapiRoute];
       document = buildOpenApi(routes, API_BASE, {
         version: ctx.version,
         rateLimited: true,

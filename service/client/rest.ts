@@ -183,6 +183,8 @@ export class PrintfarmClient {
     testConnection: (id: string) => this.request<ConnectionTestView>('POST', `/printers/${enc(id)}/test-connection`),
     /** The plate was cleared: the queue may start the next print there. */
     plateCleared: (id: string) => this.request<PlateClearedView>('POST', `/printers/${enc(id)}/plate-cleared`),
+    /** A JPEG from the printer's camera, at most 2 s old (PrintfarmError CAMERA_UNAVAILABLE, CAMERA_ERROR, PRINTER_OFFLINE...). */
+    snapshot: (id: string) => this.requestBytes('GET', `/printers/${enc(id)}/camera/snapshot`, { timeoutMs: this.transferTimeoutMs }).then((r) => r.data),
   };
 
   /** The print queue: each copy starts on the next free printer that can print it. */

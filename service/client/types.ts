@@ -104,6 +104,8 @@ export interface PrinterStatusData extends Partial<PrinterStatusEvent> {
   layer_total?: number | null;
   estimated_remaining?: number | null;
   error?: { code?: string; message?: string } | null;
+  /** Sent when the printer's camera fails or comes back (never a frame). */
+  camera?: { available: boolean; source: string | null; fps: number; error?: string };
 }
 
 /** data of a job_update frame: the service's event. */

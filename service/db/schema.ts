@@ -25,6 +25,10 @@ export interface PrintersTable {
   plate_auto_clear: number;
   /** prusa_core: 'digest' or 'api_key'; NULL is Digest. */
   auth_method: string | null;
+  /** bambu_lab: camera port override (NULL: 6000 or 322 by model). */
+  camera_port: number | null;
+  /** A camera URL that replaces the printer's own camera (may hold credentials). */
+  camera_url: string | null;
 }
 
 export interface JobsTable {

@@ -13,6 +13,7 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
 const TAG_TEXT: Record<string, string> = {
   System: 'Health, version, update check and this document',
   Printers: 'Printer configuration, live state, statistics and capabilities',
+  Cameras: 'Camera snapshots (JPEG) and live MJPEG streams: one connection per printer camera, shared by every viewer',
   Jobs: 'Print jobs: history, progress, material, costs, business data; cancel',
   Settings: 'Runtime settings; values set here persist across restarts',
   Files: 'The file catalog: printer and local files, downloads, uploads, cleanup, thumbnails and previews',

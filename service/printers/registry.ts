@@ -15,6 +15,8 @@ import { nowIso } from '../util/time';
 import { capabilitiesOf } from './capabilities';
 import type { PrinterState } from './driver';
 import { isHost } from './host';
+import { isMaskedForm, maskCameraUrl } from '../cameras/camera-url';
+import type { CameraView } from '../cameras/hub';
 
 /** What the registry needs of the fleet: keep drivers in line with the configuration, and what printers reported. */
 export interface FleetView {
@@ -31,6 +33,8 @@ export class PrinterRegistry {
     private readonly cache: StatusCache,
     private readonly bus: EventBus,
     private readonly fleet: FleetView,
+    /** `camera` of the views (the camera hub); without it, no printer shows a camera. */
+    private readonly cameras?: { viewOf(record: PrinterRecord): CameraView },
   ) {}
 
   async list(filter: { active?: boolean; type?: string }) {
@@ -72,6 +76,8 @@ export class PrinterRegistry {
       http_port: record.http_port,
       power_watts: record.power_watts,
       auth_method: record.auth_method as PrinterDetailView['auth_method'],
+      camera_port: record.camera_port ?? null,
+      camera_url: maskCameraUrl(record.camera_url ?? null),
     };
   }
 
@@ -103,6 +109,8 @@ export class PrinterRegistry {
       plate_state: 'clear',
       plate_auto_clear: input.plate_auto_clear ?? false,
       auth_method: input.auth_method ?? null,
+      camera_port: input.camera_port ?? null,
+      camera_url: input.camera_url || null,
     };
     try {
       await this.store.printers.insert(record);
@@ -129,6 +137,11 @@ export class PrinterRegistry {
     this.checkConfig(current.type, { ...current, ...input });
     const now = nowIso();
     const patch: Partial<PrinterRecord> = { ...input, updated_at: now };
+    // A camera URL written back as it was shown (masked) keeps the stored one; empty removes it.
+    if (input.camera_url !== undefined) {
+      if (input.camera_url !== null && isMaskedForm(input.camera_url, current.camera_url ?? null)) delete patch.camera_url;
+      else patch.camera_url = input.camera_url || null;
+    }
     if (input.is_active === false) Object.assign(patch, { status: 'offline', connection_status: 'disconnected', status_message: 'deactivated' });
     const linkChanged = CONNECTION_FIELDS.some((k) => input[k] !== undefined && input[k] !== current[k]);
     const reconnect = (input.is_active === true && !current.is_active) || (current.is_active && input.is_active !== false && linkChanged);
@@ -170,10 +183,11 @@ export class PrinterRegistry {
       ftps_port?: number | null;
       http_port?: number | null;
       auth_method?: string | null;
+      camera_port?: number | null;
     },
   ): void {
     const problems: { field: string; message: string }[] = [];
-    const foreignPorts = type === 'bambu_lab' ? ['http_port', 'auth_method'] : type === 'klipper' ? ['mqtt_port', 'ftps_port', 'auth_method'] : ['mqtt_port', 'ftps_port'];
+    const foreignPorts = type === 'bambu_lab' ? ['http_port', 'auth_method'] : type === 'klipper' ? ['mqtt_port', 'ftps_port', 'auth_method', 'camera_port'] : ['mqtt_port', 'ftps_port', 'camera_port'];
     for (const field of foreignPorts) {
       if (c[field as keyof typeof c] != null) problems.push({ field, message: `does not apply to ${type} printers` });
     }
@@ -225,6 +239,7 @@ export class PrinterRegistry {
       materials: this.fleet.stateOf(record.id)?.materials ?? [],
       plate_state: record.plate_state ?? 'clear',
       plate_auto_clear: record.plate_auto_clear ?? false,
+      camera: this.cameras?.viewOf(record) ?? { available: false, source: null, fps: 0 },
     };
   }
 

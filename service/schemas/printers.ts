@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { cameraUrlProblem } from '../cameras/camera-url';
 import { nullableTimestamp, queryBoolean, timestamp } from './common';
 
 export const PRINTER_TYPES = ['bambu_lab', 'prusa_core', 'klipper'] as const;
@@ -27,6 +28,26 @@ const portOverrides = {
   http_port: port.optional().meta({ description: 'prusa_core: PrusaLink HTTP port (default 80); klipper: Moonraker port (default 7125)' }),
 };
 
+const cameraPort = port.meta({ description: 'bambu_lab: camera port (default 6000 for A1 / A1 mini / P1P / P1S, 322 (RTSPS) for X1 / X1C / X1E / H2D / H2S / P2S)' });
+const cameraUrl = z
+  .string()
+  .trim()
+  .max(2048)
+  .refine((v) => v === '' || cameraUrlProblem(v) === null, { message: 'must be an http(s) MJPEG stream or snapshot URL, or an rtsp(s) URL' })
+  .meta({
+    description:
+      'A camera that replaces the printer\'s own: http(s) MJPEG stream, http(s) snapshot URL, or rtsp(s) (needs ffmpeg). User and password in the URL are sent as Basic authentication and shown masked. Empty: none.',
+    example: 'http://octopi.local/webcam/?action=stream',
+  });
+
+export const CameraInfo = z
+  .object({
+    available: z.boolean().meta({ description: 'The printer has a camera to show and it did not fail on its last try' }),
+    source: z.enum(['bambu_tls', 'rtsp', 'prusalink', 'mjpeg', 'snapshot']).nullable().meta({ description: 'Where the picture comes from (null: no camera)' }),
+    fps: z.number().meta({ description: 'Frames per second a stream gets at most (0 when unavailable)' }),
+  })
+  .meta({ description: 'GET /printers/{printer_id}/camera/snapshot and /camera/stream serve the picture' });
+
 export const PrinterIdParams = z.object({ printer_id: z.string().min(1).max(128) });
 
 export const PrinterListQuery = z.object({
@@ -46,6 +67,8 @@ export const CreatePrinterBody = z.strictObject({
   power_watts: z.number().int().min(1).max(10000).optional().meta({ description: 'Average power draw in watts, for power costs (default: the default_printer_power_watts setting)' }),
   plate_auto_clear: z.boolean().optional().meta({ description: 'The printer clears its own plate (an ejection system): a print end does not make the plate need clearing (default false)' }),
   auth_method: authMethod.optional(),
+  camera_port: cameraPort.optional(),
+  camera_url: cameraUrl.optional(),
   ...portOverrides,
 });
 
@@ -63,6 +86,8 @@ export const UpdatePrinterBody = z
     power_watts: z.number().int().min(1).max(10000).nullable().optional(),
     plate_auto_clear: z.boolean().optional(),
     auth_method: authMethod.nullable().optional().meta({ description: 'prusa_core only; null returns to Digest' }),
+    camera_port: cameraPort.nullable().optional(),
+    camera_url: cameraUrl.nullable().optional().meta({ description: 'null or empty removes it; the masked URL as shown changes nothing' }),
   })
   .refine((b) => Object.keys(b).length > 0, { message: 'give at least one field to change' });
 
@@ -109,6 +134,7 @@ export const Printer = z.object({
   materials: z.array(LoadedMaterial).meta({ description: 'The filaments loaded now, as the printer reports them (empty when unknown)' }),
   plate_state: PlateState,
   plate_auto_clear: z.boolean(),
+  camera: CameraInfo,
 });
 
 export const PrinterDetail = Printer.extend({
@@ -139,6 +165,8 @@ export const PrinterDetail = Printer.extend({
   http_port: z.number().int().nullable(),
   power_watts: z.number().int().nullable().meta({ description: 'Average power draw in watts (null: the default setting)' }),
   auth_method: z.enum(['digest', 'api_key']).nullable().meta({ description: 'prusa_core: how the printer authenticates (null: Digest); null for bambu_lab and klipper' }),
+  camera_port: z.number().int().nullable().meta({ description: 'Camera port override, null for the default' }),
+  camera_url: z.string().nullable().meta({ description: 'The camera URL that replaces the printer\'s own, user and password shown as ****' }),
 });
 
 export const PrinterList = z.object({

@@ -15,18 +15,15 @@
  *   anywhere on the card, two at once corrupt each other (bambu/ftps.ts).
  * - AMS trays and the external spool (bambu/materials.ts), white PLA in
  *   tray 0 by default; the model as real printers tell it (bambu/version.ts).
+ * - The A1/P1 "JPEG over TLS" camera showing name, state and progress (bambu/camera.ts).
  * - A control API (JSON over HTTP, `controlUrl`; routes in bambu/control.ts)
  *   to drive it like a person at the printer and to inject faults.
  *
  * Time runs `speed` times faster than the wall clock: a 10-minute print at
- * speed 60 takes 10 s.
- *
- * For benchmarks with hundreds of printers (bench/fleet.ts): one shared TLS
- * key/cert (`tls`), no FTPS (`ftps: false`) and no control API
- * (`control: false`) make a simulator cheap to start; `reportOffsetMs`
- * spreads the reports over the second; `benchReports` makes every report
- * change the nozzle temperature and `onReport` tells when each one leaves.
+ * speed 60 takes 10 s. Options for benchmarks with hundreds of printers
+ * (shared TLS pair, no FTPS/control/camera, report offsets): bambu/options.ts.
  */
+import { SimCamera } from './bambu/camera';
 import { BambuControlServer, parseFaults, type BambuControlTarget } from './bambu/control';
 import { SimStorage, type SimFile } from './bambu/files';
 import { SimFtps } from './bambu/ftps';
@@ -62,7 +59,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
   readonly id: string;
   readonly speed: number;
   readonly firmware: string;
-  readonly faults: BambuFaults = { partial_reports: false, reject_commands: false, transfer_bytes_per_sec: 0 };
+  readonly faults: BambuFaults = { partial_reports: false, reject_commands: false, transfer_bytes_per_sec: 0, camera_stalled: false };
   readonly storage: SimStorage;
   readonly stats = { pushall_requests: 0, get_version_requests: 0, commands: 0 };
   readonly printer: SimPrinter;
@@ -78,6 +75,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
   private mqtt: SimMqtt | null = null;
   private ftps: SimFtps | null = null;
   private control: BambuControlServer | null = null;
+  camera: SimCamera | null = null; // the port-6000 camera (null for the X1 family or with `camera: false`)
   private timer: NodeJS.Timeout | null = null;
   private lastTick = Date.now();
   private lastSent: Json | null = null;
@@ -155,6 +153,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
       });
       await this.ftps.listen();
     }
+    if (this.options.camera ?? SimCamera.servedBy(this.model)) this.camera = await SimCamera.open(this, { key, cert, faults: this.faults, stamp: this.options.cameraStamp, size: this.options.cameraSize, intervalMs: this.options.cameraIntervalMs });
     if (this.options.control ?? true) {
       this.control = new BambuControlServer(this);
       await this.control.listen();
@@ -203,6 +202,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
       access_code: this.accessCode,
       mqtt_port: this.mqttPort,
       ...(this.ftps ? { ftps_port: this.ftpsPort } : {}),
+      ...(this.camera ? { camera_port: this.camera.port } : {}),
     };
   }
 
@@ -355,7 +355,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
     const previous = this.linkMode;
     this.linkMode = mode;
     if (previous !== 'online' && mode === 'online') this.lastTick = Date.now();
-    await Promise.all([this.mqtt?.setMode(mode), this.ftps?.setMode(mode)]);
+    await Promise.all([this.mqtt?.setMode(mode), this.ftps?.setMode(mode), this.camera?.setLink(mode)]);
   }
 
   setFaults(patch: Partial<BambuFaults>): BambuFaults {
@@ -378,7 +378,6 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
     return { ok: true, materials: this.materials.list() };
   }
 
-
   get status(): SimStatus {
     return statusWord(this.printer.gcodeState, this.endedBy);
   }
@@ -395,6 +394,6 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
     this.timer = null;
     if (this.startTimer) clearTimeout(this.startTimer);
     this.startTimer = null;
-    await Promise.all([this.control?.close(), this.mqtt?.close(), this.ftps?.close()]);
+    await Promise.all([this.control?.close(), this.mqtt?.close(), this.ftps?.close(), this.camera?.close()]);
   }
 }

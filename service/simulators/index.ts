@@ -45,7 +45,8 @@ export async function startFarm(options: FarmOptions = {}): Promise<SimulatedFar
     }
     for (let i = 0; i < (options.prusa ?? 0); i++) {
       const n = String(i + 1).padStart(2, '0');
-      sims.push(await PrusaSimulator.start({ id: `sim-prusa-${n}`, name: `Prusa ${PRUSA_MODELS[i % PRUSA_MODELS.length]} #${n}`, model: PRUSA_MODELS[i % PRUSA_MODELS.length], speed: options.speed }));
+      const model = PRUSA_MODELS[i % PRUSA_MODELS.length];
+      sims.push(await PrusaSimulator.start({ id: `sim-prusa-${n}`, name: `Prusa ${model} #${n}`, model, speed: options.speed, camera: true }));
     }
     for (let i = 0; i < (options.klipper ?? 0); i++) {
       const n = String(i + 1).padStart(2, '0');

@@ -19,6 +19,8 @@ export interface MetricSources {
   jobsByStatus(statuses: readonly string[]): Promise<Record<string, number>>;
   /** Connected /ws clients now. */
   wsClients(): number;
+  /** Camera streams served and camera connections open now (counts only: frames never reach the metrics). */
+  cameras?(): { streams: number; upstreams: number };
   /** The bytes the database takes (0 before it is open). */
   databaseBytes(): Promise<number>;
 }
@@ -114,6 +116,8 @@ export class ServiceMetrics {
     this.reports = counter('printfarm_printer_reports_total', 'State reports received from printers');
     gauge('printfarm_printer_reports_per_second', `State reports per second, averaged over the last ${RATE_SECONDS} s`, () => this.reportRate.perSecond());
     gauge('printfarm_ws_clients', 'Connected /ws clients', () => sources.wsClients());
+    gauge('printfarm_camera_streams', 'Camera MJPEG streams served now', () => sources.cameras?.().streams ?? 0);
+    gauge('printfarm_camera_connections', 'Camera connections open now (one per watched printer)', () => sources.cameras?.().upstreams ?? 0);
     const frames = counter('printfarm_ws_events_total', 'Events published to /ws, by type', ['type']);
     this.requestSeconds = new Histogram({
       name: 'printfarm_http_request_duration_seconds',

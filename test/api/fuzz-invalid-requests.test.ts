@@ -31,8 +31,10 @@ describeDialects('schema-driven fuzzing of every operation in the OpenAPI docume
     expect(cases.length).toBeGreaterThan(2000);
 
     // Reads may fill caches (the trending list is read-through): one plain read of each first, so the snapshot holds them.
+    // A read that reaches a printer (its camera) may be 502 where the operation documents it: the seeded printers are not connected.
     for (const op of ops.filter((o) => o.method === 'GET')) {
-      expect((await h.get(fillPath(op, existingPathValues(op, seed, rng)) + queryString(requiredQuery(op, rng)))).status).toBeLessThan(500);
+      const status = (await h.get(fillPath(op, existingPathValues(op, seed, rng)) + queryString(requiredQuery(op, rng)))).status;
+      expect([op.key, status < 500 || (status === 502 && op.statuses.has(502))]).toEqual([op.key, true]);
     }
     const before = await snapshotDb(connectionOf(h));
     const filesBefore = listFiles(h.dataDir);

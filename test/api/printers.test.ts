@@ -58,6 +58,8 @@ describeDialects('printers API', (db) => {
       materials: [],
       plate_state: 'clear',
       plate_auto_clear: false,
+      // An X1C's camera is RTSPS; not available while the printer is not connected.
+      camera: { available: false, source: 'rtsp', fps: 5 },
     });
     // Chamber temperature is a Bambu thing.
     expect(all.body.printers[1].temperatures).not.toHaveProperty('chamber');

@@ -177,6 +177,8 @@ describe('GET /metrics', () => {
       printfarm_printer_reports_total: 'counter',
       printfarm_printer_reports_per_second: 'gauge',
       printfarm_ws_clients: 'gauge',
+      printfarm_camera_streams: 'gauge',
+      printfarm_camera_connections: 'gauge',
       printfarm_ws_events_total: 'counter',
       printfarm_http_request_duration_seconds: 'histogram',
       printfarm_downloads_active: 'gauge',

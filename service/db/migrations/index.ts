@@ -19,6 +19,7 @@ import * as m007 from './007_usage_stats';
 import * as m008 from './008_job_list_indexes';
 import * as m009 from './009_print_queue';
 import * as m010 from './010_printer_auth_method';
+import * as m011 from './011_cameras';
 import * as m014 from './014_klipper_printers';
 
 export const MIGRATIONS: Record<string, Migration> = {
@@ -32,5 +33,6 @@ export const MIGRATIONS: Record<string, Migration> = {
   '008_job_list_indexes': m008,
   '009_print_queue': m009,
   '010_printer_auth_method': m010,
+  '011_cameras': m011,
   '014_klipper_printers': m014,
 };

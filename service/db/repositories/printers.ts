@@ -5,14 +5,17 @@ import type { PrintersTable } from '../schema';
 export type PlateState = 'clear' | 'needs_clearing';
 
 /**
- * A printers row as the service uses it: a known type, is_active as a boolean. The plate fields are always
- * there when read; a new record may leave them out (the database defaults: clear, no automatic clearing).
+ * A printers row as the service uses it: a known type, is_active as a boolean. The plate and camera fields are
+ * always there when read; a new record may leave them out (the database defaults: clear, no automatic clearing, no camera override).
  */
-export type PrinterRecord = Omit<PrintersTable, 'type' | 'is_active' | 'plate_state' | 'plate_auto_clear'> & {
+export type PrinterRecord = Omit<PrintersTable, 'type' | 'is_active' | 'plate_state' | 'plate_auto_clear' | 'camera_port' | 'camera_url'> & {
   type: 'bambu_lab' | 'prusa_core' | 'klipper';
   is_active: boolean;
   plate_state?: PlateState;
   plate_auto_clear?: boolean;
+  /** Always there when read; a new record may leave them out (NULL: the printer's own camera on its default port). */
+  camera_port?: number | null;
+  camera_url?: string | null;
 };
 
 export type PrinterPatch = Partial<Omit<PrinterRecord, 'id' | 'type' | 'created_at'>>;

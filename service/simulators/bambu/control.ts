@@ -7,7 +7,9 @@
  *     POST /offline   drop every connection, refuse new ones
  *     POST /stall     keep sockets open, send and answer nothing
  *     POST /online    back to normal (ends offline and stall)
- *     POST /faults {"partial_reports": bool, "reject_commands": bool, "transfer_bytes_per_sec": N}
+ *     POST /faults {"partial_reports": bool, "reject_commands": bool, "transfer_bytes_per_sec": N,
+ *                   "camera_stalled": bool}   (the camera keeps its connections and sends no frame)
+ *     POST /camera {"enabled": false}   the camera leaves the network (refused) until enabled again
  *     POST /materials {"materials": [{"slot": 0, "type": "PLA", "color": "#FFFFFF"}]}
  *                     replaces what is loaded (slot = global tray, 254 = external spool)
  *     GET  /state     {status, gcode_state, progress, file, files, link, faults, stats,
@@ -34,6 +36,8 @@ export interface BambuControlTarget {
   applyFaults(body: Json): { ok: true; faults: Json } | { ok: false; error: string };
   /** Applies a /materials body; returns the materials now loaded or the reason the body is refused. */
   applyMaterials(body: Json): { ok: true; materials: unknown } | { ok: false; error: string };
+  /** The port-6000 camera, when the simulator runs one. */
+  readonly camera: { setEnabled(enabled: boolean): Promise<void> } | null;
 }
 
 const MAX_BODY = 64 * 1024;
@@ -41,7 +45,7 @@ const MAX_BODY = 64 * 1024;
 /** A POST /faults body: booleans and a byte rate >= 0; unknown keys are ignored. */
 export function parseFaults(body: Json): { ok: true; patch: Partial<BambuFaults> } | { ok: false; error: string } {
   const patch: Partial<BambuFaults> = {};
-  for (const key of ['partial_reports', 'reject_commands'] as const) {
+  for (const key of ['partial_reports', 'reject_commands', 'camera_stalled'] as const) {
     if (!(key in body)) continue;
     if (typeof body[key] !== 'boolean') return { ok: false, error: `${key} must be a boolean` };
     patch[key] = body[key] as boolean;
@@ -125,6 +129,11 @@ async function route(target: BambuControlTarget, req: http.IncomingMessage, res:
       const result = target.applyFaults(body);
       return result.ok ? json(res, 200, { faults: result.faults }) : json(res, 400, { error: result.error });
     }
+    case '/camera':
+      if (typeof body.enabled !== 'boolean') return json(res, 400, { error: 'give {"enabled": true|false}' });
+      if (!target.camera) return json(res, 409, { error: 'this simulator runs no camera' });
+      await target.camera.setEnabled(body.enabled);
+      return json(res, 200, target.stateView());
     case '/materials': {
       const result = target.applyMaterials(body);
       return result.ok ? json(res, 200, { materials: result.materials }) : json(res, 400, { error: result.error });

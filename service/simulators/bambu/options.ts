@@ -44,6 +44,14 @@ export interface BambuSimulatorOptions {
   ftps?: boolean;
   /** Run the HTTP control API (default true). Off: controlUrl is empty; the methods still work. */
   control?: boolean;
+  /** Run the "JPEG over TLS" camera (default: for the models that have one, A1 / P1). Off: `camera` is null and printerConfig() has no camera_port. */
+  camera?: boolean;
+  /** Size of the camera's pictures (default 320x180). */
+  cameraSize?: { width: number; height: number };
+  /** Milliseconds between camera frames (default 1000, as the printers send). */
+  cameraIntervalMs?: number;
+  /** Benchmarks: every camera frame carries the time it was sent in a JPEG comment (bambu/camera.ts cameraFrameStamp). */
+  cameraStamp?: boolean;
   /** Delay of the first periodic report in ms (default: one report interval); spreads many printers over the second. */
   reportOffsetMs?: number;
   /**
@@ -88,6 +96,8 @@ export interface BambuFaults {
   reject_commands: boolean;
   /** FTPS throttle for downloads and uploads alike, bytes per second; 0 = unlimited. */
   transfer_bytes_per_sec: number;
+  /** The camera keeps its connections open and sends no frame. */
+  camera_stalled: boolean;
 }
 
 export type BambuPrinterConfig = {
@@ -101,6 +111,8 @@ export type BambuPrinterConfig = {
   mqtt_port: number;
   /** Absent when the simulator runs without FTPS (`ftps: false`). */
   ftps_port?: number;
+  /** Absent without the camera (`camera: false`). */
+  camera_port?: number;
 };
 
 /** Serial prefixes of real printers per model: how a serial tells the model (PROTOCOLS.md §1). */

@@ -74,6 +74,8 @@ export function stateView({ sim, mqtt, ftps, link }: StateParts): Json {
     speed: sim.speed,
     mqtt_port: sim.mqttPort,
     ftps_port: sim.ftpsPort,
+    camera_port: sim.camera?.port ?? 0,
+    camera_enabled: sim.camera?.isEnabled ?? false,
     stats: {
       ...sim.stats,
       mqtt_clients: mqtt?.connectedClients ?? 0,
@@ -89,6 +91,10 @@ export function stateView({ sim, mqtt, ftps, link }: StateParts): Json {
       ftp_uploads: ftps?.stats.uploads ?? 0,
       ftp_upload_collisions: ftps?.stats.upload_collisions ?? 0,
       ftp_active_uploads: ftps?.activeUploads.size ?? 0,
+      camera_connections: sim.camera?.stats.connections ?? 0,
+      camera_open_connections: sim.camera?.openConnections ?? 0,
+      camera_auth_failures: sim.camera?.stats.auth_failures ?? 0,
+      camera_frames_sent: sim.camera?.stats.frames_sent ?? 0,
     },
   };
 }

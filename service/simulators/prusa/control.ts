@@ -4,7 +4,8 @@
  * POST /print {"file"}, /pause, /resume, /finish, /fail {"message"}, /cancel,
  * /attention {"message"}, /busy, /ready, /not-ready, /idle, /materials
  * {"materials":[{"slot":0,"type":"PLA","color":"#FFFFFF"}]}, /offline,
- * /online, /stall, /faults.
+ * /online, /stall, /faults ({"camera_stalled": true} hangs camera snapshots),
+ * /camera {"enabled": false} (the camera disconnected: snap answers 503).
  */
 import type http from 'node:http';
 import { readControlBody } from '../control-body';
@@ -76,6 +77,10 @@ export async function handleControl(sim: PrusaSimulator, req: http.IncomingMessa
         return ok();
       case '/stall':
         sim.stall();
+        return ok();
+      case '/camera':
+        if (typeof body.enabled !== 'boolean') return reply(400, { error: 'give {"enabled": true|false}' });
+        sim.camera.enabled = body.enabled;
         return ok();
       case '/faults':
         sim.setFaults(body as Partial<PrusaFaults>);

@@ -24,6 +24,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { seedFiles } from '../seed-files';
 import { BuddyAuth } from './auth';
+import { PrusaSimCamera } from './camera';
 import { handleControl } from './control';
 import { infoBody, jobBody, statusBody, storageBody, versionBody } from './bodies';
 import { download, handleFiles } from './file-routes';
@@ -43,7 +44,9 @@ export class PrusaSimulator {
   readonly id: string;
   readonly storage = new SimStorage('usb');
   readonly printer: SimPrinter;
-  readonly faults: PrusaFaults = { partial_reports: false, reject_commands: false, transfer_bytes_per_sec: 0 };
+  readonly faults: PrusaFaults = { partial_reports: false, reject_commands: false, transfer_bytes_per_sec: 0, camera_stalled: false };
+  /** /api/v1/cameras and /api/v1/cameras/snap (an empty list and 404 unless started with `camera: true`). */
+  readonly camera: PrusaSimCamera;
   /** Counters: what the printer saw (tests assert on them). */
   readonly stats = { requests: 0, unauthorized: 0, stale_nonces: 0, digest_ok: 0, api_key_ok: 0 };
   readonly nozzleDiameter: number;
@@ -85,6 +88,8 @@ export class PrusaSimulator {
     this.nozzleDiameter = options.nozzleDiameter ?? 0.4;
     this.printer = new SimPrinter(options.speed ?? 1, options.printSeconds ?? 600);
     this.auth = new BuddyAuth({ ...options, password: this.password }, this.stats);
+    const facts = () => ({ name: this.name, state: this.printer.state, progress: this.printer.progress() });
+    this.camera = new PrusaSimCamera(options.camera ?? false, facts, () => this.faults.camera_stalled);
     // The seed G-code and BGCode are sliced for this very model.
     for (const f of options.files ?? seedFiles({ prusa: this.model })) this.storage.write(f.name.split('/'), f.data);
   }
@@ -154,6 +159,7 @@ export class PrusaSimulator {
         type: f.type,
       })),
       faults: { ...this.faults },
+      camera: { enabled: this.camera.enabled, snaps: this.camera.stats.snaps },
       screen_ready: p.screenReady,
       prints_started: this.printsStarted,
       starts_refused: this.startsRefused,
@@ -198,6 +204,8 @@ export class PrusaSimulator {
     if (typeof patch.reject_commands === 'boolean') this.faults.reject_commands = patch.reject_commands;
     if (typeof patch.transfer_bytes_per_sec === 'number' && patch.transfer_bytes_per_sec >= 0)
       this.faults.transfer_bytes_per_sec = Math.floor(patch.transfer_bytes_per_sec);
+    if (typeof patch.camera_stalled === 'boolean') this.faults.camera_stalled = patch.camera_stalled;
+    if (!this.faults.camera_stalled) this.camera.release();
     return { ...this.faults };
   }
 
@@ -236,6 +244,7 @@ export class PrusaSimulator {
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     this.releaseHung();
+    this.camera.release();
     const servers: Array<[http.Server | null, Set<Socket>]> = [
       [this.api, this.apiSockets],
       [this.control, this.controlSockets],
@@ -301,6 +310,8 @@ export class PrusaSimulator {
     if (method === 'GET' && path === '/api/v1/info') return sendJson(res, 200, infoBody(this.bodySource()));
     if (method === 'GET' && path === '/api/v1/status') return sendJson(res, 200, statusBody(this, () => this.statusCount++));
     if (method === 'GET' && path === '/api/v1/storage') return sendJson(res, 200, storageBody(this.storage));
+    if (method === 'GET' && path === '/api/v1/cameras') return this.camera.list(res);
+    if (method === 'GET' && path === '/api/v1/cameras/snap') return this.camera.snap(res);
     if (method === 'GET' && path === '/api/v1/job') {
       const body = jobBody(this.printer, this.storage);
       if (!body) return sendEmpty(res, 204);

@@ -60,6 +60,8 @@ export interface PrusaFaults {
   reject_commands: boolean;
   /** Throttle downloads to this many bytes per second (0: unthrottled). */
   transfer_bytes_per_sec: number;
+  /** Camera snapshots hang without an answer. */
+  camera_stalled: boolean;
 }
 
 export type PrusaPrinterConfig = {

@@ -1,0 +1,48 @@
+/** A printer's camera_url: which kind of source it names, and how it is shown without its credentials. */
+import type { CameraSource } from './source';
+
+export const CAMERA_URL_PROTOCOLS = ['http:', 'https:', 'rtsp:', 'rtsps:'];
+const MASK = '****';
+
+/** Why `value` is not a usable camera URL, or null. */
+export function cameraUrlProblem(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'is not a URL';
+  }
+  if (!CAMERA_URL_PROTOCOLS.includes(url.protocol)) return 'must be an http, https, rtsp or rtsps URL';
+  if (!url.hostname) return 'needs a host';
+  return null;
+}
+
+/**
+ * http(s) URLs that name a single picture (mjpg-streamer's ?action=snapshot, /snapshot, /snap, *.jpg)
+ * are polled; other http(s) URLs are read as MJPEG streams (either source also takes the other answer).
+ */
+export function cameraUrlKind(value: string): CameraSource['kind'] {
+  const url = new URL(value);
+  if (url.protocol === 'rtsp:' || url.protocol === 'rtsps:') return 'rtsp';
+  const where = `${url.pathname}${url.search}`.toLowerCase();
+  return /snapshot|snap\b|\/snap|still|\.jpe?g$|image\.cgi|action=snapshot/.test(where) ? 'snapshot' : 'mjpeg';
+}
+
+/** The URL with any user name and password replaced by ****: what list and detail responses show. */
+export function maskCameraUrl(value: string | null): string | null {
+  if (!value) return value;
+  try {
+    const url = new URL(value);
+    if (!url.username && !url.password) return value;
+    url.username = MASK;
+    url.password = url.password ? MASK : '';
+    return url.toString();
+  } catch {
+    return value;
+  }
+}
+
+/** True when `value` is what maskCameraUrl shows for `stored` (a client writing back a shown URL changes nothing). */
+export function isMaskedForm(value: string, stored: string | null): boolean {
+  return stored !== null && value !== stored && maskCameraUrl(stored) === value;
+}
