@@ -10,6 +10,7 @@
  */
 import type http from 'node:http';
 import { readControlBody } from '../control-body';
+import { sendJson } from '../prusa/http-util';
 import type { KlipperFaults, KlipperSimulator } from './simulator';
 
 export function klipperSnapshot(sim: KlipperSimulator) {
@@ -35,11 +36,7 @@ export function klipperSnapshot(sim: KlipperSimulator) {
 }
 
 export async function handleKlipperControl(sim: KlipperSimulator, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-  const reply = (status: number, body: unknown) => {
-    const text = JSON.stringify(body);
-    res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(text)) });
-    res.end(text);
-  };
+  const reply = (status: number, body: unknown) => sendJson(res, status, body);
   try {
     const path = new URL(req.url ?? '/', 'http://control').pathname.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
