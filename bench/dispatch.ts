@@ -169,7 +169,7 @@ export async function main(argv: string[]): Promise<void> {
   const tls = await BambuSimulator.tlsCredentials();
   const sims: BambuSimulator[] = [];
   try {
-    for (let i = 0; i < options.printers; i++) sims.push(await BambuSimulator.start({ model: 'X1C', id: `bench-${i + 1}`, name: `Bench X1C #${i + 1}`, tls, speed: 1 }));
+    for (let i = 0; i < options.printers; i++) sims.push(await BambuSimulator.start({ model: 'X1C', id: `bench-${i + 1}`, name: `Bench X1C #${i + 1}`, tls, speed: 1, camera: false }));
     process.stdout.write(`dispatch: ${options.printers} simulated X1C, ${(size / 1024 / 1024).toFixed(1)} MB 3MF, ${options.parallel} uploads at once\n`);
     const cancelAll = () => Promise.all(sims.map((sim) => fetch(`${sim.controlUrl}/cancel`, { method: 'POST' })));
     // Unmeasured warm-up: the first pass over fresh simulators pays for their memory (every simulated card

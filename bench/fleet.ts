@@ -214,6 +214,7 @@ export async function startSimulators(n: number, options: Options, tls: SimTlsCr
       tls,
       ftps: false,
       control: false,
+      camera: false,
       benchReports: true,
       onReport: (info) => ledger.onReport(info),
     });

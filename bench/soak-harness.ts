@@ -88,6 +88,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
             tls,
             ftps: false,
             control: false,
+            camera: false,
             benchReports: true,
             onReport: (info) => ledger.onReport(info),
           }),

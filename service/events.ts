@@ -3,8 +3,6 @@
  * /ws hub (and later the usage statistics) listen. Publishing never throws
  * into the publisher: a failing listener is logged, not propagated.
  */
-import { EventEmitter } from 'node:events';
-
 export interface PrinterStatusEvent {
   printer_id: string;
   /** Why the frame was sent: the printer was created, changed, deleted, or reported a new state. */
@@ -40,14 +38,26 @@ export type EventType = keyof EventMap;
 export type AnyListener = <K extends EventType>(type: K, data: EventMap[K]) => void;
 
 export class EventBus {
-  private readonly emitter = new EventEmitter();
+  // Listener lists are replaced, never changed in place: an emit goes on over the list it started with, and a
+  // listener added or removed meanwhile counts from the next emit (as EventEmitter does). Listeners of one type
+  // are kept apart, so an event costs the listeners that want it (events are sent for every printer report).
+  private anyListeners: AnyListener[] = [];
+  private readonly typed = new Map<EventType, Array<(data: never) => void>>();
 
-  constructor(private readonly onListenerError: (err: unknown, type: EventType) => void = () => {}) {
-    this.emitter.setMaxListeners(0);
-  }
+  constructor(private readonly onListenerError: (err: unknown, type: EventType) => void = () => {}) {}
 
   emit<K extends EventType>(type: K, data: EventMap[K]): void {
-    for (const listener of this.emitter.listeners('*') as AnyListener[]) {
+    const typed = this.typed.get(type) as Array<(data: EventMap[K]) => void> | undefined;
+    if (typed) {
+      for (const listener of typed) {
+        try {
+          listener(data);
+        } catch (err) {
+          this.onListenerError(err, type);
+        }
+      }
+    }
+    for (const listener of this.anyListeners) {
       try {
         listener(type, data);
       } catch (err) {
@@ -58,13 +68,18 @@ export class EventBus {
 
   /** Listens to every event; returns the function that stops listening. */
   onAny(listener: AnyListener): () => void {
-    this.emitter.on('*', listener);
-    return () => this.emitter.off('*', listener);
+    this.anyListeners = [...this.anyListeners, listener];
+    return () => {
+      this.anyListeners = this.anyListeners.filter((l) => l !== listener);
+    };
   }
 
   on<K extends EventType>(type: K, listener: (data: EventMap[K]) => void): () => void {
-    return this.onAny((t: EventType, data) => {
-      if (t === type) listener(data as EventMap[K]);
-    });
+    this.typed.set(type, [...(this.typed.get(type) ?? []), listener as (data: never) => void]);
+    return () => {
+      const left = (this.typed.get(type) ?? []).filter((l) => l !== listener);
+      if (left.length) this.typed.set(type, left);
+      else this.typed.delete(type);
+    };
   }
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ServiceContext } from '../context';
+import { ffmpegHealth } from '../cameras/ffmpeg';
 import { Health, SystemInfo, UpdateCheck } from '../schemas/system';
 import { defineRoute, Reply, type AnyRoute } from '../http/route';
 
@@ -11,7 +12,7 @@ export function systemRoutes(ctx: ServiceContext): AnyRoute[] {
       tag: 'System',
       summary: 'Service health',
       description:
-        'Answers 200 while the database answers and its file is still the one the service opened; 503 (same body, status "unhealthy", database "error") when it does not, e.g. when printfarm.db was deleted or replaced while the service runs (writes would be lost: restart the service).',
+        'Answers 200 while the database answers and its file is still the one the service opened; 503 (same body, status "unhealthy", database "error") when it does not, e.g. when printfarm.db was deleted or replaced while the service runs (writes would be lost: restart the service). `ffmpeg` says whether RTSPS cameras can be decoded (install Debian\'s package ffmpeg where it is missing).',
       response: Health,
       async handler() {
         const dbOk = await ctx.store.ping();
@@ -23,6 +24,7 @@ export function systemRoutes(ctx: ServiceContext): AnyRoute[] {
           database: dbOk ? 'connected' : 'error',
           active_printers: active,
           uptime_seconds: Math.floor((Date.now() - ctx.startedAt) / 1000),
+          ffmpeg: ffmpegHealth(),
         };
         return dbOk ? body : new Reply(503, body);
       },

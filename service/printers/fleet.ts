@@ -15,6 +15,7 @@ import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
 import { DriverError, type ConnectionChange, type DriverConfig, type PrinterDriver, type PrinterState } from './driver';
 import { connectionChanged, frameKey, printerStatusOf } from './fleet-status';
+import { LAST_SEEN_WRITE_MS, LastSeenWriter } from './last-seen';
 
 export { printerStatusOf } from './fleet-status';
 
@@ -31,8 +32,6 @@ export interface FleetTimings {
   connectTimeoutMs?: number;
 }
 
-/** How often last_seen is written while a printer keeps reporting (it is kept in memory in between). */
-const LAST_SEEN_WRITE_MS = 30_000;
 
 interface Member {
   record: PrinterRecord;
@@ -53,6 +52,7 @@ export class Fleet {
   private readonly reportListeners: ReportListener[] = [];
   private readonly linkUpListeners: ((printerId: string) => void)[] = [];
   private closed = false;
+  private readonly lastSeen: LastSeenWriter;
 
   constructor(
     private readonly store: Store,
@@ -62,7 +62,9 @@ export class Fleet {
     private readonly log: Logger,
     private readonly createDriver: DriverFactory,
     private readonly timings: FleetTimings = {},
-  ) {}
+  ) {
+    this.lastSeen = new LastSeenWriter(store, log);
+  }
 
   /** Every state a connected printer reports goes to `listener` (the job tracker). */
   onReport(listener: ReportListener): void {
@@ -75,9 +77,7 @@ export class Fleet {
   }
 
   /** Whether a printer's link is up now (called on every report: no list is built). */
-  isConnected(printerId: string): boolean {
-    return this.members.get(printerId)?.driver.connection === 'connected';
-  }
+  isConnected = (printerId: string): boolean => this.members.get(printerId)?.driver.connection === 'connected';
 
   /** Ids of the printers connected now. */
   connectedPrinters(): string[] {
@@ -165,6 +165,7 @@ export class Fleet {
 
   async close(): Promise<void> {
     this.closed = true;
+    await this.lastSeen.flush();
     const at = nowIso();
     // The status history ends its monitoring: time while the service is down is not uptime.
     await Promise.all([...this.members.keys()].map((id) => this.retire(id).then(() => this.recordHistory(id, 'offline', 'disconnected', at))));
@@ -318,7 +319,7 @@ export class Fleet {
     if (state.model && state.model !== member.record.model) patch.model = member.record.model = state.model;
     if (now - member.lastSeenWritten > LAST_SEEN_WRITE_MS) {
       member.lastSeenWritten = now;
-      patch.last_seen = new Date(now).toISOString();
+      this.lastSeen.mark(id);
     }
     if (Object.keys(patch).length) this.persist(member, patch);
     this.frame(member, false);

@@ -8,6 +8,13 @@ export const Health = z.object({
   database: z.enum(['connected', 'error']),
   active_printers: z.number().int(),
   uptime_seconds: z.number().int(),
+  ffmpeg: z
+    .object({
+      available: z.boolean(),
+      version: z.string().nullable(),
+      message: z.string().meta({ description: 'What works, or what to install (apt-get install ffmpeg)' }),
+    })
+    .meta({ description: 'The system ffmpeg, which RTSPS cameras (Bambu X1, X1C, X1E, H2D, H2S, P2S) and rtsp(s) camera URLs need; without it they answer 501 CAMERA_UNSUPPORTED' }),
 });
 
 export const SystemInfo = z.object({

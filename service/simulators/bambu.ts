@@ -15,7 +15,9 @@
  *   anywhere on the card, two at once corrupt each other (bambu/ftps.ts).
  * - AMS trays and the external spool (bambu/materials.ts), white PLA in
  *   tray 0 by default; the model as real printers tell it (bambu/version.ts).
- * - The A1/P1 "JPEG over TLS" camera showing name, state and progress (bambu/camera.ts).
+ * - The model's camera showing name, state and progress (bambu/printer-camera.ts):
+ *   "JPEG over TLS" for A1/P1 (bambu/camera.ts), RTSPS for the X1/H2/P2
+ *   families where ffmpeg is installed (bambu/rtsps-camera.ts).
  * - A control API (JSON over HTTP, `controlUrl`; routes in bambu/control.ts)
  *   to drive it like a person at the printer and to inject faults.
  *
@@ -23,7 +25,6 @@
  * speed 60 takes 10 s. Options for benchmarks with hundreds of printers
  * (shared TLS pair, no FTPS/control/camera, report offsets): bambu/options.ts.
  */
-import { SimCamera } from './bambu/camera';
 import { BambuControlServer, parseFaults, type BambuControlTarget } from './bambu/control';
 import { SimStorage, type SimFile } from './bambu/files';
 import { SimFtps } from './bambu/ftps';
@@ -43,6 +44,7 @@ import {
 } from './bambu/options';
 import { decideProjectFile, plainStartRecord, type StartRecord } from './bambu/print-start';
 import { SimPrinter, type CommandResult, type Json, type StartOptions } from './bambu/printer';
+import { cameraPort, openPrinterCamera, type PrinterCamera } from './bambu/printer-camera';
 import { CORE_KEYS, diffReport } from './bambu/reports';
 import { realSizeReport } from './bambu/real-size';
 import { handleRequest, type RequestTarget } from './bambu/requests';
@@ -75,7 +77,8 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
   private mqtt: SimMqtt | null = null;
   private ftps: SimFtps | null = null;
   private control: BambuControlServer | null = null;
-  camera: SimCamera | null = null; // the port-6000 camera (null for the X1 family or with `camera: false`)
+  /** The model's camera: port-6000 "JPEG over TLS" (A1 / P1) or RTSPS (X1 / H2 / P2); null with `camera: false`. */
+  camera: PrinterCamera | null = null;
   private timer: NodeJS.Timeout | null = null;
   private lastTick = Date.now();
   private lastSent: Json | null = null;
@@ -143,17 +146,13 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
       },
     });
     if (this.options.ftps ?? true) {
-      this.ftps = new SimFtps({
-        key,
-        cert,
-        user: 'bblp',
-        password: this.accessCode,
-        storage: this.storage,
-        throttle: () => this.faults.transfer_bytes_per_sec,
-      });
+      this.ftps = new SimFtps({ key, cert, user: 'bblp', password: this.accessCode, storage: this.storage, throttle: () => this.faults.transfer_bytes_per_sec });
       await this.ftps.listen();
     }
-    if (this.options.camera ?? SimCamera.servedBy(this.model)) this.camera = await SimCamera.open(this, { key, cert, faults: this.faults, stamp: this.options.cameraStamp, size: this.options.cameraSize, intervalMs: this.options.cameraIntervalMs });
+    if (this.options.camera ?? true) {
+      const { cameraPort: port, cameraSize: size, cameraIntervalMs: intervalMs, cameraStamp: stamp } = this.options;
+      this.camera = await openPrinterCamera(this, { key, cert, faults: this.faults, port, size, intervalMs, stamp });
+    }
     if (this.options.control ?? true) {
       this.control = new BambuControlServer(this);
       await this.control.listen();
@@ -192,6 +191,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
 
   /** Body for POST /api/v1/printers (ports as per-printer overrides). */
   printerConfig(): BambuPrinterConfig {
+    const camera = cameraPort(this.camera);
     return {
       id: this.id,
       name: this.name,
@@ -202,7 +202,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
       access_code: this.accessCode,
       mqtt_port: this.mqttPort,
       ...(this.ftps ? { ftps_port: this.ftpsPort } : {}),
-      ...(this.camera ? { camera_port: this.camera.port } : {}),
+      ...(camera ? { camera_port: camera } : {}),
     };
   }
 

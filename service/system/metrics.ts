@@ -64,7 +64,7 @@ class RateMeter {
 export class ServiceMetrics {
   readonly registry = new Registry();
   private readonly requestSeconds: Histogram;
-  private readonly reports: Counter;
+  private readonly reportTally = new Map<string, number>();
   private readonly reportRate: RateMeter;
   private readonly downloadsFinished: Counter;
   private readonly rateLimited: Counter;
@@ -80,6 +80,18 @@ export class ServiceMetrics {
 
     const gauge = (name: string, help: string, read: Parameters<typeof scrapedGauge>[3], labelNames: string[] = []) => scrapedGauge(r, name, help, read, labelNames);
     const counter = (name: string, help: string, labelNames: string[] = []) => new Counter({ name, help, labelNames, registers: [r.prom] });
+    // Counted in plain numbers as they happen (once per printer report) and handed to prom-client at scrape time.
+    const tallied = (name: string, help: string, labelName: string, tally: Map<string, number>) =>
+      new Counter({
+        name,
+        help,
+        labelNames: labelName ? [labelName] : [],
+        registers: [r.prom],
+        collect() {
+          for (const [label, n] of tally) if (n) this.inc(labelName ? { [labelName]: label } : {}, n);
+          tally.clear();
+        },
+      });
 
     gauge('printfarm_info', 'Version of the running service (always 1)', () => [{ labels: { version: sources.version }, value: 1 }], ['version']);
     // Both printer gauges read the same list: one query per scrape (the gauges are read together), not two.
@@ -113,12 +125,13 @@ export class ServiceMetrics {
       async () => Object.entries(await sources.jobsByStatus(OPEN_JOB_STATUSES)).map(([status, value]) => ({ labels: { status }, value })),
       ['status'],
     );
-    this.reports = counter('printfarm_printer_reports_total', 'State reports received from printers');
+    tallied('printfarm_printer_reports_total', 'State reports received from printers', '', this.reportTally);
     gauge('printfarm_printer_reports_per_second', `State reports per second, averaged over the last ${RATE_SECONDS} s`, () => this.reportRate.perSecond());
     gauge('printfarm_ws_clients', 'Connected /ws clients', () => sources.wsClients());
     gauge('printfarm_camera_streams', 'Camera MJPEG streams served now', () => sources.cameras?.().streams ?? 0);
     gauge('printfarm_camera_connections', 'Camera connections open now (one per watched printer)', () => sources.cameras?.().upstreams ?? 0);
-    const frames = counter('printfarm_ws_events_total', 'Events published to /ws, by type', ['type']);
+    const frames = new Map<string, number>();
+    tallied('printfarm_ws_events_total', 'Events published to /ws, by type', 'type', frames);
     this.requestSeconds = new Histogram({
       name: 'printfarm_http_request_duration_seconds',
       help: 'API request latency by route and status',
@@ -147,14 +160,14 @@ export class ServiceMetrics {
     );
 
     this.unsubscribe = bus.onAny((type, data) => {
-      frames.inc({ type });
+      frames.set(type, (frames.get(type) ?? 0) + 1);
       if (type === 'file_update') this.download(data as { download_id?: unknown; status?: unknown });
     });
   }
 
   /** One state report from a printer (the fleet's report listener). */
   report(): void {
-    this.reports.inc();
+    this.reportTally.set('', (this.reportTally.get('') ?? 0) + 1);
     this.reportRate.mark();
   }
 

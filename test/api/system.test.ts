@@ -50,7 +50,9 @@ describeDialects('health and system info', (db) => {
       database: 'connected',
       active_printers: 0,
       uptime_seconds: expect.any(Number),
+      ffmpeg: expect.objectContaining({ available: expect.any(Boolean), message: expect.stringContaining('RTSPS cameras') }),
     });
+    expect(typeof res.body.ffmpeg.version).toBe(res.body.ffmpeg.available ? 'string' : 'object');
     expect(Number.isNaN(Date.parse(res.body.timestamp))).toBe(false);
     expect(Number.isInteger(res.body.uptime_seconds)).toBe(true);
     expect(res.body.uptime_seconds).toBeGreaterThanOrEqual(0);

@@ -5,6 +5,7 @@
  * carry only what changed.
  */
 import { connect as mqttConnect } from 'mqtt';
+import { ffmpegStatus } from '../../service/cameras/ffmpeg';
 import type { PrinterState } from '../../service/printers/driver';
 import { cleanups, closeAfterEach, control, simStats, startDriver, startSim, waitForState } from '../helpers/bambu-e2e';
 
@@ -29,6 +30,8 @@ describe('Bambu simulator control API', () => {
       access_code: sim.accessCode,
       mqtt_port: sim.mqttPort,
       ftps_port: sim.ftpsPort,
+      // The X1C's RTSPS camera, which runs where ffmpeg is installed.
+      ...(ffmpegStatus().available ? { camera_port: sim.camera!.port } : {}),
     });
     const initial = (await control(sim, '/state')).body;
     expect(initial).toMatchObject({ status: 'idle', progress: 0, file: null, link: 'online' });

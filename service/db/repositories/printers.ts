@@ -67,6 +67,13 @@ export class PrintersRepository {
     return result.numUpdatedRows > 0n;
   }
 
+  /** Marks printers seen at `at`: one statement for the reports of many printers (the fleet gathers them). */
+  async touchLastSeen(ids: string[], at: string): Promise<void> {
+    for (let i = 0; i < ids.length; i += 500) {
+      await this.db.updateTable('printers').set({ last_seen: at }).where('id', 'in', ids.slice(i, i + 500)).execute();
+    }
+  }
+
   async delete(id: string): Promise<boolean> {
     const result = await this.db.deleteFrom('printers').where('id', '=', id).executeTakeFirst();
     return result.numDeletedRows > 0n;

@@ -131,14 +131,20 @@ export class BambuSession {
 
   private onMessage(topic: string, payload: Buffer): void {
     if (this.ended) return;
+    // The watchdog is not re-armed per message (that costs a timer-list insert per report): when it fires it
+    // looks at the last message's time and waits out the rest.
     this.lastMessageAt = Date.now();
-    this.watchdog?.refresh();
     this.p.events.message(topic, payload);
   }
 
   private onWatchdog(): void {
     if (this.ended || !this.linkUp) return;
-    this.p.events.silent(Math.round((Date.now() - this.lastMessageAt) / 1000));
+    const quietMs = Date.now() - this.lastMessageAt;
+    if (quietMs < this.p.watchdogMs) {
+      this.watchdog = setTimeout(this.p.guard(() => this.onWatchdog()), this.p.watchdogMs - quietMs);
+      return;
+    }
+    this.p.events.silent(Math.round(quietMs / 1000));
   }
 
   private clearConnectTimer(): void {

@@ -70,12 +70,12 @@ export class SimCamera {
   /** A listening camera showing `sim`'s name, state and progress. */
   static async open(
     sim: { name: string; accessCode: string; printer: SimPrinter },
-    o: { key: string; cert: string; faults: { camera_stalled: boolean }; size?: PictureSize; intervalMs?: number; stamp?: boolean },
+    o: { key: string; cert: string; faults: { camera_stalled: boolean }; port?: number; size?: PictureSize; intervalMs?: number; stamp?: boolean },
   ): Promise<SimCamera> {
     const pictures = new PictureCache(o.size);
     const picture = () => pictures.get({ name: sim.name, state: sim.printer.gcodeState, progress: sim.printer.progress });
     const camera = new SimCamera({ key: o.key, cert: o.cert, accessCode: sim.accessCode, picture, intervalMs: o.intervalMs, faults: o.faults, stamp: o.stamp });
-    await camera.listen();
+    await camera.listen(o.port);
     return camera;
   }
 
@@ -83,8 +83,8 @@ export class SimCamera {
     this.listener = new GatedTlsListener({ key: options.key, cert: options.cert }, (socket) => this.accept(socket));
   }
 
-  listen(): Promise<number> {
-    return this.listener.listen();
+  listen(port = 0): Promise<number> {
+    return this.listener.listen(port);
   }
 
   get port(): number {

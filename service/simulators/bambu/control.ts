@@ -36,7 +36,7 @@ export interface BambuControlTarget {
   applyFaults(body: Json): { ok: true; faults: Json } | { ok: false; error: string };
   /** Applies a /materials body; returns the materials now loaded or the reason the body is refused. */
   applyMaterials(body: Json): { ok: true; materials: unknown } | { ok: false; error: string };
-  /** The port-6000 camera, when the simulator runs one. */
+  /** The printer's camera (port-6000 or RTSPS), when the simulator runs one. */
   readonly camera: { setEnabled(enabled: boolean): Promise<void> } | null;
 }
 

@@ -44,13 +44,20 @@ export interface BambuSimulatorOptions {
   ftps?: boolean;
   /** Run the HTTP control API (default true). Off: controlUrl is empty; the methods still work. */
   control?: boolean;
-  /** Run the "JPEG over TLS" camera (default: for the models that have one, A1 / P1). Off: `camera` is null and printerConfig() has no camera_port. */
+  /**
+   * Run the model's camera (default true): "JPEG over TLS" for A1 / A1 mini / P1P / P1S, RTSPS
+   * for X1 / X1C / X1E / H2D / H2S / P2S (where the system ffmpeg is installed; without it the
+   * camera object exists, stays off and says why). Off: `camera` is null and printerConfig() has
+   * no camera_port. Benchmarks that measure MQTT alone turn it off.
+   */
   camera?: boolean;
-  /** Size of the camera's pictures (default 320x180). */
+  /** Port of the camera (default 0: any free port; 6000 or 322 on a real printer). */
+  cameraPort?: number;
+  /** Size of the port-6000 camera's pictures (default 320x180; the RTSPS camera sends 640x360). */
   cameraSize?: { width: number; height: number };
-  /** Milliseconds between camera frames (default 1000, as the printers send). */
+  /** Milliseconds between the port-6000 camera's frames (default 1000, as the printers send). */
   cameraIntervalMs?: number;
-  /** Benchmarks: every camera frame carries the time it was sent in a JPEG comment (bambu/camera.ts cameraFrameStamp). */
+  /** Benchmarks: every port-6000 camera frame carries the time it was sent in a JPEG comment (bambu/camera.ts cameraFrameStamp). */
   cameraStamp?: boolean;
   /** Delay of the first periodic report in ms (default: one report interval); spreads many printers over the second. */
   reportOffsetMs?: number;
@@ -111,7 +118,7 @@ export type BambuPrinterConfig = {
   mqtt_port: number;
   /** Absent when the simulator runs without FTPS (`ftps: false`). */
   ftps_port?: number;
-  /** Absent without the camera (`camera: false`). */
+  /** Absent without a camera (`camera: false`, a model without one, an RTSPS camera without ffmpeg). */
   camera_port?: number;
 };
 

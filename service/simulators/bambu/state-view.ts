@@ -2,12 +2,13 @@
  * What the simulated Bambu printer's GET /state shows: the printer as a
  * person at it would describe it (status word, job, temperatures), what it
  * holds (files, materials), what happened (prints_started, last_start) and
- * counters of its MQTT and FTPS servers.
+ * counters of its MQTT, FTPS and camera servers.
  */
 import type { BambuSimulator } from '../bambu';
 import type { SimFtps } from './ftps';
 import type { LinkMode } from './gate';
 import type { SimMqtt } from './mqtt';
+import { cameraState, cameraStats } from './printer-camera';
 import type { GcodeState, Json } from './printer';
 
 export type SimStatus = 'idle' | 'preparing' | 'printing' | 'paused' | 'finished' | 'failed' | 'stopped';
@@ -74,8 +75,8 @@ export function stateView({ sim, mqtt, ftps, link }: StateParts): Json {
     speed: sim.speed,
     mqtt_port: sim.mqttPort,
     ftps_port: sim.ftpsPort,
-    camera_port: sim.camera?.port ?? 0,
-    camera_enabled: sim.camera?.isEnabled ?? false,
+    // camera_port 0 without a camera (or an RTSPS camera without ffmpeg: camera_unavailable says why).
+    ...cameraState(sim.camera),
     stats: {
       ...sim.stats,
       mqtt_clients: mqtt?.connectedClients ?? 0,
@@ -91,10 +92,7 @@ export function stateView({ sim, mqtt, ftps, link }: StateParts): Json {
       ftp_uploads: ftps?.stats.uploads ?? 0,
       ftp_upload_collisions: ftps?.stats.upload_collisions ?? 0,
       ftp_active_uploads: ftps?.activeUploads.size ?? 0,
-      camera_connections: sim.camera?.stats.connections ?? 0,
-      camera_open_connections: sim.camera?.openConnections ?? 0,
-      camera_auth_failures: sim.camera?.stats.auth_failures ?? 0,
-      camera_frames_sent: sim.camera?.stats.frames_sent ?? 0,
+      ...cameraStats(sim.camera),
     },
   };
 }
