@@ -9,7 +9,8 @@
  *   npm run bench                              every benchmark, default options
  *   npm run bench -- fleet --sizes 50,200 --window 5
  *   npm run bench -- stats --sizes 10000,100000,1000000
- *   npm run bench -- stats --db postgres --sizes 10000,100000   (the same farm on SQLite and PostgreSQL)
+ *   npm run bench -- stats --sizes 10000000                     (10^7 jobs: about 7 GB in the temp dir)
+ *   npm run bench -- stats --db postgres --sizes 10000,100000   (the same farm on PostgreSQL)
  *   npm run bench -- gcode --size-mb 200
  *   npm run bench -- soak --minutes 1 --printers 200 --clients 20 --rps 20
  *   npm run bench -- nodered --sizes 200,1000   (needs npm run build: Node-RED loads dist/)
@@ -49,9 +50,7 @@ try {
 
 let status = 0;
 for (const name of selected) {
-  // `stats --db postgres` is its own script: the same farm on both databases (bench/stats-postgres.ts).
-  const script = name === 'stats' && args.includes('--db') ? 'stats-postgres' : name;
-  const result = spawnSync(process.execPath, [path.join(root, 'dist-bench', 'bench', `${script}.js`), ...args], { cwd: root, stdio: 'inherit' });
+  const result = spawnSync(process.execPath, [path.join(root, 'dist-bench', 'bench', `${name}.js`), ...args], { cwd: root, stdio: 'inherit' });
   if (result.status !== 0) status = result.status ?? 1;
 }
 process.exit(status);

@@ -17,6 +17,8 @@ import { MIGRATIONS } from './migrations';
 
 /** Kysely's own bookkeeping: each side has its own (the migrations ran on both). */
 const SKIPPED = new Set(['kysely_migration', 'kysely_migration_lock']);
+/** Kept by the target's own triggers from the rows copied into it (migration 016): copying them too would count twice. */
+const DERIVED = new Set(['job_tallies']);
 /** PostgreSQL takes at most 65535 parameters per statement. */
 const MAX_PARAMETERS = 60_000;
 
@@ -57,7 +59,7 @@ function tablesInOrder(source: SqliteConnection<unknown>): { table: string; colu
   const db = source.sqlite;
   const names = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`).all() as { name: string }[])
     .map((r) => r.name)
-    .filter((n) => !SKIPPED.has(n));
+    .filter((n) => !SKIPPED.has(n) && !DERIVED.has(n));
   const parents = new Map(names.map((n) => [n, (db.pragma(`foreign_key_list("${n}")`) as { table: string }[]).map((fk) => fk.table).filter((t) => t !== n)]));
   const ordered: string[] = [];
   const visit = (name: string, path: Set<string>) => {

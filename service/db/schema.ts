@@ -175,9 +175,20 @@ export interface QueueDispatchesTable {
   updated_at: string;
 }
 
+/** Running totals of the jobs per printer, status and business flag, kept by triggers (migration 016). */
+export interface JobTalliesTable {
+  printer_id: string;
+  status: string;
+  is_business: number;
+  jobs: number;
+  print_time: number;
+  used_grams: number;
+}
+
 export interface DB {
   printers: PrintersTable;
   jobs: JobsTable;
+  job_tallies: JobTalliesTable;
   settings: SettingsTable;
   files: FilesTable;
   ideas: IdeasTable;

@@ -112,12 +112,16 @@ const missing = postgresUnavailable();
     await target.connect();
     try {
       const tables = (source.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'kysely_%' ORDER BY name`).all() as { name: string }[]).map((t) => t.name);
-      expect(tables).toEqual(expect.arrayContaining(['jobs', 'printers', 'files', 'ideas', 'printer_status_history', 'maintenance_events', 'settings', 'usage_state', 'usage_events']));
+      expect(tables).toEqual(expect.arrayContaining(['jobs', 'job_tallies', 'printers', 'files', 'ideas', 'printer_status_history', 'maintenance_events', 'settings', 'usage_state', 'usage_events']));
       for (const table of tables) {
         const keys = (source.pragma(`table_info("${table}")`) as { name: string; pk: number }[]).filter((c) => c.pk > 0).map((c) => `"${c.name}"`);
         const order = keys.length ? keys.join(', ') : 'rowid';
-        const expected = source.prepare(`SELECT * FROM "${table}" ORDER BY ${order}`).all();
-        const actual = (await target.query(`SELECT * FROM "${table}" ORDER BY ${order}`)).rows;
+        // job_tallies are not copied but summed again by the target's triggers (migration 016): the same up to
+        // the rounding of float sums added in another order.
+        const rounded = (rows: Record<string, unknown>[]) =>
+          table === 'job_tallies' ? rows.map((r) => ({ ...r, used_grams: Math.round(Number(r.used_grams) * 1e6) / 1e6 })) : rows;
+        const expected = rounded(source.prepare(`SELECT * FROM "${table}" ORDER BY ${order}`).all() as Record<string, unknown>[]);
+        const actual = rounded((await target.query(`SELECT * FROM "${table}" ORDER BY ${order}`)).rows);
         expect([table, actual.length]).toEqual([table, expected.length]);
         // In slices, so that a difference names its rows instead of printing 10^5 of them.
         for (let i = 0; i < expected.length; i += 5000) expect([table, i, actual.slice(i, i + 5000)]).toEqual([table, i, expected.slice(i, i + 5000)]);

@@ -21,6 +21,7 @@ import * as m009 from './009_print_queue';
 import * as m010 from './010_printer_auth_method';
 import * as m011 from './011_cameras';
 import * as m014 from './014_klipper_printers';
+import * as m016 from './016_job_tallies';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001_initial': m001,
@@ -35,4 +36,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '010_printer_auth_method': m010,
   '011_cameras': m011,
   '014_klipper_printers': m014,
+  '016_job_tallies': m016,
 };

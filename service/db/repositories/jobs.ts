@@ -2,6 +2,7 @@ import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Db } from '../connection';
 import { flavourOf, readSnapshot } from '../dialect';
 import type { JobsTable } from '../schema';
+import { JobTalliesRepository } from './job-tallies';
 
 type JsonObject = Record<string, unknown>;
 
@@ -61,7 +62,10 @@ function byNewest(a: { start_time: string | null; created_at: string; id: number
 }
 
 export class JobsRepository {
-  constructor(private readonly db: Db) {}
+  private readonly tallies: JobTalliesRepository;
+  constructor(private readonly db: Db) {
+    this.tallies = new JobTalliesRepository(db);
+  }
 
   private select() {
     return this.db
@@ -111,7 +115,11 @@ export class JobsRepository {
     if (q.from !== undefined) base = base.where(when, '>=', q.from);
     if (q.to !== undefined) base = base.where(when, '<=', q.to);
 
-    const { total } = await base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
+    // Filtered by the tally key alone (or not at all), the total is a sum over job_tallies; else the jobs are counted.
+    const byKeyOnly = q.queue_item_id === undefined && q.from === undefined && q.to === undefined;
+    const total = byKeyOnly
+      ? await this.tallies.count(q)
+      : (await base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()).total;
 
     const dir = q.order_dir === 'asc' ? sql`asc` : sql`desc`;
     const key =
@@ -150,20 +158,26 @@ export class JobsRepository {
     });
   }
 
-  /** Four counts, each an index range (status, end_time): no scan of the history. */
+  /**
+   * One statement: the running, paused and queued jobs from the tallies, today's completed and failed ones as
+   * index ranges (status, end_time). No scan of the history.
+   */
   async summary(printerId: string | undefined, todayStart: string) {
-    const count = (status: readonly string[], endFrom?: string) => {
-      let q = this.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('status', 'in', [...status] as never);
+    const endedToday = (status: string) => {
+      let q = this.db
+        .selectFrom('jobs')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('status', '=', status)
+        .where('end_time', '>=', todayStart);
       if (printerId !== undefined) q = q.where('printer_id', '=', printerId);
-      if (endFrom !== undefined) q = q.where('end_time', '>=', endFrom);
       return q;
     };
     const row = await this.db
       .selectNoFrom([
-        count(['printing', 'paused']).as('active_jobs'),
-        count(['queued']).as('queued_jobs'),
-        count(['completed'], todayStart).as('completed_today'),
-        count(['failed'], todayStart).as('failed_today'),
+        this.tallies.countQuery({ statuses: ['printing', 'paused'], printer_id: printerId }).as('active_jobs'),
+        this.tallies.countQuery({ statuses: ['queued'], printer_id: printerId }).as('queued_jobs'),
+        endedToday('completed').as('completed_today'),
+        endedToday('failed').as('failed_today'),
       ])
       .executeTakeFirstOrThrow();
     return {
@@ -175,27 +189,8 @@ export class JobsRepository {
   }
 
   /** Totals over a printer's jobs, for the printer detail's `statistics`. */
-  async printerTotals(printerId: string) {
-    const row = await this.db
-      .selectFrom('jobs')
-      .where('printer_id', '=', printerId)
-      .select([
-        sql<number>`count(*)`.as('total_jobs'),
-        sql<number>`coalesce(sum(CASE WHEN status = 'completed' THEN 1 ELSE 0 END), 0)`.as('successful_jobs'),
-        sql<number>`coalesce(sum(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), 0)`.as('failed_jobs'),
-        sql<number>`coalesce(sum(actual_duration), 0)`.as('total_print_time'),
-        sql<number>`coalesce(sum(coalesce(material_actual_usage, case when status = 'completed' then material_estimated_usage end)), 0)`.as(
-          'material_used_total',
-        ),
-      ])
-      .executeTakeFirstOrThrow();
-    return {
-      total_jobs: Number(row.total_jobs),
-      successful_jobs: Number(row.successful_jobs),
-      failed_jobs: Number(row.failed_jobs),
-      total_print_time: Number(row.total_print_time),
-      material_used_total: Math.round(Number(row.material_used_total) * 100) / 100,
-    };
+  printerTotals(printerId: string) {
+    return this.tallies.printerTotals(printerId);
   }
 
   /** The running (or paused) job of each printer, newest first when there are several. */
@@ -230,21 +225,12 @@ export class JobsRepository {
     return row && toRecord(row);
   }
 
-  async count(): Promise<number> {
-    const row = await this.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-    return Number(row.n);
+  count(): Promise<number> {
+    return this.tallies.count();
   }
 
-  /** How many jobs are in each of `statuses` (an index probe per status: cheap however long the history). */
-  async countByStatus(statuses: readonly string[]): Promise<Record<string, number>> {
-    const rows = await this.db
-      .selectFrom('jobs')
-      .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
-      .where('status', 'in', [...statuses] as never)
-      .groupBy('status')
-      .execute();
-    const counts = Object.fromEntries(statuses.map((s) => [s, 0]));
-    for (const row of rows) counts[row.status] = Number(row.n);
-    return counts;
+  /** How many jobs are in each of `statuses` (from the tallies: cheap however long the history). */
+  countByStatus(statuses: readonly string[]): Promise<Record<string, number>> {
+    return this.tallies.countByStatus(statuses);
   }
 }
