@@ -65,7 +65,7 @@ export function printerRoutes({ printers, fleet }: ServiceContext): AnyRoute[] {
       tag: 'Printers',
       summary: 'Add a printer',
       description:
-        'The printer starts as `configuring` / `testing` while its connection is tested. `serial_number` and `access_code` are required for `bambu_lab` (400 INVALID_PRINTER_CONFIG otherwise); 409 when the id is taken.',
+        'The printer starts as `configuring` / `testing` while its connection is tested. `serial_number` and `access_code` are required for `bambu_lab` (400 INVALID_PRINTER_CONFIG otherwise). A `klipper` printer needs `ip_address`; `http_port` is Moonraker\'s port (default 7125) and `access_code`, when given, its API key (X-Api-Key); MQTT/FTPS ports and `auth_method` do not apply to it (400). 409 when the id is taken.',
       body: CreatePrinterBody,
       status: 201,
       response: PrinterCreated,

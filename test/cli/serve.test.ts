@@ -66,7 +66,7 @@ describe('printfarm serve', () => {
 
 describe('printfarm simulate', () => {
   test('--json prints exactly one line with ready printer bodies and control URLs, and stops on SIGTERM', async () => {
-    const child = spawn(process.execPath, [BIN, 'simulate', '--bambu', '1', '--prusa', '1', '--speed', '50', '--json'], { env: { PATH: process.env.PATH } });
+    const child = spawn(process.execPath, [BIN, 'simulate', '--bambu', '1', '--prusa', '1', '--klipper', '1', '--speed', '50', '--json'], { env: { PATH: process.env.PATH } });
     let out = '';
     const line = await new Promise<string>((resolve, reject) => {
       child.stdout!.on('data', (c: Buffer) => {
@@ -76,12 +76,14 @@ describe('printfarm simulate', () => {
       child.once('exit', (code) => reject(new Error(`exited with ${code}: ${out}`)));
     });
     const { printers } = JSON.parse(line);
-    expect(printers.map((p: { printer: { type: string } }) => p.printer.type)).toEqual(['bambu_lab', 'prusa_core']);
+    expect(printers.map((p: { printer: { type: string } }) => p.printer.type)).toEqual(['bambu_lab', 'prusa_core', 'klipper']);
     expect(printers[0].printer).toMatchObject({ ip_address: '127.0.0.1', serial_number: expect.any(String), access_code: expect.any(String), mqtt_port: expect.any(Number), ftps_port: expect.any(Number) });
     expect(printers[1].printer).toMatchObject({ ip_address: '127.0.0.1', access_code: expect.any(String), http_port: expect.any(Number) });
+    expect(printers[2].printer).toMatchObject({ ip_address: '127.0.0.1', model: expect.any(String), http_port: expect.any(Number) });
     for (const p of printers) {
       const state = await (await fetch(`${p.control_url}/state`)).json();
-      expect(state).toMatchObject({ status: expect.any(String), progress: expect.any(Number), files: expect.arrayContaining([expect.stringMatching(/\.gcode\.3mf$|\.3MF$/i)]) });
+      const printable = p.printer.type === 'klipper' ? /\.gcode$/ : /\.gcode\.3mf$|\.3MF$/i;
+      expect(state).toMatchObject({ status: expect.any(String), progress: expect.any(Number), files: expect.arrayContaining([expect.stringMatching(printable)]) });
     }
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');

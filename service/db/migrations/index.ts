@@ -21,6 +21,7 @@ import * as m009 from './009_print_queue';
 import * as m010 from './010_printer_auth_method';
 import * as m011 from './011_cameras';
 import * as m012 from './012_queue_variants';
+import * as m014 from './014_klipper_printers';
 import * as m016 from './016_job_tallies';
 
 export const MIGRATIONS: Record<string, Migration> = {
@@ -36,5 +37,6 @@ export const MIGRATIONS: Record<string, Migration> = {
   '010_printer_auth_method': m010,
   '011_cameras': m011,
   '012_queue_variants': m012,
+  '014_klipper_printers': m014,
   '016_job_tallies': m016,
 };
