@@ -1,12 +1,14 @@
 /**
  * printer: one printer (or all of them). Sends `printer_status` messages
  * (topic = printer id, payload = its state) when a printer's state changes;
- * takes `pause`, `resume`, `stop` and `refresh` on its input. Optionally
+ * takes `pause`, `resume`, `stop` and `refresh` on its input, and the camera
+ * topics `snapshot` (a JPEG Buffer) and `stream` (see printer-camera.ts). Optionally
  * registers its printer with the service (address, serial number and the
  * access code, which is kept as a Node-RED credential).
  */
 import type { Node, NodeAPI, NodeDef, NodeMessage, NodeMessageInFlow } from '@node-red/registry';
 import type { ConnectionState, CreatePrinterInput, PrinterCommand, PrinterSnapshot, PrintfarmClient } from '../service/client';
+import { cameraTopicOf, httpResponseOf, relayCameraStream, snapshotFilename } from './printer-camera';
 import { updateFilter } from './printer-updates';
 import { asError, clientOf, connectionStatus, farmStatus, printerStatus, useServerWhenReady, type ServerNode, type ServerUser } from './shared';
 
@@ -141,7 +143,37 @@ export = function (RED: NodeAPI) {
     if (!server) return;
     const farm = server;
 
+    /** msg.topic "snapshot" / "stream": the printer is the node's, or msg.printer_id. */
+    const onCamera = (topic: 'snapshot' | 'stream', msg: NodeMessageInFlow, send: (m: NodeMessage) => void, done: (err?: Error) => void) => {
+      const named = String((msg as { printer_id?: unknown }).printer_id ?? '').trim();
+      const target = wanted || named || (cameraTopicOf({ topic: msg.topic }) ? '' : String(msg.topic ?? '').trim());
+      if (!target) return done(new Error(t('printfarm-printer.errors.no-camera-printer')));
+      if (topic === 'stream') {
+        const res = httpResponseOf(msg as { res?: unknown });
+        if (!res) return done(new Error(t('printfarm-printer.errors.stream-needs-http')));
+        // The relay answers the request itself (also with the service's error): nothing to send on.
+        clientOf(farm)
+          .then((client) => relayCameraStream(client, target, res))
+          .then(
+            () => done(),
+            (err) => done(asError(err)),
+          );
+        return;
+      }
+      clientOf(farm)
+        .then((client) => client.printers.snapshot(target))
+        .then(
+          (jpeg) => {
+            send({ ...msg, topic: target, event: 'snapshot', printer_id: target, payload: jpeg, filename: snapshotFilename(target) } as NodeMessage);
+            done();
+          },
+          (err) => done(new Error(t('printfarm-printer.errors.snapshot-failed', { printer: target, message: asError(err).message }))),
+        );
+    };
+
     node.on('input', (msg: NodeMessageInFlow, send: (m: NodeMessage | (NodeMessage | NodeMessage[] | null)[]) => void, done: (err?: Error) => void) => {
+      const camera = cameraTopicOf(msg as { topic?: unknown; command?: unknown; payload?: unknown });
+      if (camera) return onCamera(camera, msg, send, done);
       const command = String((msg as { command?: unknown }).command ?? msg.payload ?? '')
         .trim()
         .toLowerCase() as Command;

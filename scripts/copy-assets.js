@@ -40,3 +40,6 @@ fs.writeFileSync(path.join(dist, 'assets', 'redoc.standalone.js'), bundle.split(
 copyTree(path.join(root, 'nodes'), path.join(dist, 'nodes'), (name) => name.endsWith('.html'));
 copyTree(path.join(root, 'icons'), path.join(dist, 'nodes', 'icons'));
 copyTree(path.join(root, 'locales'), path.join(dist, 'nodes', 'locales'));
+
+// Bambu Lab's HMS / print_error texts (service/printers/bambu/hms-text.ts reads them next to itself).
+fs.copyFileSync(path.join(root, 'service', 'printers', 'bambu', 'hms-codes.json'), path.join(dist, 'service', 'printers', 'bambu', 'hms-codes.json'));

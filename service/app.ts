@@ -16,6 +16,10 @@ import { authorize } from './api/auth';
 import { TOKENS_FILE, TokenRegistry } from './auth/tokens';
 import { ConfigError, runtimeDefaults, startupOptions, VERSION, type StartupOptions } from './config';
 import type { ServiceContext } from './context';
+import { AttentionBook } from './attention/book';
+import { DiscoveryService, type DiscoveryOptions } from './discovery/service';
+import { Notifier } from './notify/notifier';
+import { WebhookSender, type WebhookOptions } from './notify/webhooks';
 import { openStore, type Store, type StoreOptions } from './db';
 import { EventBus } from './events';
 import { JobService } from './jobs/service';
@@ -79,6 +83,10 @@ export interface ServiceOptions {
   allowedOrigins?: string[];
   /** Added to ALLOWED_HOSTS. */
   allowedHosts?: string[];
+  /** Notification webhook timings (tests shorten them). */
+  webhooks?: WebhookOptions;
+  /** Printer discovery: SSDP port (default DISCOVERY_SSDP_PORT; 0 off, "ephemeral" a free port) and where M-SEARCH goes. */
+  discovery?: Partial<DiscoveryOptions>;
 }
 
 export interface Service {
@@ -190,10 +198,17 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const fleet = new Fleet(store, cache, bus, settings, log, options.driverFactory ?? createDriver, options.fleet);
   const tracker = new JobTracker(store, settings, bus, log, options.jobTracking);
   fleet.onLinkUp((printerId) => tracker.linkUp(printerId));
+  const attention = new AttentionBook(bus, () => settings.get('language'));
   fleet.onReport((printerId, state) => {
     metrics.report();
     tracker.report(printerId, state);
+    attention.report(printerId, state.attention);
   });
+  // A removed or deactivated printer needs nothing from anyone.
+  bus.on('printer_status', (e) => (e.change === 'deleted' || (e.change === 'updated' && e.is_active === false)) && attention.forget(e.printer_id));
+  const webhooks = new WebhookSender(() => settings.get('notify_webhooks'), (result) => metrics.webhook(result), log, options.webhooks);
+  const discovery = new DiscoveryService(store, bus, settings, log, { ssdpPort: options.discovery?.ssdpPort ?? config.discovery_ssdp_port, searchTargets: options.discovery?.searchTargets });
+  const notifier = new Notifier({ bus, store, settings, log, attentionOf: (id) => attention.of(id), attentionTexts: (id, e) => attention.causeOf(id, e.source, e.code)?.text ?? {}, deliver: (n) => webhooks.send(n) });
   const usage = await UsageService.create({ store, bus, settings, log, version: VERSION }, options.usageStats).catch(async (err) => {
     metrics.close();
     limiter.close();
@@ -224,7 +239,8 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     cache,
     fleet,
     tracker,
-    printers: new PrinterRegistry(store, cache, bus, fleet, cameras),
+    printers: new PrinterRegistry(store, cache, bus, fleet, cameras, attention),
+    attention,
     jobs: new JobService(store, settings, bus),
     files,
     previews: new PreviewService(store, files, settings, dataDir),
@@ -234,6 +250,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     queue,
     queueSchedule: new QueueSchedule(store, fleet, settings, facts, dispatcher),
     dispatcher,
+    discovery,
     cameras,
   };
   api.mount(context);
@@ -252,6 +269,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   // Before the printers connect: open dispatches are watched from their first report on.
   await dispatcher.start();
   await fleet.start();
+  await discovery.start();
 
   const { port } = server.address() as AddressInfo;
   const shownHost = ['0.0.0.0', '::'].includes(config.host) ? 'localhost' : config.host.includes(':') ? `[${config.host}]` : config.host;
@@ -267,6 +285,9 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       context.updates.close();
       // Camera streams never end on their own: they end first, so that the server can drain.
       await cameras.close();
+      notifier.close();
+      await webhooks.close();
+      await discovery.close();
       await ideas.close();
       await retention.close();
       await usage.close();

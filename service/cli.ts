@@ -18,7 +18,7 @@ const USAGE = `Printfarm ${VERSION}
 
 Usage:
   printfarm serve [--port 8000] [--host 0.0.0.0] [--data-dir ./data] [--database-url postgres://...] [--demo]
-  printfarm simulate [--bambu N] [--prusa N] [--klipper N] [--speed X] [--json]
+  printfarm simulate [--bambu N] [--prusa N] [--klipper N] [--speed X] [--json] [--announce PORT]
   printfarm aggregator [--port 8100] [--host 0.0.0.0] [--data-dir ./aggregator-data] --submit-key KEY... [--admin-key KEY]...
                        [--rate-limit 10] [--rate-limit-per-address 60] [--rate-limit-per-key 10000] [--trust-proxy N]
                        [--tls-key FILE --tls-cert FILE] [--database-url postgres://...]
@@ -29,7 +29,9 @@ Usage:
 
 serve --demo  also starts 3 simulated Bambu Lab, 2 PrusaLink and 1 Klipper printer and registers them.
 simulate      starts simulated printers on 127.0.0.1 (real MQTT/FTPS, PrusaLink and Moonraker protocols);
-              --json prints one line {"printers":[{"printer":{...},"control_url":"..."}]}.
+              --json prints one line {"printers":[{"printer":{...},"control_url":"..."}]};
+              --announce PORT: the Bambu printers announce themselves (SSDP) to 127.0.0.1:PORT
+              like real printers do on the LAN (the service listens on DISCOVERY_SSDP_PORT, 2021).
 aggregator    runs the aggregation service for opt-in usage statistics (own database in --data-dir);
               submit keys (what installations carry) from --submit-key or AGGREGATOR_SUBMIT_KEY, admin keys
               (dashboards, export, reports) from --admin-key or AGGREGATOR_ADMIN_KEY (repeatable or
@@ -210,6 +212,7 @@ async function simulate(args: string[]): Promise<void> {
       klipper: { type: 'string', default: '0' },
       speed: { type: 'string', default: '1' },
       json: { type: 'boolean', default: false },
+      announce: { type: 'string' },
     },
     strict: true,
   });
@@ -219,7 +222,9 @@ async function simulate(args: string[]): Promise<void> {
   };
   const speed = Number(values.speed);
   if (!(speed > 0 && speed <= 10_000)) throw new ConfigError(`--speed must be a number above 0 (at most 10000), got "${values.speed}"`);
-  const farm = await startFarm({ bambu: count('bambu', values.bambu), prusa: count('prusa', values.prusa), klipper: count('klipper', values.klipper), speed });
+  const announce = values.announce === undefined ? undefined : Number(values.announce);
+  if (announce !== undefined && !(Number.isInteger(announce) && announce >= 1 && announce <= 65535)) throw new ConfigError(`--announce must be a UDP port from 1 to 65535, got "${values.announce}"`);
+  const farm = await startFarm({ bambu: count('bambu', values.bambu), prusa: count('prusa', values.prusa), klipper: count('klipper', values.klipper), speed, announce });
   if (values.json) {
     process.stdout.write(JSON.stringify({ printers: farm.printers }) + '\n');
   } else {

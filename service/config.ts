@@ -10,6 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { hoursError } from './queue/working-hours';
+import { NotifyWebhooks, type NotifyWebhookTarget } from './schemas/notify';
 import { isValidTimeZone } from './util/time';
 
 /** The package root: the folder of our package.json, found from here whether running from TypeScript sources or dist/. */
@@ -23,11 +24,11 @@ export const PACKAGE_ROOT: string = (() => {
 
 export const VERSION: string = JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')).version;
 
-export type SettingType = 'boolean' | 'integer' | 'number' | 'string' | 'url' | 'enum';
+export type SettingType = 'boolean' | 'integer' | 'number' | 'string' | 'url' | 'enum' | 'webhooks';
 
 export interface SettingDef {
   type: SettingType;
-  default: boolean | number | string;
+  default: boolean | number | string | readonly never[];
   env: string;
   description: string;
   min?: number;
@@ -85,6 +86,14 @@ export const STARTUP_OPTIONS = {
     env: 'ALLOWED_ORIGINS',
     description:
       'Web pages of other origins that may change things and read answers (comma-separated): `http://host:port`, `:1880` for this host on port 1880, `*` for any. Others get 403 ORIGIN_NOT_ALLOWED',
+  },
+  discovery_ssdp_port: {
+    type: 'integer',
+    default: 2021,
+    env: 'DISCOVERY_SSDP_PORT',
+    min: 0,
+    max: 65535,
+    description: 'UDP port where Bambu Lab printers announce themselves (SSDP NOTIFY); 0 turns printer discovery by announcement off',
   },
   allowed_hosts: {
     type: 'string',
@@ -180,6 +189,15 @@ export const RUNTIME_SETTINGS = {
   camera_idle_s: { type: 'integer', default: 15, env: 'CAMERA_IDLE_S', min: 0, max: 3600, description: 'Seconds a camera connection stays open after its last viewer or snapshot' },
   camera_max_fps: { type: 'integer', default: 5, env: 'CAMERA_MAX_FPS', min: 1, max: 30, description: 'Most frames per second sent to a camera stream viewer' },
   camera_max_viewers: { type: 'integer', default: 20, env: 'CAMERA_MAX_VIEWERS', min: 1, max: 1000, description: 'Most camera streams served at once, all printers together (429 beyond)' },
+  notify_webhooks: {
+    type: 'webhooks',
+    default: [],
+    env: 'NOTIFY_WEBHOOKS',
+    description:
+      'Where events worth telling are POSTed: a JSON list of `{"url": "...", "kinds": [...]}` (kinds: print_finished, print_failed, attention, printer_offline, plate_needs_clearing, queue_item_failed, spool_low; none: all); see docs/notifications.md',
+  },
+  offline_notify_s: { type: 'integer', default: 300, env: 'OFFLINE_NOTIFY_S', min: 1, max: 86400, description: 'Seconds a printer is offline before a printer_offline notification goes out' },
+  discovery_ttl_s: { type: 'integer', default: 600, env: 'DISCOVERY_TTL_S', min: 10, max: 86400, description: 'Seconds a discovered printer stays listed after its last announcement or answer' },
   usage_stats_endpoint: { type: 'url', default: 'https://stats.printfarm.invalid/submit', env: 'USAGE_STATS_ENDPOINT', description: 'Aggregation service submit address' },
   usage_stats_api_key: { type: 'string', default: '', env: 'USAGE_STATS_API_KEY', secret: true, description: 'X-API-Key sent with usage statistics; bound to its endpoint: a new usage_stats_endpoint set through the API clears it unless the same request sets a new key' },
   usage_stats_timeout: { type: 'integer', default: 10, env: 'USAGE_STATS_TIMEOUT', min: 5, max: 60, description: 'Seconds per submission attempt' },
@@ -188,13 +206,19 @@ export const RUNTIME_SETTINGS = {
 } as const satisfies Record<string, SettingDef>;
 
 export type RuntimeSettingKey = keyof typeof RUNTIME_SETTINGS;
-type ValueOf<D extends SettingDef> = D['type'] extends 'boolean' ? boolean : D['type'] extends 'integer' | 'number' ? number : string;
+type ValueOf<D extends SettingDef> = D['type'] extends 'boolean'
+  ? boolean
+  : D['type'] extends 'integer' | 'number'
+    ? number
+    : D['type'] extends 'webhooks'
+      ? readonly NotifyWebhookTarget[]
+      : string;
 export type RuntimeSettings = { [K in RuntimeSettingKey]: ValueOf<(typeof RUNTIME_SETTINGS)[K]> };
 
 export class ConfigError extends Error {}
 
 /** Parses one value (from the environment or a flag) against its definition. */
-export function parseSettingValue(key: string, def: SettingDef, raw: string): boolean | number | string {
+export function parseSettingValue(key: string, def: SettingDef, raw: string): boolean | number | string | NotifyWebhookTarget[] {
   const fail = (why: string) => new ConfigError(`${def.env} (${key}) ${why}, got "${raw}"`);
   switch (def.type) {
     case 'boolean': {
@@ -222,6 +246,18 @@ export function parseSettingValue(key: string, def: SettingDef, raw: string): bo
     case 'enum':
       if (!def.values!.includes(raw)) throw fail(`must be one of ${def.values!.join(', ')}`);
       return raw;
+    case 'webhooks': {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(raw);
+      } catch {
+        throw fail('must be a JSON list of {"url": ..., "kinds": [...]}');
+      }
+      const checked = NotifyWebhooks.safeParse(parsed);
+      // Named without the value: webhook URLs can hold a token.
+      if (!checked.success) throw new ConfigError(`${def.env} (${key}) must be a JSON list of at most 20 {"url": "http(s)://...", "kinds": [...]}: ${checked.error.issues[0]?.message ?? 'invalid'}`);
+      return checked.data as unknown as string;
+    }
     case 'url':
       if (!URL.canParse(raw) || !/^https?:$/.test(new URL(raw).protocol)) throw fail('must be an http(s) URL');
       return raw;
@@ -246,7 +282,7 @@ function fromEnv<T extends Record<string, SettingDef>>(defs: T, env: NodeJS.Proc
 
 /** Defaults of the runtime settings: the environment, else the built-in default. Throws ConfigError on a bad value. */
 export function runtimeDefaults(env: NodeJS.ProcessEnv = process.env): RuntimeSettings {
-  return fromEnv(RUNTIME_SETTINGS, env) as RuntimeSettings;
+  return fromEnv(RUNTIME_SETTINGS, env) as unknown as RuntimeSettings;
 }
 
 export interface StartupOptions {
@@ -265,6 +301,7 @@ export interface StartupOptions {
   auth_tokens: string;
   allowed_origins: string;
   allowed_hosts: string;
+  discovery_ssdp_port: number;
 }
 
 export function startupOptions(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Record<keyof StartupOptions, string>> = {}): StartupOptions {

@@ -1,7 +1,9 @@
 /** What the routers and background work share: one per running service. */
 import type { Logger } from 'pino';
+import type { AttentionBook } from './attention/book';
 import type { CameraHub } from './cameras/hub';
 import type { Store } from './db';
+import type { DiscoveryService } from './discovery/service';
 import type { EventBus } from './events';
 import type { FileCatalog } from './files/catalog';
 import type { PreviewService } from './files/previews';
@@ -43,6 +45,10 @@ export interface ServiceContext {
   /** GET /queue/schedule: when each queued copy will print. */
   queueSchedule: QueueSchedule;
   dispatcher: Dispatcher;
+  /** What printers need from a person (HMS, print_error, PrusaLink ATTENTION/ERROR), with since when. */
+  attention: AttentionBook;
+  /** Printers found on the LAN (SSDP announcements, PrusaLink probes). */
+  discovery: DiscoveryService;
   /** One upstream connection per printer camera, snapshots and MJPEG streams. */
   cameras: CameraHub;
 }

@@ -105,7 +105,9 @@ async function registerFarm(service: Service, farm: SimulatedFarm): Promise<void
  * `printfarm serve --demo` and the config node's demo mode.
  */
 export async function startDemoFarm(service: Service, options: FarmOptions, restartMs: number): Promise<SimulatedFarm> {
-  const farm = await startFarm({ bambu: 3, prusa: 2, klipper: 1, speed: 20, ...options });
+  // The Bambu printers announce themselves to the service like real ones do on the LAN (GET /discovery lists them).
+  const announce = service.context.discovery.ssdpPort ?? undefined;
+  const farm = await startFarm({ bambu: 3, prusa: 2, klipper: 1, speed: 20, announce, ...options });
   try {
     await registerFarm(service, farm);
     await queueDemoCopies(service, farm);

@@ -27,8 +27,21 @@ export const conflict = (code: string, message: string, details: Record<string, 
 export type Location = 'path' | 'query' | 'body';
 
 /** Query and path problems are 400, body problems 422; both carry the offending fields. */
+/**
+ * A body that fits none of a union's shapes is told the problems of the shape it meant: one without
+ * unknown fields if there is one (the last such: unions list their main shape last), else the one with
+ * the fewest problems.
+ */
+function meantBranch(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
+  if (issue.code !== 'invalid_union' || !issue.errors?.length) return [issue];
+  const branches = issue.errors;
+  const clean = branches.filter((b) => !b.some((i) => i.code === 'unrecognized_keys'));
+  const chosen = clean.length ? clean[clean.length - 1] : [...branches].sort((a, b) => a.length - b.length)[0];
+  return chosen.map((i) => ({ ...i, path: [...issue.path, ...i.path] }) as z.core.$ZodIssue).flatMap(meantBranch);
+}
+
 export function validationError(location: Location, error: z.ZodError): DomainError {
-  const fields = error.issues.flatMap((issue) => {
+  const fields = error.issues.flatMap(meantBranch).flatMap((issue) => {
     const base = issue.path.map(String).join('.');
     if (issue.code === 'unrecognized_keys') {
       return issue.keys.map((key) => ({ field: base ? `${base}.${key}` : key, message: 'unknown field', code: 'unknown_field' }));

@@ -3,6 +3,10 @@
  * /ws hub (and later the usage statistics) listen. Publishing never throws
  * into the publisher: a failing listener is logged, not propagated.
  */
+import type { AttentionChange } from './attention/book';
+import type { DiscoveredPrinter } from './discovery/registry';
+import type { Notification } from './notify/kinds';
+
 export interface PrinterStatusEvent {
   printer_id: string;
   /** Why the frame was sent: the printer was created, changed, deleted, or reported a new state. */
@@ -31,6 +35,12 @@ export interface EventMap {
   file_update: Record<string, unknown>;
   /** A queue item as GET /queue/{id} shows it, after every change of the item or its dispatches. */
   queue_update: Record<string, unknown> & { id: string };
+  /** A printer's attention entries changed: once per cause that appeared or cleared. */
+  printer_attention: AttentionChange;
+  /** A printer was found on the LAN, or what is known of it changed. */
+  discovery_update: { change: 'found' | 'updated'; printer: DiscoveredPrinter };
+  /** An event worth telling a person (docs/notifications.md), once per cause. */
+  notification: Notification;
   system_alert: { level: 'info' | 'warning' | 'error'; message: string; [extra: string]: unknown };
 }
 

@@ -7,6 +7,7 @@
  */
 const fs = require('node:fs');
 const path = require('node:path');
+const { addCameras } = require('./cameras-flow');
 
 /** This pack's node types (one place to change when they are renamed). */
 const TYPES = { printer: 'printfarm-printer', jobWatcher: 'printfarm-job-watcher', fileDownload: 'printfarm-file-download', stats: 'printfarm-stats', queue: 'printfarm-queue' };
@@ -14,7 +15,7 @@ const TYPES = { printer: 'printfarm-printer', jobWatcher: 'printfarm-job-watcher
 const read = (name) => fs.readFileSync(path.join(__dirname, name), 'utf8').trimEnd();
 const code = (name) => read(path.join('functions', name));
 
-const tabInfo = (port) => `The farm dashboard: Node-RED Dashboard 2.0 pages at /dashboard (farm, queue, jobs, statistics), fed by this pack's nodes.
+const tabInfo = (port) => `The farm dashboard: Node-RED Dashboard 2.0 pages at /dashboard (farm, queue, jobs, statistics, cameras), fed by this pack's nodes.
 
 Needs **@flowfuse/node-red-dashboard** (Dashboard 2.0): install it from the palette manager first.
 
@@ -105,11 +106,18 @@ function buildDashboardFlow(options = {}) {
   call('call-printers', 490, 260, ['printers-out']);
   inline('printers-out', 'share the list', "// The cards, the job filter, the statistics and the queue all need the printer list.\nreturn [msg, { ...msg, topic: 'printers' }];", 670, 260, ['farm-state', 'list-out']);
   linkOut('list-out', 'printer list', ['list-jobs', 'list-stats', 'list-queue'], 805, 300);
+  // The Add printer dialog's list: the printers found on the LAN.
+  inject('tick-discovery', 'every 10 s', 10, 140, 440, 'get-discovery');
+  linkIn('refresh-discovery', 'refresh', ['refresh-out'], 135, 480, 'get-discovery');
+  inline('get-discovery', 'GET /discovery', "msg.path = '/discovery';\nmsg.kind = 'discovery';\nreturn msg;", 320, 440, ['call-discovery']);
+  call('call-discovery', 490, 440, ['farm-state']);
   add({ id: id('stats-today'), type: TYPES.stats, z, name: 'today', server: id('server'), scope: 'overview', printer: '', period: 'day', interval: '30', x: 310, y: 340, wires: [[id('today')]] });
   inline('today', 'kind = today', "msg.kind = 'today';\nreturn msg;", 490, 340, ['farm-state']);
   add({ id: id('downloads'), type: TYPES.fileDownload, z, name: 'thumbnails', server: id('server'), printer: '', autoDetectionEnabled: false, thumbnails: true, maxConcurrentDownloads: '2', maxConcurrentThumbnails: '1', retryAttempts: '3', retryDelay: '5000', logRetentionDays: '30', x: 320, y: 400, wires: [[id('file-kind')]] });
   inline('file-kind', 'kind = file', "msg.kind = 'file';\nreturn msg;", 490, 400, ['farm-state']);
-  fn('farm-state', 'farm state (≤ 2 boards/s)', 'farm-state.js', 920, 260, ['farm-board', 'notify-state', 'downloads']);
+  // The Cameras page (cameras-flow.js) shows the same board as a wall of live pictures.
+  const cameraWall = addCameras({ id, z, add, fn, template, comment, page, group, TYPES });
+  fn('farm-state', 'farm state (≤ 2 boards/s)', 'farm-state.js', 920, 260, [['farm-board', cameraWall], 'notify-state', 'downloads']);
   linkOut('notify-state', 'notify', ['notify-in'], 1105, 300);
   template('farm-board', 'printer cards', 'g-farm', 'farm-board.vue', 1150, 220, 'card-action');
   fn('card-action', 'card button', 'card-action.js', 1340, 220, ['commands-out', 'call-action']);
@@ -117,7 +125,7 @@ function buildDashboardFlow(options = {}) {
   call('call-action', 1510, 260, ['action-result']);
   fn('action-result', 'action result', 'action-result.js', 1690, 260, ['notify-action', 'refresh-out']);
   linkOut('notify-action', 'notify', ['notify-in'], 1835, 240);
-  linkOut('refresh-out', 'refresh', ['refresh-printers', 'refresh-queue'], 1835, 280);
+  linkOut('refresh-out', 'refresh', ['refresh-printers', 'refresh-queue', 'refresh-discovery'], 1835, 280);
 
   comment('c-notes', 'Notifications: failed prints, failed downloads, refused commands (offline and plate ones come from farm state)', 410, 470);
   add({ id: id('failures'), type: TYPES.jobWatcher, z, name: 'failed prints', server: id('server'), printer: '', events: ['failed'], throttle: '10', details: true, x: 160, y: 510, wires: [[id('failure-note')]] });

@@ -72,7 +72,7 @@ export function routeAuth(tokens: TokenRegistry, route: AnyRoute): RequestHandle
   };
 }
 
-/** Viewers see printers without their credentials. */
+/** Viewers see printers without their credentials, and webhook URLs (an ntfy topic, a token in a query) only by their origin. */
 function hideAccessCodes(res: Parameters<RequestHandler>[1]): void {
   const json = res.json.bind(res);
   res.json = (body: unknown) => json(redact(body, 0));
@@ -81,5 +81,14 @@ function hideAccessCodes(res: Parameters<RequestHandler>[1]): void {
 function redact(value: unknown, depth: number): unknown {
   if (depth > 8 || value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
-  return Object.fromEntries(Object.entries(value).flatMap(([k, v]) => (k === 'access_code' ? [] : [[k, redact(v, depth + 1)]])));
+  return Object.fromEntries(Object.entries(value).flatMap(([k, v]) => (k === 'access_code' ? [] : [[k, k === 'notify_webhooks' ? maskWebhooks(v) : redact(v, depth + 1)]])));
+}
+
+function maskWebhooks(value: unknown): unknown {
+  if (!Array.isArray(value)) return value;
+  return value.map((hook) => {
+    const url = (hook as { url?: unknown })?.url;
+    const origin = typeof url === 'string' && URL.canParse(url) ? new URL(url).origin : '';
+    return { ...(hook as object), url: `${origin}/********` };
+  });
 }

@@ -20,6 +20,8 @@ import { buildOpenApi } from '../http/openapi';
 import { cameraRoutes } from './cameras';
 import { printerRoutes } from './printers';
 import { queueRoutes } from './queue';
+import { attentionRoutes } from './attention';
+import { discoveryRoutes } from './discovery';
 import { routeLimiter, type RateLimiter } from './rate-limit';
 import { requestLog } from '../http/request-log';
 import { defineRoute, mountRoutes, type AnyRoute } from '../http/route';
@@ -109,7 +111,7 @@ export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, t
         response: OpenApiDocument,
         handler: () => document,
       });
-      routes = [...systemRoutes(ctx), ...printerRoutes(ctx), ...cameraRoutes(ctx), ...jobRoutes(ctx), ...fileRoutes(ctx), ...statisticsRoutes(ctx), ...settingsRoutes(ctx), ...ideaRoutes(ctx), ...usageRoutes(ctx), ...queueRoutes(ctx), openapiRoute];
+      routes = [...systemRoutes(ctx), ...printerRoutes(ctx), ...cameraRoutes(ctx), ...jobRoutes(ctx), ...fileRoutes(ctx), ...statisticsRoutes(ctx), ...settingsRoutes(ctx), ...ideaRoutes(ctx), ...usageRoutes(ctx), ...queueRoutes(ctx), ...attentionRoutes(ctx), ...discoveryRoutes(ctx), openapiRoute];
       document = buildOpenApi(routes, API_BASE, {
         version: ctx.version,
         rateLimited: true,

@@ -143,6 +143,30 @@ export class PrintfarmClient {
     return { data, contentType: res.headers.get('content-type') };
   }
 
+  /**
+   * Opens an endless answer (a camera stream): resolves with the response once its headers arrived
+   * (within the client's timeout), or rejects with PrintfarmError; the body runs until `signal` aborts.
+   */
+  async openStream(path: string, signal: AbortSignal): Promise<Response> {
+    const headersDue = new AbortController();
+    const timer = setTimeout(() => headersDue.abort(new DOMException('no headers in time', 'TimeoutError')), this.timeoutMs);
+    try {
+      // The whole-request timeout of send() must not cut the stream: about 24 days (the longest a timer takes).
+      const res = await this.send('GET', path, { signal: AbortSignal.any([signal, headersDue.signal]), timeoutMs: 2 ** 31 - 1 }, 'multipart/x-mixed-replace, image/jpeg, application/json');
+      if (res.ok) return res;
+      const text = await res.text().catch(() => '');
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = undefined;
+      }
+      throw PrintfarmError.fromBody(res.status, body, `GET ${path} answered ${res.status}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   private async send(method: string, path: string, options: RequestOptions, accept: string): Promise<Response> {
     const headers: Record<string, string> = { accept, ...this.headers };
     let body: string | FormData | undefined;
@@ -185,6 +209,8 @@ export class PrintfarmClient {
     plateCleared: (id: string) => this.request<PlateClearedView>('POST', `/printers/${enc(id)}/plate-cleared`),
     /** A JPEG from the printer's camera, at most 2 s old (PrintfarmError CAMERA_UNAVAILABLE, CAMERA_ERROR, PRINTER_OFFLINE...). */
     snapshot: (id: string) => this.requestBytes('GET', `/printers/${enc(id)}/camera/snapshot`, { timeoutMs: this.transferTimeoutMs }).then((r) => r.data),
+    /** The camera's live MJPEG stream (multipart/x-mixed-replace) for relaying; see openStream. */
+    cameraStream: (id: string, signal: AbortSignal) => this.openStream(`/printers/${enc(id)}/camera/stream`, signal),
   };
 
   /** The print queue: each copy starts on the next free printer that can print it. */

@@ -128,7 +128,7 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
       description:
         'Print-farm manager for Bambu Lab (`bambu_lab`), Prusa (`prusa_core`) and Klipper (`klipper`, through Moonraker) printers. ' +
         'Real-time updates: a plain WebSocket at `/ws` carrying JSON frames `{type, timestamp, data}` ' +
-        '(`printer_status`, `job_update`, `job_auto_created`, `file_update`, `system_alert`); send ' +
+        '(`printer_status`, `job_update`, `job_auto_created`, `file_update`, `queue_update`, `printer_attention`, `notification`, `discovery_update`, `system_alert`); send ' +
         '`{"type":"subscribe","printer_ids":["..."]}` to narrow printer events. No authentication: deploy on a trusted LAN. ' +
         'Web pages of other origins may not change anything (403 `ORIGIN_NOT_ALLOWED` unless listed in `ALLOWED_ORIGINS`), and host names ' +
         'other than IP addresses, localhost and this machine\'s names get 421 `HOST_NOT_ALLOWED` (unless listed in `ALLOWED_HOSTS`). ' +

@@ -5,6 +5,7 @@
  * Nothing outside printers/ knows topics, FTP paths or PrusaLink URLs.
  */
 import type { EventEmitter } from 'node:events';
+import type { AttentionCause } from './attention';
 
 /** The printer's own machine state, normalised across families. */
 export type MachineState =
@@ -77,6 +78,8 @@ export interface PrinterState {
   nozzle_diameter?: number | null;
   /** The filaments loaded now (empty when none or not reported). */
   materials?: PrinterMaterial[];
+  /** What needs a person, worst first (the same array while nothing changed). */
+  attention?: AttentionCause[];
 }
 
 export interface PrinterFile {

@@ -5,6 +5,7 @@
  */
 import { DomainError, conflict, notFound } from '../errors';
 import { isUniqueViolation } from '../db/connection';
+import type { AttentionEntry } from '../attention/book';
 import type { Store } from '../db';
 import type { PrinterRecord } from '../db/repositories/printers';
 import type { JobRecord } from '../db/repositories/jobs';
@@ -24,6 +25,11 @@ export interface FleetView {
   stateOf(printerId: string): PrinterState | undefined;
 }
 
+/** What the printers need from a person (the attention book). */
+export interface AttentionView {
+  of(printerId: string): AttentionEntry[];
+}
+
 /** Changing one of these reconnects the printer (and tests the connection again). */
 const CONNECTION_FIELDS = ['ip_address', 'access_code', 'serial_number', 'mqtt_port', 'ftps_port', 'http_port', 'auth_method'] as const;
 
@@ -35,6 +41,7 @@ export class PrinterRegistry {
     private readonly fleet: FleetView,
     /** `camera` of the views (the camera hub); without it, no printer shows a camera. */
     private readonly cameras?: { viewOf(record: PrinterRecord): CameraView },
+    private readonly attention: AttentionView = { of: () => [] },
   ) {}
 
   async list(filter: { active?: boolean; type?: string }) {
@@ -239,6 +246,7 @@ export class PrinterRegistry {
       materials: this.fleet.stateOf(record.id)?.materials ?? [],
       plate_state: record.plate_state ?? 'clear',
       plate_auto_clear: record.plate_auto_clear ?? false,
+      attention: this.attention.of(record.id),
       camera: this.cameras?.viewOf(record) ?? { available: false, source: null, fps: 0 },
     };
   }

@@ -60,7 +60,9 @@ export function samePrinterState(a: PrinterState | null, b: PrinterState | null)
     a.model === b.model &&
     a.nozzle_diameter === b.nozzle_diameter &&
     sameCapabilities(a.capabilities, b.capabilities) &&
-    sameMaterials(a.materials, b.materials)
+    sameMaterials(a.materials, b.materials) &&
+    // Drivers keep the same attention list while the printer says the same (bambu/state.ts AttentionMemo, prusa/state.ts).
+    (a.attention ?? null) === (b.attention ?? null)
   );
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PrinterAttention } from './attention';
 import { cameraUrlProblem } from '../cameras/camera-url';
 import { nullableTimestamp, queryBoolean, timestamp } from './common';
 
@@ -134,6 +135,7 @@ export const Printer = z.object({
   materials: z.array(LoadedMaterial).meta({ description: 'The filaments loaded now, as the printer reports them (empty when unknown)' }),
   plate_state: PlateState,
   plate_auto_clear: z.boolean(),
+  attention: PrinterAttention,
   camera: CameraInfo,
 });
 

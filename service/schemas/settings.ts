@@ -1,6 +1,7 @@
 /** Settings schemas, generated from the definitions in config.ts. */
 import { z } from 'zod';
 import { RUNTIME_SETTINGS, type SettingDef } from '../config';
+import { NotifyWebhooks } from './notify';
 
 function settingSchema(def: SettingDef): z.ZodType {
   let schema: z.ZodType;
@@ -27,6 +28,9 @@ function settingSchema(def: SettingDef): z.ZodType {
       break;
     case 'url':
       schema = z.url({ protocol: /^https?$/ }).max(2048);
+      break;
+    case 'webhooks':
+      schema = NotifyWebhooks;
       break;
     default:
       schema = z.string().max(256);

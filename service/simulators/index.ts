@@ -2,6 +2,7 @@
  * A simulated farm: N Bambu Lab, M PrusaLink and K Klipper (Moonraker) printers on 127.0.0.1, each
  * speaking its real protocol, each with a control API for tests and demos.
  */
+import { startAnnouncer, type Announced } from './announce';
 import { BambuSimulator } from './bambu';
 import { KlipperSimulator } from './klipper';
 import { PrusaSimulator } from './prusa';
@@ -23,6 +24,10 @@ export interface FarmOptions {
   klipper?: number;
   /** Time compression: 60 makes a one-hour print take a minute. */
   speed?: number;
+  /** UDP port on 127.0.0.1 the Bambu printers announce themselves to (SSDP, like real printers on port 2021). */
+  announce?: number;
+  /** Seconds between announcements (default 5). */
+  announceIntervalS?: number;
 }
 
 const BAMBU_MODELS = ['X1C', 'P1S', 'A1'];
@@ -57,9 +62,18 @@ export async function startFarm(options: FarmOptions = {}): Promise<SimulatedFar
     await Promise.all(sims.map((s) => s.close()));
     throw err;
   }
+  const printers = sims.map((s) => ({ printer: s.printerConfig() as SimulatedPrinter['printer'], control_url: s.controlUrl }));
+  const announcer = options.announce
+    ? startAnnouncer(
+        options.announce,
+        printers.filter((p) => p.printer.type === 'bambu_lab').map((p) => p.printer as unknown as Announced),
+        (options.announceIntervalS ?? 5) * 1000,
+      )
+    : null;
   return {
-    printers: sims.map((s) => ({ printer: s.printerConfig() as SimulatedPrinter['printer'], control_url: s.controlUrl })),
+    printers,
     close: async () => {
+      await announcer?.close();
       await Promise.all(sims.map((s) => s.close()));
     },
   };

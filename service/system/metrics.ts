@@ -68,6 +68,7 @@ export class ServiceMetrics {
   private readonly reportRate: RateMeter;
   private readonly downloadsFinished: Counter;
   private readonly rateLimited: Counter;
+  private readonly webhooks: Counter;
   private readonly activeDownloads = new Set<string>();
   private readonly eventLoop: IntervalHistogram;
   private readonly unsubscribe: () => void;
@@ -140,6 +141,7 @@ export class ServiceMetrics {
       registers: [r.prom],
     });
     this.rateLimited = counter('printfarm_rate_limited_total', 'Requests and connections refused by a rate limit, by limit', ['limit']);
+    this.webhooks = counter('printfarm_notify_webhooks_total', 'Notification webhook deliveries, by result (sent, retried, failed after every retry, dropped from a full queue)', ['result']);
     gauge('printfarm_downloads_active', 'Printer file downloads running now', () => this.activeDownloads.size);
     this.downloadsFinished = counter('printfarm_downloads_total', 'Finished printer file downloads, by result', ['result']);
     gauge('printfarm_database_size_bytes', 'Size of the database: the SQLite file with its WAL, or the PostgreSQL database', () => sources.databaseBytes());
@@ -169,6 +171,11 @@ export class ServiceMetrics {
   report(): void {
     this.reportTally.set('', (this.reportTally.get('') ?? 0) + 1);
     this.reportRate.mark();
+  }
+
+  /** One notification webhook outcome. */
+  webhook(result: string): void {
+    this.webhooks.inc({ result });
   }
 
   refused(limit: string): void {

@@ -70,6 +70,15 @@ describe('access control with AUTH_TOKENS', () => {
     expect(pause.body.error).toMatchObject({ code: 'FORBIDDEN', details: { role: 'viewer', required_role: 'operator' } });
   });
 
+  test('a viewer sees notification webhooks by their origin only (an ntfy topic is a secret); an admin sees them whole', async () => {
+    const hooks = [{ url: 'https://ntfy.sh/farm-secret-topic?auth=tok', kinds: ['attention'] }];
+    expect((await h.request('PUT', '/api/v1/settings', { notify_webhooks: hooks }, as(TOKENS.admin))).status).toBe(200);
+    const seen = await h.request('GET', '/api/v1/settings', undefined, as(TOKENS.viewer));
+    expect(seen.body.notify_webhooks).toEqual([{ url: 'https://ntfy.sh/********', kinds: ['attention'] }]);
+    expect(seen.text).not.toContain('farm-secret-topic');
+    expect((await h.request('GET', '/api/v1/settings', undefined, as(TOKENS.admin))).body.notify_webhooks).toEqual(hooks);
+  });
+
   test('an operator controls jobs but may not configure printers or settings', async () => {
     const job = await h.request('POST', '/api/v1/jobs', { printer_id: 'mk4-01', job_name: 'Clip' }, as(TOKENS.operator));
     expect(job.status).toBe(201);

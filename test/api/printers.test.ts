@@ -58,6 +58,7 @@ describeDialects('printers API', (db) => {
       materials: [],
       plate_state: 'clear',
       plate_auto_clear: false,
+      attention: [],
       // An X1C's camera is RTSPS; not available while the printer is not connected.
       camera: { available: false, source: 'rtsp', fps: 5 },
     });

@@ -11,7 +11,9 @@
  * Screenshots go to test/artifacts/ (git-ignored) for a person to look at;
  * PRINTFARM_README_SCREENSHOT=1 also refreshes docs/images/dashboard.png.
  */
+import dgram from 'node:dgram';
 import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startFarm, type SimulatedFarm } from '../../service/simulators';
@@ -37,14 +39,25 @@ describeBrowser('the farm dashboard of npm run demo', () => {
   let api: string;
   /** One more simulated printer, registered by the test so that it can pull its plug. */
   let extra: SimulatedFarm;
+  /** A Bambu printer that only announces itself (SSDP): the Add printer dialog adds it. */
+  let stranger: SimulatedFarm;
+  let ssdpPort = 0;
   const EXTRA_ID = 'dash-x1c';
   const userDir = tempDir('printfarm-dashboard-');
   const get = async (p: string) => (await (await fetch(api + p)).json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
   beforeAll(async () => {
     fs.mkdirSync(ARTIFACTS, { recursive: true });
+    // A free UDP port for the service's SSDP listener (not 2021: other tests' services may share that one).
+    ssdpPort = await new Promise<number>((resolve) => {
+      const probe = dgram.createSocket('udp4');
+      probe.bind(0, '127.0.0.1', () => {
+        const { port } = probe.address() as AddressInfo;
+        probe.close(() => resolve(port));
+      });
+    });
     [nodeRed, browser, extra] = await Promise.all([
-      startNodeRed({ userDir, demo: true }),
+      startNodeRed({ userDir, demo: true, env: { DISCOVERY_SSDP_PORT: String(ssdpPort) } }),
       chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] }),
       startFarm({ bambu: 1, speed: 20 }),
     ]);
@@ -58,6 +71,7 @@ describeBrowser('the farm dashboard of npm run demo', () => {
     await browser?.close();
     expect(await nodeRed?.stop()).toBe(0);
     await extra?.close();
+    await stranger?.close();
     fs.rmSync(userDir, { recursive: true, force: true });
   });
 
@@ -236,6 +250,41 @@ describeBrowser('the farm dashboard of npm run demo', () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 70_000);
+
+  test('farm page: an AMS runout is an attention entry in words; the Add printer dialog lists an announcing printer and adds it with its access code', async () => {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    stranger = await startFarm({ bambu: 1, speed: 20, announce: ssdpPort, announceIntervalS: 1 });
+    const found = stranger.printers[0].printer as unknown as { serial_number: string; access_code: string; name: string };
+    await until(async () => ((await get('/discovery')).printers as { serial_number: string }[]).some((p) => p.serial_number === found.serial_number), 'the announcing printer discovered', 15_000);
+
+    await page.goto(`${nodeRed.url}/dashboard/farm`);
+    await page.locator('[data-action="add-printer"]').click();
+    const row = page.locator(`[data-discovered="${found.serial_number}"]`);
+    await row.waitFor({ timeout: 20_000 });
+    expect(await row.innerText()).toContain(found.name);
+    await row.locator('[data-role="access-code"] input').fill(found.access_code);
+    await row.locator('[data-action="add-discovered"]').click();
+    const added = await until(async () => ((await get('/printers')).printers as { id: string; serial_number: string }[]).find((p) => p.serial_number === found.serial_number), 'the printer added', 15_000);
+    await until(async () => (await row.innerText()).includes('added'), 'the dialog to show it added', 20_000);
+    await page.keyboard.press('Escape');
+    await card(page, added.id).waitFor({ timeout: 20_000 });
+
+    // The extra printer's AMS runs out: the strip says so in Bambu Lab's words, with what to do.
+    const { control_url } = extra.printers[0];
+    if (!/PREPARE|RUNNING/.test(String(((await simState(control_url)) as unknown as { gcode_state: string }).gcode_state))) {
+      await control(control_url, 'print', { file: (await simState(control_url)).files.find((f) => /\.3mf$/.test(f)) });
+    }
+    await until(async () => /PREPARE|RUNNING/.test(String(((await simState(control_url)) as unknown as { gcode_state: string }).gcode_state)), 'printing', 20_000);
+    await control(control_url, 'fail');
+    const entry = page.locator(`.pf-att[data-printer="${EXTRA_ID}"][data-code="0700_2000_0002_0001"]`);
+    await entry.waitFor({ timeout: 20_000 });
+    expect(await entry.innerText()).toMatch(/Bambu X1C #04\s+AMS A Slot 1 filament has run out\.\s+Please insert a new filament\./);
+    await shot(page, 'attention.png');
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 90_000);
 });
 
 /** A socket.io frame `42["msg-input:<id>", msg]` as {id, payload}. */

@@ -17,7 +17,7 @@ if (!haveChromium) console.warn(`browser tests skipped: no Chromium at ${CHROMIU
 if (!built) console.warn('palette test skipped: run `npm run build` first (npm test does)');
 const describeBrowser = haveChromium && built ? describe : describe.skip;
 
-const TYPES = ['printfarm-printer', 'printfarm-job-watcher', 'printfarm-file-download', 'printfarm-gcode-preview', 'printfarm-stats', 'printfarm-queue'];
+const TYPES = ['printfarm-printer', 'printfarm-job-watcher', 'printfarm-file-download', 'printfarm-gcode-preview', 'printfarm-stats', 'printfarm-queue', 'printfarm-events'];
 
 describeBrowser('the Node-RED editor started by npm start', () => {
   let nodeRed: RunningNodeRed;

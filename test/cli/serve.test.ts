@@ -1,6 +1,10 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import dgram from 'node:dgram';
 import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { parseBambuAnnouncement } from '../../service/discovery/bambu-ssdp';
+import { until } from '../helpers/farm';
 import { tempDir } from '../helpers/service';
 
 const BIN = path.join(__dirname, '../../bin/printfarm.js');
@@ -65,8 +69,13 @@ describe('printfarm serve', () => {
 });
 
 describe('printfarm simulate', () => {
-  test('--json prints exactly one line with ready printer bodies and control URLs, and stops on SIGTERM', async () => {
-    const child = spawn(process.execPath, [BIN, 'simulate', '--bambu', '1', '--prusa', '1', '--klipper', '1', '--speed', '50', '--json'], { env: { PATH: process.env.PATH } });
+  test('--json prints exactly one line with ready printer bodies and control URLs; --announce sends SSDP announcements; stops on SIGTERM', async () => {
+    const udp = dgram.createSocket('udp4');
+    const heard: Buffer[] = [];
+    udp.on('message', (m) => heard.push(m));
+    await new Promise<void>((resolve) => udp.bind(0, '127.0.0.1', () => resolve()));
+    const udpPort = (udp.address() as AddressInfo).port;
+    const child = spawn(process.execPath, [BIN, 'simulate', '--bambu', '1', '--prusa', '1', '--klipper', '1', '--speed', '50', '--json', '--announce', String(udpPort)], { env: { PATH: process.env.PATH } });
     let out = '';
     const line = await new Promise<string>((resolve, reject) => {
       child.stdout!.on('data', (c: Buffer) => {
@@ -85,9 +94,16 @@ describe('printfarm simulate', () => {
       const printable = p.printer.type === 'klipper' ? /\.gcode$/ : /\.gcode\.3mf$|\.3MF$/i;
       expect(state).toMatchObject({ status: expect.any(String), progress: expect.any(Number), files: expect.arrayContaining([expect.stringMatching(printable)]) });
     }
+    // The Bambu printer announces itself like a real one, with its model code and port overrides.
+    const announced = await until(() => heard.map((m) => parseBambuAnnouncement(m)).find((a) => a?.serial_number === printers[0].printer.serial_number), 'an announcement', 10_000);
+    expect(announced).toMatchObject({ ip_address: '127.0.0.1', model: printers[0].printer.model, ports: { mqtt: printers[0].printer.mqtt_port, ftps: printers[0].printer.ftps_port } });
+    udp.close();
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(out.trim().split('\n')).toHaveLength(1);
+    const bad = spawnSync(process.execPath, [BIN, 'simulate', '--announce', 'lots'], { encoding: 'utf8' });
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toMatch(/--announce must be a UDP port/);
   });
 });

@@ -100,7 +100,11 @@ describe('Bambu printer status', () => {
     const failed = await waitForState(driver, (s) => s.state === 'failed', 'failed');
     expect(failed).toMatchObject({
       raw_state: 'FAILED',
-      error: { code: 'HMS_0700_2000_0002_0001', message: 'AMS slot 1 filament has run out' },
+      error: { code: 'HMS_0700_2000_0002_0001', message: 'AMS A Slot 1 filament has run out.' },
+      attention: [
+        expect.objectContaining({ code: '0700_2000_0002_0001', severity: 'serious', source: 'hms' }),
+        expect.objectContaining({ code: '0700_8011', severity: 'serious', source: 'print_error' }),
+      ],
       job: { name: 'Cube_PLA' },
       temperatures: { nozzle_target: 0, bed_target: 0 },
     });

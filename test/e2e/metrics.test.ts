@@ -186,6 +186,7 @@ describe('GET /metrics', () => {
       printfarm_downloads_active: 'gauge',
       printfarm_downloads_total: 'counter',
       printfarm_rate_limited_total: 'counter',
+      printfarm_notify_webhooks_total: 'counter',
       printfarm_database_size_bytes: 'gauge',
       process_resident_memory_bytes: 'gauge',
       nodejs_heap_used_bytes: 'gauge',

@@ -17,6 +17,7 @@ import printer = require('../../nodes/printfarm-printer');
 import printfarmServer = require('../../nodes/printfarm-server');
 import queue = require('../../nodes/printfarm-queue');
 import stats = require('../../nodes/printfarm-stats');
+import events = require('../../nodes/printfarm-events');
 
 /** The part of node-red-node-test-helper the tests use (its DefinitelyTyped package pulls the DOM types into the whole program). */
 export interface TestNode {
@@ -88,7 +89,7 @@ const withCatalogs = (fn: NodeModule): NodeModule => (RED) => {
 };
 
 /** Every node type of the pack. */
-export const NODES = [printfarmServer, printer, jobWatcher, fileDownload, gcodePreview, stats, queue].map((fn) => withCatalogs(fn as unknown as NodeModule));
+export const NODES = [printfarmServer, printer, jobWatcher, fileDownload, gcodePreview, stats, queue, events].map((fn) => withCatalogs(fn as unknown as NodeModule));
 
 const madeDirs: string[] = [];
 /** A fresh temp dir, removed after the test file. */
@@ -183,6 +184,7 @@ export const SERVICE_OPTIONS = {
   updateCheckTimeout: 1,
   driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),
   fleet: { watchdogMs: 1500, commandTimeoutMs: 3000, pollMs: 200, connectTimeoutMs: 4000 },
+  discovery: { ssdpPort: 0 },
 };
 
 /**

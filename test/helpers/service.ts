@@ -76,6 +76,8 @@ export async function startService(options: ServiceOptions = {}, dataDir = tempD
     updateCheckTimeout: 1,
     // API tests never reach out to the printer addresses they store; e2e tests pass real drivers and simulators.
     driverFactory: silentDriverFactory,
+    // No UDP listener unless a test asks for one (discovery: {ssdpPort: 'ephemeral'}).
+    discovery: { ssdpPort: 0 },
     ...options,
   });
   const base = `http://127.0.0.1:${service.port}`;

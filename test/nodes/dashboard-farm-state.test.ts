@@ -90,4 +90,23 @@ describe('the dashboard\'s farm state', () => {
     expect(plate).toMatchObject({ payload: 'Plate needs clearing on Printer p1', ui_update: { color: '#ed6c02' } });
     expect(notes.messages).toHaveLength(3);
   });
+
+  test('the attention strip lists every printer\'s entries worst first; the Add printer dialog gets the discovered printers', async () => {
+    const { node, board } = await load();
+    const entry = (code: string, severity: string, since: string) => ({ code, severity, message: `m ${code}`, action: `a ${code}`, since, source: 'hms' });
+    node.receive({ kind: 'discovery', apiError: null, payload: { printers: [{ type: 'bambu_lab', model: 'P1S', serial_number: '01P00A1', ip_address: '10.0.0.5', added: false }] } });
+    node.receive(
+      list([
+        { id: 'p1', name: 'A', status: 'online', attention: [entry('0C00_0300_0004_0001', 'info', '2026-01-01T00:00:00Z')] },
+        { id: 'p2', name: 'B', status: 'error', attention: [entry('0700_2000_0002_0001', 'serious', '2026-01-01T00:05:00Z'), entry('0300_0100_0001_0001', 'fatal', '2026-01-01T00:06:00Z')] },
+      ]),
+    );
+    const last = await board.next((m) => m.payload.attention.length === 3, 2000);
+    expect(last.payload.attention.map((a: { code: string; printer_name: string }) => [a.code, a.printer_name])).toEqual([
+      ['0300_0100_0001_0001', 'B'],
+      ['0700_2000_0002_0001', 'B'],
+      ['0C00_0300_0004_0001', 'A'],
+    ]);
+    expect(last.payload.discovered).toEqual([expect.objectContaining({ serial_number: '01P00A1', added: false })]);
+  });
 });

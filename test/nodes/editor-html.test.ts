@@ -44,8 +44,8 @@ function keysOf(obj: unknown, prefix = ''): string[] {
 }
 
 describeBuilt('editor files', () => {
-  test('package.json declares the seven node sets, a Node-RED version without upper bound and the node-red keyword', () => {
-    expect(sets.map(([name]) => name)).toEqual(['printfarm-server', 'printfarm-printer', 'printfarm-job-watcher', 'printfarm-file-download', 'printfarm-gcode-preview', 'printfarm-stats', 'printfarm-queue']);
+  test('package.json declares the eight node sets, a Node-RED version without upper bound and the node-red keyword', () => {
+    expect(sets.map(([name]) => name)).toEqual(['printfarm-server', 'printfarm-printer', 'printfarm-job-watcher', 'printfarm-file-download', 'printfarm-gcode-preview', 'printfarm-stats', 'printfarm-queue', 'printfarm-events']);
     expect(pkg['node-red'].version).toBe('>=4.0.0');
     expect(pkg.keywords).toContain('node-red');
     for (const [name, file] of sets) {

@@ -20,7 +20,7 @@ import { startNodeRed, type RunningNodeRed } from '../helpers/launcher';
 import { collect, control, helper, NODES, SERVICE_OPTIONS, simState, statusOf, tempDir, until, type FlowNode } from '../helpers/node-red';
 
 const root = path.join(__dirname, '..', '..');
-const PACK_TYPES = ['printfarm-server', 'printfarm-printer', 'printfarm-job-watcher', 'printfarm-file-download', 'printfarm-gcode-preview', 'printfarm-stats', 'printfarm-queue'];
+const PACK_TYPES = ['printfarm-server', 'printfarm-printer', 'printfarm-job-watcher', 'printfarm-file-download', 'printfarm-gcode-preview', 'printfarm-stats', 'printfarm-queue', 'printfarm-events'];
 const readJson = (file: string) => JSON.parse(fs.readFileSync(file, 'utf8')) as FlowNode[];
 /** Every flow file the package ships: whatever is in examples/ and flows/ (new ones are checked without listing them here). */
 const shipped = ['examples', 'flows'].flatMap((dir) =>

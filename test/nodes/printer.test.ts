@@ -98,7 +98,7 @@ describe('printfarm-server and printer nodes', () => {
     );
     const caught = collect(helper.getNode('caught'));
     helper.getNode('all').receive({ payload: 'explode' });
-    expect((await caught.next()).error.message).toBe('Error: Unknown command "explode" (use pause, resume, stop or refresh)');
+    expect((await caught.next()).error.message).toBe('Error: Unknown command "explode" (use pause, resume, stop, refresh, snapshot or stream)');
     helper.getNode('all').receive({ payload: 'pause' });
     expect((await caught.next((m) => m !== caught.messages[0])).error.message).toBe('Error: Which printer? Set msg.printer_id or msg.topic');
   });

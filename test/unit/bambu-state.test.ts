@@ -168,15 +168,16 @@ describe('mapping Bambu reports to the printer state', () => {
     t = ingestReport(t, { gcode_state: 'FAILED', print_error: 0x07008011 });
     const failed = toPrinterState(t, { version: null, serial: SERIAL });
     expect(failed.state).toBe('failed');
-    expect(failed.error).toEqual({ code: '0700_8011', message: 'AMS filament ran out' });
+    expect(failed.error).toEqual({ code: '0700_8011', message: 'AMS filament ran out.' });
   });
 
   it('reports the most severe HMS entry with its code and a readable message', () => {
     expect(hmsCode(0x07002000, 0x00020001)).toBe('0700_2000_0002_0001');
     const error = printerError({ hms: [{ attr: 0x0c000300, code: 0x00040001 }, { attr: 0x07002000, code: 0x00020001 }], print_error: 0 });
-    expect(error).toEqual({ code: 'HMS_0700_2000_0002_0001', message: 'AMS slot 1 filament has run out' });
-    const generic = printerError({ hms: [{ attr: 0x08001000, code: 0x00030002 }] });
-    expect(generic?.message).toBe('toolhead reports HMS 0800_1000_0003_0002 (common)');
+    expect(error).toEqual({ code: 'HMS_0700_2000_0002_0001', message: 'AMS A Slot 1 filament has run out.' });
+    // A code Bambu Lab does not publish keeps the module and severity.
+    const generic = printerError({ hms: [{ attr: 0x08ff1000, code: 0x0003ff02 }] });
+    expect(generic?.message).toBe('toolhead reports HMS 08FF_1000_0003_FF02 (common)');
     const idleWithFatal = toPrinterState(track(fullReport({ gcode_state: 'IDLE', hms: [{ attr: 0x03000100, code: 0x00010007 }] })), { version: null, serial: SERIAL });
     expect(idleWithFatal.state).toBe('error');
   });

@@ -67,11 +67,11 @@ describe('the dashboard flow files', () => {
     expect(refs.filter(([, target]) => !ids.has(target))).toEqual([]);
   });
 
-  test('the pages: /dashboard with farm (first), queue, jobs and statistics', () => {
+  test('the pages: /dashboard with farm (first), queue, jobs, statistics and cameras', () => {
     const flow = readFlow('flows/dashboard.json');
     expect(flow.find((n) => n.type === 'ui-base')).toMatchObject({ path: '/dashboard' });
     const pages = flow.filter((n) => n.type === 'ui-page').sort((a, b) => Number(a.order) - Number(b.order));
-    expect(pages.map((p) => p.path)).toEqual(['/farm', '/queue', '/jobs', '/statistics']);
+    expect(pages.map((p) => p.path)).toEqual(['/farm', '/queue', '/jobs', '/statistics', '/cameras']);
   });
 
   test.each(DASHBOARD_FILES)('%s: function code parses; Vue templates are one `export default {}` without self-closing tags', (file) => {

@@ -48,6 +48,9 @@ if (msg.event === 'printer_status' && msg.payload && msg.payload.id) {
     for (const id of Object.keys(s.rest)) if (!seen[id]) delete s.rest[id];
     for (const id of Object.keys(s.snap)) if (!seen[id]) delete s.snap[id];
   }
+} else if (msg.kind === 'discovery') {
+  // GET /discovery: the printers found on the LAN, for the Add printer dialog.
+  if (!msg.apiError && msg.payload && Array.isArray(msg.payload.printers)) s.discovered = msg.payload.printers.slice(0, 1024);
 } else if (msg.kind === 'today') {
   const jobs = (msg.payload && msg.payload.jobs) || {};
   s.today = { total_jobs: jobs.total_jobs, success_rate: jobs.success_rate, finished: (jobs.completed_jobs || 0) + (jobs.failed_jobs || 0) };
@@ -99,13 +102,23 @@ function card(id) {
     nozzle_diameter: a.nozzle_diameter || b.nozzle_diameter || null,
     thumbnail: busy && file && file.thumbnail && file.job === jobName ? `../printfarm-dashboard/thumbnail/${encodeURIComponent(file.file_id)}` : null,
     status_message: (a.error && a.error.message) || b.status_message || null,
+    // {available, source, fps}: the live state says when a camera fails or comes back.
+    camera: a.camera || b.camera || null,
     last_seen: a.last_seen || b.last_seen || null,
   };
 }
 
+// What the printers need from a person (GET /printers' attention lists), worst first, then the oldest.
+function attention() {
+  const rank = { fatal: 0, serious: 1, common: 2, info: 3 };
+  const all = [];
+  for (const id of Object.keys(s.rest)) for (const e of s.rest[id].attention || []) all.push({ ...e, printer_id: id, printer_name: name(id) });
+  return all.sort((a, b) => (rank[a.severity] ?? 9) - (rank[b.severity] ?? 9) || String(a.since).localeCompare(String(b.since))).slice(0, 50);
+}
+
 function board() {
   const ids = [...new Set([...Object.keys(s.rest), ...Object.keys(s.snap)])];
-  return { topic: 'board', payload: { printers: ids.map(card), today: s.today, updated_at: new Date().toISOString() } };
+  return { topic: 'board', payload: { printers: ids.map(card), attention: attention(), discovered: s.discovered || [], today: s.today, updated_at: new Date().toISOString() } };
 }
 
 // At most one board every MIN_INTERVAL_MS: the first change goes at once, later ones are folded into one.

@@ -7,7 +7,7 @@
 import type { PrinterState } from '../driver';
 import { samePrinterState } from '../state-equality';
 import { checkReport } from './limits';
-import { ingestReport, parseVersionInfo, toPrinterState, type BambuTracked, type VersionInfo } from './state';
+import { AttentionMemo, ingestReport, parseVersionInfo, toPrinterState, type BambuTracked, type VersionInfo } from './state';
 import { isObject, type Json } from './values';
 
 export type ReportOutcome =
@@ -22,6 +22,7 @@ export class BambuReports {
   private tracked: BambuTracked | null = null;
   /** The merged report the current state was made of (its untouched parts are reused by the next mapping). */
   private mappedPrint: BambuTracked['print'] | null = null;
+  private readonly attention = new AttentionMemo();
   version: VersionInfo | null = null;
   current: PrinterState | null = null;
   dropped = 0;
@@ -60,7 +61,7 @@ export class BambuReports {
     // and end the job the printer is still printing.
     if (!this.tracked || typeof this.tracked.print.gcode_state !== 'string') return null;
     const previous = this.current && this.mappedPrint ? { print: this.mappedPrint, state: this.current } : null;
-    const state = toPrinterState(this.tracked, { version: this.version, serial }, previous);
+    const state = toPrinterState(this.tracked, { version: this.version, serial, attention: this.attention }, previous);
     this.mappedPrint = this.tracked.print;
     if (samePrinterState(state, this.current)) return null;
     this.current = state;

@@ -12,6 +12,8 @@
  *   that arrives with only its `id` is an emptied slot and replaces the old one.
  */
 import type { MachineState, PrinterError, PrinterState } from '../driver';
+import { sameCauses, worstFirst, type AttentionCause } from '../attention';
+import { describeHms, describePrintError } from './hms-text';
 import { materialsOf, nozzleDiameterOf } from './materials';
 
 import { MAX_LIST_ENTRIES, MAX_OBJECT_KEYS, pickUsedKeys } from './limits';
@@ -163,45 +165,50 @@ export function machineState(gcodeState: string | null, options: { cancelled?: b
   }
 }
 
-const hex4 = (n: number) => (n & 0xffff).toString(16).toUpperCase().padStart(4, '0');
+export { hmsCode, printErrorCode } from './hms-text';
 
-/** HMS entry {attr, code} -> "0700_2000_0002_0001" as the Bambu wiki and apps print it. */
-export function hmsCode(attr: number, code: number): string {
-  return `${hex4(attr >>> 16)}_${hex4(attr)}_${hex4(code >>> 16)}_${hex4(code)}`;
+/**
+ * The causes a report shows, worst first: every HMS entry, then a non-zero print_error (a user cancel is not
+ * a cause: it shows as state 'stopped'). Words come from the vendor's table for the printer's model.
+ */
+export function attentionOf(print: Json, model: string | null): AttentionCause[] {
+  const causes: AttentionCause[] = hmsEntries(print.hms).map((e) => describeHms(e.attr, e.code, model));
+  const error = num(print.print_error);
+  if (error && error !== CANCELLED_PRINT_ERROR) causes.push(describePrintError(error, model));
+  return worstFirst(causes);
 }
 
-/** print_error -> "0300_400C". */
-export function printErrorCode(error: number): string {
-  return `${hex4(error >>> 16)}_${hex4(error)}`;
+/**
+ * Keeps the last causes of one printer and works them out again only when the report's `hms` or
+ * `print_error` changed (merged reports keep the same `hms` array until a report sends a new one), so the
+ * per-report path costs two comparisons.
+ */
+/** A full report brings a new `hms` array each time: the same entries are the same causes. */
+function sameHms(a: unknown, b: unknown): boolean {
+  if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] as { attr?: unknown; code?: unknown } | null;
+    const y = b[i] as { attr?: unknown; code?: unknown } | null;
+    if (!x || !y || x.attr !== y.attr || x.code !== y.code) return false;
+  }
+  return true;
 }
 
-const HMS_SEVERITY: Record<number, string> = { 1: 'fatal', 2: 'serious', 3: 'common', 4: 'info' };
-const HMS_MODULE: Record<number, string> = { 0x03: 'motion controller', 0x05: 'mainboard', 0x07: 'AMS', 0x08: 'toolhead', 0x0c: 'camera / AI monitoring', 0x12: 'AMS lite' };
+export class AttentionMemo {
+  private hms: unknown = undefined;
+  private printError: unknown = undefined;
+  private model: string | null = null;
+  private causes: AttentionCause[] = [];
 
-/** The few messages the simulator produces and users meet most; anything else gets a generic text with module and severity. */
-const KNOWN_MESSAGES: Record<string, string> = {
-  '0300_400C': 'The print was cancelled',
-  '0700_8011': 'AMS filament ran out',
-  '0700_2000_0002_0001': 'AMS slot 1 filament has run out',
-  '0300_0100_0001_0007': 'The heatbed temperature is abnormal',
-};
-
-export function hmsSeverity(code: number): number {
-  return (code >>> 16) & 0xffff;
-}
-
-export function hmsMessage(attr: number, code: number): string {
-  const id = hmsCode(attr, code);
-  const known = KNOWN_MESSAGES[id];
-  if (known) return known;
-  const module = HMS_MODULE[(attr >>> 24) & 0xff] ?? 'printer';
-  const severity = HMS_SEVERITY[hmsSeverity(code)] ?? 'unknown';
-  return `${module} reports HMS ${id} (${severity})`;
-}
-
-export function printErrorMessage(error: number): string {
-  const id = printErrorCode(error);
-  return KNOWN_MESSAGES[id] ?? `Print error ${id}`;
+  of(print: Json, model: string | null): AttentionCause[] {
+    if ((print.hms === this.hms || sameHms(print.hms, this.hms)) && print.print_error === this.printError && model === this.model) return this.causes;
+    this.hms = print.hms;
+    this.printError = print.print_error;
+    this.model = model;
+    const next = attentionOf(print, model);
+    if (!sameCauses(next, this.causes)) this.causes = next;
+    return this.causes;
+  }
 }
 
 interface HmsEntry {
@@ -221,20 +228,15 @@ function hmsEntries(value: unknown): HmsEntry[] {
   return out;
 }
 
-/**
- * The error to show: the most severe HMS entry, else a non-zero print_error
- * (a user cancel is not an error: it shows as state 'stopped').
- */
-export function printerError(print: Json): PrinterError | null {
-  const hms = hmsEntries(print.hms);
-  if (hms.length > 0) {
-    const rank = (e: HmsEntry) => hmsSeverity(e.code) || 99;
-    const worst = hms.reduce((a, b) => (rank(b) < rank(a) ? b : a));
-    return { code: `HMS_${hmsCode(worst.attr, worst.code)}`, message: hmsMessage(worst.attr, worst.code) };
-  }
-  const error = num(print.print_error);
-  if (error && error !== CANCELLED_PRINT_ERROR) return { code: printErrorCode(error), message: printErrorMessage(error) };
-  return null;
+/** The error to show: the worst HMS entry, else the print_error (the first cause, in English). */
+export function errorFromAttention(causes: readonly AttentionCause[]): PrinterError | null {
+  const first = causes.find((c) => c.source === 'hms') ?? causes[0];
+  if (!first) return null;
+  return { code: first.source === 'hms' ? `HMS_${first.code}` : first.code, message: first.text.en.message };
+}
+
+export function printerError(print: Json, model: string | null = null): PrinterError | null {
+  return errorFromAttention(attentionOf(print, model));
 }
 
 // ---------------------------------------------------------------------------
@@ -244,6 +246,8 @@ export function printerError(print: Json): PrinterError | null {
 export interface MapContext {
   version: VersionInfo | null;
   serial: string | null;
+  /** The printer's memo: causes are worked out again only when hms or print_error changed. */
+  attention?: AttentionMemo;
 }
 
 function basename(path: string): string {
@@ -273,9 +277,10 @@ export function toPrinterState(tracked: BambuTracked, context: MapContext, previ
   const last = previous?.state;
   const rawState = (str(p.gcode_state) ?? '').toUpperCase();
   const state = machineState(rawState, { cancelled: tracked.cancelled, printError: num(p.print_error), printType: str(p.print_type) });
-  const sameHms = before !== undefined && before.hms === p.hms;
-  const error = last && sameHms && before.print_error === p.print_error ? last.error : printerError(p);
   const model = context.version?.model ?? modelFromSerial(context.serial);
+  // The memo hands back the same list while hms and print_error stay: then the error stays too.
+  const attention = context.attention ? context.attention.of(p, model) : attentionOf(p, model);
+  const error = last && last.attention === attention ? last.error : errorFromAttention(attention);
   const firmware = context.version?.firmware ?? null;
 
   const chamber = num(p.chamber_temper);
@@ -310,7 +315,7 @@ export function toPrinterState(tracked: BambuTracked, context: MapContext, previ
 
   // A fatal or serious HMS on an idle printer needs attention before the next print
   // (during and right after a job the job's own state stays the truth).
-  const severe = state === 'idle' && hmsEntries(p.hms).some((e) => [1, 2].includes(hmsSeverity(e.code)));
+  const severe = state === 'idle' && attention.some((c) => c.source === 'hms' && (c.severity === 'fatal' || c.severity === 'serious'));
   // Capabilities and materials are rebuilt only when what they are made of changed (a report is mostly temperatures).
   const sameCapabilities = last?.capabilities && before!.fun === p.fun && before!.ams === p.ams && last.model === model && last.firmware_version === firmware;
   const capabilities = sameCapabilities
@@ -328,5 +333,6 @@ export function toPrinterState(tracked: BambuTracked, context: MapContext, previ
     capabilities,
     nozzle_diameter: nozzleDiameterOf(p),
     materials,
+    attention,
   };
 }

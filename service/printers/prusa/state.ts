@@ -3,6 +3,7 @@
  * except the `now` passed in). The driver feeds them what it polled; the unit
  * tests feed them literal answers.
  */
+import type { AttentionCause } from '../attention';
 import type { MachineState, PrinterError, PrinterState, PrintProgress } from '../driver';
 
 /** GET /api/version (Buddy and Prusa-Link on a Pi). */
@@ -200,12 +201,14 @@ export function mergePrusaState(prev: PrinterState | null, input: MergeInput): P
     bed_target: num(p.target_bed) ?? prevT?.bed_target ?? 0,
   };
 
+  const error = mergeError(prev, p, raw);
   return {
     state: mapPrusaState(raw),
     raw_state: raw,
     temperatures,
     job: mergeJob(prev?.job ?? null, raw, status.job, job, now),
-    error: mergeError(prev, p, raw),
+    error,
+    attention: attentionOf(prev, error),
     firmware_version: version?.firmware ?? version?.server ?? version?.version ?? prev?.firmware_version ?? null,
     model: modelOf(version, info) ?? prev?.model ?? null,
     capabilities: info
@@ -227,6 +230,25 @@ function materialOf(p: PrusaStatusPrinter, prev: PrinterState | null): Pick<Prin
   if (typeof p.material !== 'string') return prev?.materials ? { materials: prev.materials } : {};
   const type = p.material.trim();
   return { materials: !type || /^-+$/.test(type) ? [] : [{ slot: 0, type: type.slice(0, 50), color: null, remaining_percent: null }] };
+}
+
+/** ATTENTION or ERROR with the printer's own message; the previous list while the printer says the same. */
+function attentionOf(prev: PrinterState | null, error: PrinterError | null): AttentionCause[] {
+  const before = prev?.attention ?? [];
+  if (!error) return before.length ? [] : before;
+  if (before.length === 1 && before[0].code === error.code && before[0].text.en.message === error.message) return before;
+  const fatal = error.code === 'ERROR';
+  return [
+    {
+      code: error.code,
+      severity: fatal ? 'fatal' : 'serious',
+      source: 'prusalink',
+      text: {
+        en: { message: error.message, action: fatal ? "Check the printer, then clear the error on its screen." : "Go to the printer and answer its screen." },
+        de: { message: error.message, action: fatal ? 'Drucker prüfen und den Fehler am Bildschirm quittieren.' : 'Zum Drucker gehen und die Meldung am Bildschirm beantworten.' },
+      },
+    },
+  ];
 }
 
 function mergeError(prev: PrinterState | null, p: PrusaStatusPrinter, raw: string): PrinterError | null {
