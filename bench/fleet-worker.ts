@@ -6,7 +6,8 @@
  * - mode "service": the real service (createService, real Bambu drivers,
  *   SQLite in a temp dir that is deleted at the end); the parent registers
  *   the printers through the REST API and reads /ws.
- * - mode "relay": the baseline, a bare MQTT relay: one plain mqtt.js client
+ * - mode "relay" (Klipper printers: bench/fleet-klipper.ts, a bare WebSocket relay):
+ *   the baseline, a bare MQTT relay: one plain mqtt.js client
  *   per printer (TLS, the same options as the driver), JSON.parse of each
  *   report and one small printer_status frame per report to every /ws client.
  *   Everything the service does on top of that (merging, state mapping,
@@ -19,6 +20,7 @@ import type tls from 'node:tls';
 import { connect as mqttConnect, type IClientOptions, type MqttClient } from 'mqtt';
 import { WebSocket, WebSocketServer } from 'ws';
 import { startBenchService } from './bench-service';
+import { startKlipperRelay } from './fleet-klipper';
 import { serveBenchWorker } from './worker-ipc';
 
 export interface BenchPrinter {
@@ -26,6 +28,8 @@ export interface BenchPrinter {
   serial: string;
   access_code: string;
   mqtt_port: number;
+  /** Klipper: Moonraker's port (the relay then reads its WebSocket, bench/fleet-klipper.ts). */
+  http_port?: number;
 }
 
 export type WorkerCommand =
@@ -112,6 +116,6 @@ async function startRelay(printers: BenchPrinter[]): Promise<Running> {
 }
 
 serveBenchWorker<WorkerCommand, Running>({
-  start: (msg) => msg.mode === 'service' ? startService() : startRelay(msg.printers),
+  start: (msg) => (msg.mode === 'service' ? startService() : msg.printers[0]?.http_port ? startKlipperRelay(msg.printers) : startRelay(msg.printers)),
   sampleExtra: (running) => ({ connected: running?.connected() ?? 0 }),
 });

@@ -19,6 +19,9 @@
  * forked child, so its CPU is measured alone. Loopback only.
  *
  * Options: --sizes 50,200,500,1000  --window 15 (s)  --warmup 3 (s)  --interval 1000 (ms)
+ *          --klipper N: N simulated Klipper (Moonraker) printers instead, deltas at 2 Hz unless
+ *          --interval says otherwise, against a bare WebSocket relay (bench/fleet-klipper.ts);
+ *          target: service CPU per update at most 1.5x the relay's, p99 under 50 ms.
  *
  * The machine is shared: the load average is printed with every figure, and
  * the latency tail moves with whatever else runs on the cores.
@@ -30,6 +33,9 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { WebSocket } from 'ws';
 import { BambuSimulator, type SimTlsCredentials } from '../service/simulators/bambu';
 import { Ledger, percentile } from './fleet-ledger';
+import { pool } from './pool';
+import { KlipperSimulator } from '../service/simulators/klipper';
+import { klipperBenchPrinter, startKlipperSimulators } from './fleet-klipper';
 import { describe, f2, table, verdict } from './fleet-report';
 import type { BenchPrinter, WorkerCommand, WorkerEvent } from './fleet-worker';
 
@@ -49,6 +55,8 @@ export interface Options {
   windowS: number;
   warmupS: number;
   intervalMs: number;
+  /** Klipper printers instead of Bambu Lab ones (--klipper N). */
+  klipper?: boolean;
   report: ReportMode;
 }
 
@@ -78,6 +86,7 @@ const MODELS = ['X1C', 'P1S', 'A1'];
 
 function parseArgs(argv: string[]): Options {
   const options: Options = { sizes: [50, 200, 500, 1000], windowS: 15, warmupS: 3, intervalMs: 1000, report: 'mixed' };
+  let intervalGiven = false;
   for (let i = 0; i < argv.length; i++) {
     const value = argv[i + 1];
     const number = (name: string) => {
@@ -100,6 +109,11 @@ function parseArgs(argv: string[]): Options {
         break;
       case '--interval':
         options.intervalMs = number('--interval');
+        intervalGiven = true;
+        break;
+      case '--klipper':
+        options.sizes = [number('--klipper')];
+        options.klipper = true;
         break;
       case '--report':
         if (value !== 'delta' && value !== 'full' && value !== 'mixed') throw new Error('--report needs delta, full or mixed');
@@ -107,28 +121,15 @@ function parseArgs(argv: string[]): Options {
         i++;
         break;
       default:
-        throw new Error(`unknown option ${argv[i]} (options: --sizes 50,200 --window 15 --warmup 3 --interval 1000 --report delta|full|mixed)`);
+        throw new Error(`unknown option ${argv[i]} (options: --sizes 50,200 --window 15 --warmup 3 --interval 1000 --report delta|full|mixed --klipper N)`);
     }
   }
+  if (options.klipper && !intervalGiven) options.intervalMs = 500; // Moonraker pushes deltas at 2 Hz and more
   return options;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Runs `fn` over `items` with at most `limit` in flight. */
-async function pool<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        out[i] = await fn(items[i], i);
-      }
-    }),
-  );
-  return out;
-}
 
 // ---------------------------------------------------------------------------
 // The worker process (service or relay)
@@ -257,10 +258,15 @@ export async function waitFor(what: string, probe: () => Promise<boolean>, ms: n
   }
 }
 
-export async function registerPrinters(base: string, sims: BambuSimulator[]): Promise<void> {
+type BenchSim = BambuSimulator | KlipperSimulator;
+
+const benchPrinterOf = (s: BenchSim): BenchPrinter =>
+  s instanceof KlipperSimulator ? klipperBenchPrinter(s) : { id: s.id, serial: s.serial, access_code: s.accessCode, mqtt_port: s.mqttPort };
+
+export async function registerPrinters(base: string, sims: BenchSim[]): Promise<void> {
   await pool(sims, 16, async (sim) => {
     const res = await fetch(`${base}/api/v1/printers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(sim.printerConfig()) });
-    if (res.status !== 201) throw new Error(`POST /printers ${sim.id}: ${res.status} ${await res.text()}`);
+    if (res.status !== 201) throw new Error(`POST /printers ${sim.printerConfig().id}: ${res.status} ${await res.text()}`);
   });
 }
 
@@ -270,12 +276,12 @@ export async function connectedViaApi(base: string): Promise<number> {
   return body.printers.filter((p) => p.connection_status === 'connected').length;
 }
 
-export async function measure(mode: 'service' | 'relay', sims: BambuSimulator[], options: Options, ledger: Ledger): Promise<Measurement> {
+export async function measure(mode: 'service' | 'relay', sims: BenchSim[], options: Options, ledger: Ledger): Promise<Measurement> {
   const n = sims.length;
   const worker = new Worker();
   let ws: WebSocket | null = null;
   try {
-    const printers: BenchPrinter[] = sims.map((s) => ({ id: s.id, serial: s.serial, access_code: s.accessCode, mqtt_port: s.mqttPort }));
+    const printers: BenchPrinter[] = sims.map(benchPrinterOf);
     const { port } = await worker.start(mode, printers);
     const base = `http://127.0.0.1:${port}`;
     ws = await connectWs(port, ledger);
@@ -342,7 +348,7 @@ export async function main(argv: string[]): Promise<void> {
   for (const n of options.sizes) {
     const ledger = new Ledger();
     const t0 = Date.now();
-    const sims = await startSimulators(n, options, tls, ledger);
+    const sims: BenchSim[] = options.klipper ? await startKlipperSimulators(n, options.intervalMs, ledger) : await startSimulators(n, options, tls, ledger);
     process.stdout.write(`N=${n}: ${n} simulators started in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
     try {
       const relay = await measure('relay', sims, options, ledger);

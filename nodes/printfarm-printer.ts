@@ -19,7 +19,7 @@ interface PrinterDef extends NodeDef {
   /** Create or update the printer in the service with the fields below. */
   register: boolean;
   printerName: string;
-  printerType: 'bambu_lab' | 'prusa_core';
+  printerType: 'bambu_lab' | 'prusa_core' | 'klipper';
   model: string;
   ipAddress: string;
   serialNumber: string;

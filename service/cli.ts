@@ -18,7 +18,7 @@ const USAGE = `Printfarm ${VERSION}
 
 Usage:
   printfarm serve [--port 8000] [--host 0.0.0.0] [--data-dir ./data] [--database-url postgres://...] [--demo]
-  printfarm simulate [--bambu N] [--prusa N] [--speed X] [--spoolman] [--json] [--announce PORT]
+  printfarm simulate [--bambu N] [--prusa N] [--klipper N] [--speed X] [--spoolman] [--json] [--announce PORT]
   printfarm aggregator [--port 8100] [--host 0.0.0.0] [--data-dir ./aggregator-data] --submit-key KEY... [--admin-key KEY]...
                        [--rate-limit 10] [--rate-limit-per-address 60] [--rate-limit-per-key 10000] [--trust-proxy N]
                        [--tls-key FILE --tls-cert FILE] [--database-url postgres://...]
@@ -27,8 +27,8 @@ Usage:
   printfarm --version
   printfarm <command> --help   (or -h) prints this usage
 
-serve --demo  also starts 3 simulated Bambu Lab and 2 PrusaLink printers and registers them.
-simulate      starts simulated printers on 127.0.0.1 (real MQTT/FTPS and PrusaLink protocols);
+serve --demo  also starts 3 simulated Bambu Lab, 2 PrusaLink and 1 Klipper printer and registers them.
+simulate      starts simulated printers on 127.0.0.1 (real MQTT/FTPS, PrusaLink and Moonraker protocols);
               --spoolman also starts a Spoolman simulator (set its address as the setting spoolman_url);
               --json prints one line {"printers":[{"printer":{...},"control_url":"..."}]} (and "spoolman_url");
               --announce PORT: the Bambu printers announce themselves (SSDP) to 127.0.0.1:PORT
@@ -210,6 +210,7 @@ async function simulate(args: string[]): Promise<void> {
     options: {
       bambu: { type: 'string', default: '1' },
       prusa: { type: 'string', default: '1' },
+      klipper: { type: 'string', default: '0' },
       speed: { type: 'string', default: '1' },
       spoolman: { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
@@ -225,7 +226,7 @@ async function simulate(args: string[]): Promise<void> {
   if (!(speed > 0 && speed <= 10_000)) throw new ConfigError(`--speed must be a number above 0 (at most 10000), got "${values.speed}"`);
   const announce = values.announce === undefined ? undefined : Number(values.announce);
   if (announce !== undefined && !(Number.isInteger(announce) && announce >= 1 && announce <= 65535)) throw new ConfigError(`--announce must be a UDP port from 1 to 65535, got "${values.announce}"`);
-  const farm = await startFarm({ bambu: count('bambu', values.bambu), prusa: count('prusa', values.prusa), speed, announce, spoolman: values.spoolman });
+  const farm = await startFarm({ bambu: count('bambu', values.bambu), prusa: count('prusa', values.prusa), klipper: count('klipper', values.klipper), speed, announce, spoolman: values.spoolman });
   if (values.json) {
     process.stdout.write(JSON.stringify({ printers: farm.printers, ...(farm.spoolman_url ? { spoolman_url: farm.spoolman_url } : {}) }) + '\n');
   } else {

@@ -107,7 +107,7 @@ async function registerFarm(service: Service, farm: SimulatedFarm): Promise<void
 export async function startDemoFarm(service: Service, options: FarmOptions, restartMs: number): Promise<SimulatedFarm> {
   // The Bambu printers announce themselves to the service like real ones do on the LAN (GET /discovery lists them).
   const announce = service.context.discovery.ssdpPort ?? undefined;
-  const farm = await startFarm({ bambu: 3, prusa: 2, speed: 20, announce, ...options });
+  const farm = await startFarm({ bambu: 3, prusa: 2, klipper: 1, speed: 20, announce, ...options });
   try {
     await registerFarm(service, farm);
     await queueDemoCopies(service, farm);
@@ -117,15 +117,18 @@ export async function startDemoFarm(service: Service, options: FarmOptions, rest
   }
   const startSomething = async ({ printer, control_url }: SimulatedFarm['printers'][number]) => {
     const state = (await (await fetch(`${control_url}/state`)).json()) as { status: string; files: string[] };
-    if (!/^(idle|finished|stopped|failed|ready)$/i.test(state.status)) return;
-    const printable = printer.type === 'bambu_lab' ? /\.3mf$/i : /\.bgcode$/i;
+    // Free: PrusaLink/Bambu words, and Klipper's print_stats words (standby, complete, cancelled).
+    if (!/^(idle|finished|stopped|failed|ready|standby|complete|cancelled)$/i.test(state.status)) return;
+    const printable = printer.type === 'bambu_lab' ? /\.3mf$/i : printer.type === 'klipper' ? /\.gcode$/i : /\.bgcode$/i;
     const file = state.files.find((f) => printable.test(f)) ?? state.files[0];
     await fetch(`${control_url}/print`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ file }) });
   };
   let timer: NodeJS.Timeout | null = null;
   if (restartMs > 0) {
     // Two printers start at once; later an idle printer now and then starts the next print.
-    for (const p of [farm.printers[0], farm.printers[3]].filter(Boolean)) await startSomething(p).catch(() => undefined);
+    // The Klipper printer starts too, so that the demo shows all three families printing.
+    const klipper = farm.printers.find((p) => p.printer.type === 'klipper');
+    for (const p of [farm.printers[0], farm.printers[3], klipper].filter(Boolean) as SimulatedFarm['printers']) await startSomething(p).catch(() => undefined);
     timer = setInterval(() => {
       const pick = farm.printers[Math.floor(Math.random() * farm.printers.length)];
       if (pick) startSomething(pick).catch(() => undefined);

@@ -67,7 +67,7 @@ export function printerRoutes({ printers, fleet, discovery }: ServiceContext): A
       tag: 'Printers',
       summary: 'Add a printer',
       description:
-        'The printer starts as `configuring` / `testing` while its connection is tested. `serial_number` and `access_code` are required for `bambu_lab` (400 INVALID_PRINTER_CONFIG otherwise); 409 when the id is taken. ' +
+        'The printer starts as `configuring` / `testing` while its connection is tested. `serial_number` and `access_code` are required for `bambu_lab` (400 INVALID_PRINTER_CONFIG otherwise). A `klipper` printer needs `ip_address`; `http_port` is Moonraker\'s port (default 7125) and `access_code`, when given, its API key (X-Api-Key); MQTT/FTPS ports and `auth_method` do not apply to it (400). 409 when the id is taken. ' +
         'A printer of GET /api/v1/discovery is added with `{discovered, access_code, name?}`: type, model, IP address, serial number and ports come from its discovery entry (404 DISCOVERED_PRINTER_NOT_FOUND when there is none).',
       // The full body last: a body that fits neither is told the problems of the full body.
       body: z.union([CreateFromDiscoveryBody, CreatePrinterBody]),

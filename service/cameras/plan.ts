@@ -4,7 +4,8 @@
  * - Bambu A1 / A1 mini / P1P / P1S: "JPEG over TLS" on camera_port (6000);
  * - Bambu X1 / X1C / X1E / H2D / H2S / P2S (or camera_port 322): RTSPS through ffmpeg;
  * - PrusaLink: /api/v1/cameras/snap with the printer's own authentication,
- *   when the printer reports a camera.
+ *   when the printer reports a camera;
+ * - Klipper: only through camera_url (the webcam URL Mainsail or Fluidd shows).
  */
 import type { PrinterRecord } from '../db/repositories/printers';
 import { modelFromSerial } from '../printers/bambu/model';
@@ -78,6 +79,8 @@ export function cameraPlan(c: CameraConfig, o: PlanOptions): CameraPlan {
       create: () => new BambuTlsSource({ host: c.ip_address, port, accessCode: code, serial: c.serial_number, connectTimeoutMs: o.connectTimeoutMs }),
     };
   }
+  // Klipper: its webcams are Moonraker's (server.webcams.list), usually behind the web frontend's port: camera_url names one.
+  if (c.type === 'klipper') return { unavailable: "set camera_url to the webcam's MJPEG stream or snapshot URL (as in Mainsail or Fluidd)", kind: null };
   // PrusaLink: the driver tells from /api/v1/info whether a camera is there; until it does, the printer is asked.
   if (o.hasCamera === false) return { unavailable: 'the printer reports no camera', kind: 'prusalink' };
   if (!c.is_active) return { unavailable: 'the printer is inactive', kind: 'prusalink' };

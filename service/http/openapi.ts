@@ -127,7 +127,7 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
       title: 'Printfarm API',
       version: info.version,
       description:
-        'Print-farm manager for Bambu Lab (`bambu_lab`) and Prusa (`prusa_core`) printers. ' +
+        'Print-farm manager for Bambu Lab (`bambu_lab`), Prusa (`prusa_core`) and Klipper (`klipper`, through Moonraker) printers. ' +
         'Real-time updates: a plain WebSocket at `/ws` carrying JSON frames `{type, timestamp, data}` ' +
         '(`printer_status`, `job_update`, `job_auto_created`, `file_update`, `queue_update`, `printer_attention`, `notification`, `discovery_update`, `spool_update`, `spool_low`, `system_alert`); send ' +
         '`{"type":"subscribe","printer_ids":["..."]}` to narrow printer events. No authentication: deploy on a trusted LAN. ' +

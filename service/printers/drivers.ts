@@ -1,6 +1,7 @@
 /** Makes the driver for a printer type. */
 import { BambuDriver } from './bambu';
 import type { DriverFactory } from './fleet';
+import { KlipperDriver } from './klipper';
 import { PrusaDriver } from './prusa';
 
 export interface DriverTuning {
@@ -11,7 +12,11 @@ export interface DriverTuning {
 }
 
 export function driverFactory(tuning: DriverTuning = {}): DriverFactory {
-  return (type, config) => (type === 'bambu_lab' ? new BambuDriver(config, { ...tuning, authRetryMs: tuning.backoffMaxMs }) : new PrusaDriver(config, tuning));
+  return (type, config) => {
+    if (type === 'bambu_lab') return new BambuDriver(config, { ...tuning, authRetryMs: tuning.backoffMaxMs });
+    if (type === 'klipper') return new KlipperDriver(config, { ...tuning, authRetryMs: tuning.backoffMaxMs });
+    return new PrusaDriver(config, tuning);
+  };
 }
 
 export const createDriver: DriverFactory = driverFactory();

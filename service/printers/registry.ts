@@ -197,7 +197,7 @@ export class PrinterRegistry {
     },
   ): void {
     const problems: { field: string; message: string }[] = [];
-    const foreignPorts = type === 'bambu_lab' ? ['http_port', 'auth_method'] : ['mqtt_port', 'ftps_port', 'camera_port'];
+    const foreignPorts = type === 'bambu_lab' ? ['http_port', 'auth_method'] : type === 'klipper' ? ['mqtt_port', 'ftps_port', 'auth_method', 'camera_port'] : ['mqtt_port', 'ftps_port', 'camera_port'];
     for (const field of foreignPorts) {
       if (c[field as keyof typeof c] != null) problems.push({ field, message: `does not apply to ${type} printers` });
     }

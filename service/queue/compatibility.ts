@@ -10,7 +10,7 @@ import type { PrinterRecord } from '../db/repositories/printers';
 import { misfit } from './file-bounds';
 import type { FileFacts } from './file-facts';
 import { SOURCE_WORDS } from './model-claims';
-import { modelSpec, sameModel, shortModel } from './models';
+import { looselySameModel, modelSpec, sameModel, shortModel } from './models';
 import { familyOf } from './printer-families';
 
 export const EXTERNAL_SPOOL = 254;
@@ -69,6 +69,31 @@ export function amsMapping(facts: FileFacts, materials: readonly PrinterMaterial
   return { mapping, missing: null };
 }
 
+/**
+ * A family whose printers report their model ('reported'): the model the file claims against it by model key,
+ * the file's vendor keyword against the family; never a guess: a file that names no model goes only where the
+ * operator sent it (by printer id or model).
+ */
+function reportedModelRefusal(facts: FileFacts, t: QueueTarget | null, printer: PrinterFacts): Mismatch | null {
+  if (facts.vendor_family && facts.vendor_family !== printer.type) return { kind: 'model', reason: 'sliced for another make of printer' };
+  if (facts.printer_model) return sameModel(facts.printer_model, printer.model) ? null : { kind: 'model', reason: `sliced for ${facts.printer_model}` };
+  if (!t?.printer_ids?.length && !t?.models?.length) return { kind: 'unnamed', reason: 'the file names no printer model' };
+  return null;
+}
+
+/**
+ * A family whose model is the operator's free text ('configured', Klipper): the file's claimed model and its
+ * printer profile against the configured model, loosely. A file naming neither goes only to a printer the item
+ * targets, by id, type or model (a target that does not match was refused before). The vendor keyword is not
+ * checked: a Prusa running Klipper prints PrusaSlicer files for it.
+ */
+function configuredModelRefusal(facts: FileFacts, t: QueueTarget | null, printer: PrinterFacts): Mismatch | null {
+  const named = [facts.printer_model, facts.printer_profile].filter((m): m is string => !!m);
+  const targeted = !!(t?.printer_ids?.includes(printer.id) || t?.printer_type === printer.type || t?.models?.length);
+  if (!named.length) return targeted ? null : { kind: 'model', reason: 'the file names no printer model: it goes only to a printer the item targets' };
+  return named.some((m) => looselySameModel(m, printer.model)) ? null : { kind: 'model', reason: `sliced for ${named[named.length - 1]}` };
+}
+
 /** Whether `printer` can print the item's file now (materials as loaded now), and the tray mapping it would use. */
 export function checkPrinter(facts: FileFacts, item: ItemNeeds, printer: PrinterFacts): Compatibility {
   const fail = (kind: Mismatch['kind'], reason: string): Compatibility => ({ ok: false, mismatch: { kind, reason } as Mismatch });
@@ -80,13 +105,8 @@ export function checkPrinter(facts: FileFacts, item: ItemNeeds, printer: Printer
   const family = familyOf(printer.type);
   if (!family) return fail('format', `the queue cannot start prints on ${printer.type} printers`);
   if (!family.formats.includes(facts.format)) return fail('format', `${family.label} printers print ${family.formats.map((f) => `.${f}`).join(' and ')} files`);
-  if (facts.vendor_family && facts.vendor_family !== printer.type) return fail('model', `sliced for another make of printer`);
-  if (facts.printer_model) {
-    if (!sameModel(facts.printer_model, printer.model)) return fail('model', `sliced for ${facts.printer_model}`);
-  } else if (!t?.printer_ids?.length && !t?.models?.length) {
-    // Never a guess: a file that names no model goes only where the operator sent it.
-    return fail('unnamed', 'the file names no printer model');
-  }
+  const modelRefusal = family.modelMatch === 'configured' ? configuredModelRefusal(facts, t, printer) : reportedModelRefusal(facts, t, printer);
+  if (modelRefusal) return { ok: false, mismatch: modelRefusal };
   const spec = modelSpec(printer.model);
   const tooBig = spec ? misfit(facts.bounds, spec.bed, spec.height) : null;
   if (tooBig) return fail('size', `${tooBig} (${printer.name})`);
@@ -107,7 +127,7 @@ export function checkPrinter(facts: FileFacts, item: ItemNeeds, printer: Printer
   }
   const { mapping, missing } = amsMapping(facts, printer.materials, item.requirements);
   if (missing) return fail('material', `${missing} not loaded on ${printer.name}`);
-  return { ok: true, ams_mapping: printer.type === 'bambu_lab' ? mapping : [] };
+  return { ok: true, ams_mapping: family.trayMapping ? mapping : [] };
 }
 
 /**
@@ -128,7 +148,13 @@ export function mismatchReason(facts: FileFacts, results: { printer: PrinterFact
     case 'unnamed':
       return 'the file names no printer model; it prints only on printers the item targets (target.printer_ids or target.models)';
     case 'model': {
-      if (!facts.printer_model) return 'sliced for another make of printer; no such printer in the farm';
+      if (!facts.printer_model) {
+        if (facts.vendor_family) return 'sliced for another make of printer; no such printer in the farm';
+        // Klipper matches the printer profile too: name it when it is all the file says.
+        if (facts.printer_profile) return `sliced for ${facts.printer_profile}; no ${shortModel(facts.printer_profile)} in the farm`;
+        // A file that names no model (Klipper: goes only where targeted) has no model to name: the printers' reasons.
+        return [...new Set(at.map((r) => r.mismatch.reason))].slice(0, 3).join('; ');
+      }
       const where = facts.model_source && facts.model_source !== 'printer_model' && facts.model_source !== 'plate_printer_model_id' ? ` (${SOURCE_WORDS[facts.model_source]})` : '';
       return `sliced for ${facts.printer_model}${where}; no ${shortModel(facts.printer_model)} in the farm`;
     }

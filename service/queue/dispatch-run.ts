@@ -27,7 +27,7 @@ export interface RunnerHost {
   stateOf(printerId: string): PrinterState | undefined;
   /** True when the printer may get a start now (online, idle, plate clear). */
   isFree(printerId: string): boolean;
-  printerType(printerId: string): 'bambu_lab' | 'prusa_core' | undefined;
+  printerType(printerId: string): 'bambu_lab' | 'prusa_core' | 'klipper' | undefined;
   /** Stores the item's counters and status after a dispatch changed, announces it, and wakes the dispatcher. */
   settle(itemId: string, failure: 'reset' | 'count' | null): Promise<void>;
   /** A PrusaLink printer answered 409: not ready at its screen. */

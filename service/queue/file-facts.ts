@@ -34,6 +34,8 @@ export interface FileFacts {
   model_source: ModelSource | null;
   /** The family the file's vendor keyword names (PRINTER_VENDOR_PRUSA3D -> prusa_core), when stated. */
   vendor_family: string | null;
+  /** The slicer's printer profile name (printer_settings_id, e.g. "Voron 2.4 350"), when a G-code names one: Klipper matches it. */
+  printer_profile?: string | null;
   nozzle_diameter: number | null;
   /** Every filament slot of the file (3MF: the project's list), in order. */
   filament_count: number;
@@ -60,6 +62,12 @@ function color(value: string | undefined): string | null {
   return /^[0-9a-f]{6}([0-9a-f]{2})?$/i.test(v) ? `#${v.slice(0, 6).toUpperCase()}` : null;
 }
 
+/** printer_settings_id as a model name; PrusaSlicer's "- default FFF -" and quoted empties say nothing. */
+function profileName(value: string | undefined): string | null {
+  const v = (value ?? '').trim().replace(/^"(.*)"$/, '$1').trim();
+  return v && !/^-.*-$/.test(v) ? v.slice(0, 200) : null;
+}
+
 /** The facts of a G-code or BGCode from its `key = value` settings (PrusaSlicer, OrcaSlicer, Bambu Studio) and its firmware checks. */
 export function factsFromSlicerKeys(rawInput: Record<string, string>, format: PrintFormat, checks: FirmwareChecks | null = null): FileFacts {
   const raw = lowerKeys(rawInput);
@@ -74,6 +82,7 @@ export function factsFromSlicerKeys(rawInput: Record<string, string>, format: Pr
     printer_model: claim.model,
     model_source: claim.source,
     vendor_family: claim.vendor_family,
+    printer_profile: profileName(raw.printer_settings_id),
     // The firmware's nozzle check is what the printer enforces.
     nozzle_diameter: checks?.nozzle ?? parseNumber(raw.nozzle_diameter),
     filament_count: count,

@@ -79,3 +79,17 @@ export function modelInText(text: string | null | undefined): string | null {
   for (const s of SPELLINGS) if (s.re.test(bounded)) return modelSpec(s.key)?.label ?? s.key;
   return null;
 }
+
+/**
+ * A configured model in free text ("Voron 2.4 350") against a file's slicer model or printer profile
+ * ("Voron 2.4 350", "Voron_v2_350_afterburner"): the same key, or one key containing the other when the
+ * shorter one is specific enough (5 characters or more), so that a profile with a suffix still matches.
+ */
+export function looselySameModel(fileModel: string | null | undefined, configured: string | null | undefined): boolean {
+  const a = modelKey(fileModel);
+  const b = modelKey(configured);
+  if (a === null || b === null) return false;
+  if (a === b) return true;
+  const [short, long] = a.length <= b.length ? [a, b] : [b, a];
+  return short.length >= 5 && long.includes(short);
+}

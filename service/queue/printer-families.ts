@@ -1,9 +1,10 @@
 /**
  * What the queue knows per printer family, as data: the file formats a family
  * prints, the raw states in which a start may be sent, the vendor keyword its
- * slicer profiles carry, and its models with their build volumes. A new
- * printer type (a Klipper family, say) plugs in by adding one entry here;
- * compatibility.ts and the dispatcher read nothing family-specific elsewhere.
+ * slicer profiles carry, whether filaments map onto AMS trays, how a file's
+ * model is matched, and its models with their build volumes. A new printer
+ * type plugs in by adding one entry here (and a driver); compatibility.ts and
+ * the dispatcher read nothing family-specific elsewhere.
  */
 import type { PrinterRecord } from '../db/repositories/printers';
 import type { PrintFormat } from './file-facts';
@@ -28,6 +29,16 @@ export interface PrinterFamily {
   startable: readonly string[];
   /** The slicer's vendor keyword for this family (PrusaSlicer's `PRINTER_VENDOR_PRUSA3D`). */
   vendors: readonly string[];
+  /** The start carries an AMS tray mapping (Bambu Lab). */
+  trayMapping: boolean;
+  /**
+   * How the file's model is matched. 'reported': the model the file claims (model-claims.ts) against the model
+   * the printer reports, by model key; a file naming none goes only where the item targets it by id or model.
+   * 'configured': the file's claimed model and its printer profile (printer_settings_id) against the printer's
+   * configured model, free text, loosely (models.ts looselySameModel); a file naming neither goes only where
+   * the item targets it by id, type or model (Klipper: the operator's model names are their own).
+   */
+  modelMatch: 'reported' | 'configured';
   models: readonly ModelSpec[];
 }
 
@@ -40,6 +51,8 @@ export const PRINTER_FAMILIES: Record<PrinterRecord['type'], PrinterFamily> = {
     formats: ['3mf'],
     startable: ['IDLE', 'FINISH', 'FAILED'],
     vendors: ['BBL', 'BAMBULAB'],
+    trayMapping: true,
+    modelMatch: 'reported',
     models: [
       spec('x1c', 'X1C', ['X1 Carbon', 'X1C'], 256, 256, 256),
       spec('x1e', 'X1E', ['X1E'], 256, 256, 256),
@@ -56,6 +69,8 @@ export const PRINTER_FAMILIES: Record<PrinterRecord['type'], PrinterFamily> = {
     formats: ['gcode', 'bgcode'],
     startable: ['IDLE', 'FINISHED', 'READY'],
     vendors: ['PRUSA3D', 'PRUSA'],
+    trayMapping: false,
+    modelMatch: 'reported',
     models: [
       spec('mk4s', 'MK4S', ['MK4S'], 250, 210, 220),
       spec('mk4', 'MK4', ['MK4IS', 'MK4'], 250, 210, 220),
@@ -66,6 +81,18 @@ export const PRINTER_FAMILIES: Record<PrinterRecord['type'], PrinterFamily> = {
       spec('xl', 'XL', ['XL'], 360, 360, 360),
       spec('mini', 'MINI', ['MINI'], 180, 180, 180),
     ],
+  },
+  klipper: {
+    label: 'Klipper',
+    formats: ['gcode'],
+    // print_stats.state: a finished or cancelled print leaves the printer free; a print error needs someone first.
+    startable: ['STANDBY', 'COMPLETE', 'CANCELLED'],
+    // Klipper machines are every make; no vendor keyword names them.
+    vendors: [],
+    trayMapping: false,
+    modelMatch: 'configured',
+    // Free-text models (Voron 2.4 350, Sovol SV08): no build volumes known, so no size check.
+    models: [],
   },
 };
 

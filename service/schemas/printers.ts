@@ -3,7 +3,7 @@ import { PrinterAttention } from './attention';
 import { cameraUrlProblem } from '../cameras/camera-url';
 import { nullableTimestamp, queryBoolean, timestamp } from './common';
 
-export const PRINTER_TYPES = ['bambu_lab', 'prusa_core'] as const;
+export const PRINTER_TYPES = ['bambu_lab', 'prusa_core', 'klipper'] as const;
 export const PRINTER_STATUSES = ['configuring', 'online', 'idle', 'printing', 'paused', 'error', 'offline'] as const;
 export const CONNECTION_STATUSES = ['testing', 'connected', 'disconnected', 'error'] as const;
 
@@ -26,7 +26,7 @@ const authMethod = z
 const portOverrides = {
   mqtt_port: port.optional().meta({ description: 'bambu_lab: MQTT over TLS port (default 8883)' }),
   ftps_port: port.optional().meta({ description: 'bambu_lab: implicit FTPS port (default 990)' }),
-  http_port: port.optional().meta({ description: 'prusa_core: PrusaLink HTTP port (default 80)' }),
+  http_port: port.optional().meta({ description: 'prusa_core: PrusaLink HTTP port (default 80); klipper: Moonraker port (default 7125)' }),
 };
 
 const cameraPort = port.meta({ description: 'bambu_lab: camera port (default 6000 for A1 / A1 mini / P1P / P1S, 322 (RTSPS) for X1 / X1C / X1E / H2D / H2S / P2S)' });
@@ -62,7 +62,7 @@ export const CreatePrinterBody = z.strictObject({
   type: PrinterType,
   model: z.string().trim().max(100).optional(),
   ip_address: z.string().trim().min(1).max(253).meta({ description: 'IPv4/IPv6 address or host name' }),
-  access_code: z.string().max(256).optional().meta({ description: 'Bambu LAN access code, or PrusaLink password / API key' }),
+  access_code: z.string().max(256).optional().meta({ description: 'Bambu LAN access code, PrusaLink password / API key, or the Moonraker API key (klipper, sent as X-Api-Key; leave out for a trusted client)' }),
   serial_number: z.string().trim().max(64).optional().meta({ description: 'Required for bambu_lab' }),
   is_active: z.boolean().default(true),
   power_watts: z.number().int().min(1).max(10000).optional().meta({ description: 'Average power draw in watts, for power costs (default: the default_printer_power_watts setting)' }),
@@ -168,7 +168,7 @@ export const PrinterDetail = Printer.extend({
   ftps_port: z.number().int().nullable(),
   http_port: z.number().int().nullable(),
   power_watts: z.number().int().nullable().meta({ description: 'Average power draw in watts (null: the default setting)' }),
-  auth_method: z.enum(['digest', 'api_key']).nullable().meta({ description: 'prusa_core: how the printer authenticates (null: Digest); null for bambu_lab' }),
+  auth_method: z.enum(['digest', 'api_key']).nullable().meta({ description: 'prusa_core: how the printer authenticates (null: Digest); null for bambu_lab and klipper' }),
   camera_port: z.number().int().nullable().meta({ description: 'Camera port override, null for the default' }),
   camera_url: z.string().nullable().meta({ description: 'The camera URL that replaces the printer\'s own, user and password shown as ****' }),
 });

@@ -33,7 +33,7 @@ export const UsageSubmission = z
     deployment_mode: z.string().regex(/^[a-z0-9_-]{1,32}$/).meta({ description: 'standalone, node-red or docker' }),
     country_code: z.string().regex(/^[A-Z]{2}$/).meta({ description: 'ISO 3166-1 alpha-2 country derived from the time zone; XX when unknown' }),
     printer_count: counter.max(100_000),
-    printer_types: z.array(key).max(50).meta({ description: 'Printer types present (e.g. bambu_lab, prusa_core)' }),
+    printer_types: z.array(key).max(50).meta({ description: 'Printer types present (e.g. bambu_lab, prusa_core, klipper)' }),
     printer_type_counts: boundedRecord(counter, 50).meta({ description: 'Printers per type' }),
     total_jobs_created: counter,
     total_jobs_completed: counter,

@@ -1,9 +1,10 @@
 /**
- * A simulated farm: N Bambu Lab and M PrusaLink printers on 127.0.0.1, each
+ * A simulated farm: N Bambu Lab, M PrusaLink and K Klipper (Moonraker) printers on 127.0.0.1, each
  * speaking its real protocol, each with a control API for tests and demos.
  */
 import { startAnnouncer, type Announced } from './announce';
 import { BambuSimulator } from './bambu';
+import { KlipperSimulator } from './klipper';
 import { PrusaSimulator } from './prusa';
 import { SpoolmanSimulator } from './spoolman';
 
@@ -23,6 +24,7 @@ export interface SimulatedFarm {
 export interface FarmOptions {
   bambu?: number;
   prusa?: number;
+  klipper?: number;
   /** Time compression: 60 makes a one-hour print take a minute. */
   speed?: number;
   /** Also start a Spoolman simulator (three spools). */
@@ -35,9 +37,10 @@ export interface FarmOptions {
 
 const BAMBU_MODELS = ['X1C', 'P1S', 'A1'];
 const PRUSA_MODELS = ['MK4S', 'Core One'];
+const KLIPPER_MODELS = ['Voron 2.4 350', 'Sovol SV08', 'RatRig V-Core 4'];
 
 export async function startFarm(options: FarmOptions = {}): Promise<SimulatedFarm> {
-  const sims: (BambuSimulator | PrusaSimulator | SpoolmanSimulator)[] = [];
+  const sims: (BambuSimulator | PrusaSimulator | KlipperSimulator | SpoolmanSimulator)[] = [];
   let spoolman: SpoolmanSimulator | null = null;
   try {
     if (options.spoolman) sims.push((spoolman = await SpoolmanSimulator.start()));
@@ -57,12 +60,17 @@ export async function startFarm(options: FarmOptions = {}): Promise<SimulatedFar
       const model = PRUSA_MODELS[i % PRUSA_MODELS.length];
       sims.push(await PrusaSimulator.start({ id: `sim-prusa-${n}`, name: `Prusa ${model} #${n}`, model, speed: options.speed, camera: true }));
     }
+    for (let i = 0; i < (options.klipper ?? 0); i++) {
+      const n = String(i + 1).padStart(2, '0');
+      const model = KLIPPER_MODELS[i % KLIPPER_MODELS.length];
+      sims.push(await KlipperSimulator.start({ id: `sim-klipper-${n}`, name: `Klipper ${model} #${n}`, model, speed: options.speed }));
+    }
   } catch (err) {
     await Promise.all(sims.map((s) => s.close()));
     throw err;
   }
   const printers = sims
-    .filter((s): s is BambuSimulator | PrusaSimulator => !(s instanceof SpoolmanSimulator))
+    .filter((s): s is BambuSimulator | PrusaSimulator | KlipperSimulator => !(s instanceof SpoolmanSimulator))
     .map((s) => ({ printer: s.printerConfig() as SimulatedPrinter['printer'], control_url: s.controlUrl }));
   const announcer = options.announce
     ? startAnnouncer(

@@ -167,6 +167,18 @@ export function prusaGcode(options: PrusaSeedOptions = {}): Buffer {
 }
 
 /**
+ * A G-code sliced for a Klipper printer (a PrusaSlicer/OrcaSlicer printer profile): the Prusa seed G-code
+ * with `printer_model` and `printer_settings_id` naming `model` as the profile does ("Voron 2.4 350").
+ */
+export function klipperGcode(model = 'Voron 2.4 350'): Buffer {
+  const name = model.replace(/[\r\n]/g, ' ').slice(0, 100);
+  const text = prusaGcode({ model: 'MK4S' })
+    .toString('utf8')
+    .replace(/^; printer_model = .*$/m, `; printer_model = ${name}\n; printer_settings_id = ${name}`);
+  return Buffer.from(text);
+}
+
+/**
  * How Bambu Studio names a printer in a sliced file: `printer_model_id` in
  * slice_info.config (absent for models we know no code of) and `printer_model`
  * in project_settings.config ("X1C" -> BL-P001, "Bambu Lab X1 Carbon").

@@ -75,7 +75,7 @@ describe('printfarm simulate', () => {
     udp.on('message', (m) => heard.push(m));
     await new Promise<void>((resolve) => udp.bind(0, '127.0.0.1', () => resolve()));
     const udpPort = (udp.address() as AddressInfo).port;
-    const child = spawn(process.execPath, [BIN, 'simulate', '--bambu', '1', '--prusa', '1', '--speed', '50', '--json', '--announce', String(udpPort)], { env: { PATH: process.env.PATH } });
+    const child = spawn(process.execPath, [BIN, 'simulate', '--bambu', '1', '--prusa', '1', '--klipper', '1', '--speed', '50', '--json', '--announce', String(udpPort)], { env: { PATH: process.env.PATH } });
     let out = '';
     const line = await new Promise<string>((resolve, reject) => {
       child.stdout!.on('data', (c: Buffer) => {
@@ -85,12 +85,14 @@ describe('printfarm simulate', () => {
       child.once('exit', (code) => reject(new Error(`exited with ${code}: ${out}`)));
     });
     const { printers } = JSON.parse(line);
-    expect(printers.map((p: { printer: { type: string } }) => p.printer.type)).toEqual(['bambu_lab', 'prusa_core']);
+    expect(printers.map((p: { printer: { type: string } }) => p.printer.type)).toEqual(['bambu_lab', 'prusa_core', 'klipper']);
     expect(printers[0].printer).toMatchObject({ ip_address: '127.0.0.1', serial_number: expect.any(String), access_code: expect.any(String), mqtt_port: expect.any(Number), ftps_port: expect.any(Number) });
     expect(printers[1].printer).toMatchObject({ ip_address: '127.0.0.1', access_code: expect.any(String), http_port: expect.any(Number) });
+    expect(printers[2].printer).toMatchObject({ ip_address: '127.0.0.1', model: expect.any(String), http_port: expect.any(Number) });
     for (const p of printers) {
       const state = await (await fetch(`${p.control_url}/state`)).json();
-      expect(state).toMatchObject({ status: expect.any(String), progress: expect.any(Number), files: expect.arrayContaining([expect.stringMatching(/\.gcode\.3mf$|\.3MF$/i)]) });
+      const printable = p.printer.type === 'klipper' ? /\.gcode$/ : /\.gcode\.3mf$|\.3MF$/i;
+      expect(state).toMatchObject({ status: expect.any(String), progress: expect.any(Number), files: expect.arrayContaining([expect.stringMatching(printable)]) });
     }
     // The Bambu printer announces itself like a real one, with its model code and port overrides.
     const announced = await until(() => heard.map((m) => parseBambuAnnouncement(m)).find((a) => a?.serial_number === printers[0].printer.serial_number), 'an announcement', 10_000);

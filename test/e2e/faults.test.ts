@@ -48,7 +48,8 @@ const fileOf = async (api: Api, fileId: string) => (await api.get(`/api/v1/files
 /** The catalog's entry for `name` on a printer, once the printer's files are listed. */
 const catalogEntry = (api: Api, printerId: string, name: string, ms = 15_000) =>
   until(async () => ((await api.get(`/api/v1/files?printer_id=${printerId}&limit=100`)).body.files as Record<string, any>[]).find((f) => f.filename === name), `${name} listed`, ms);
-const printableOf = async (controlUrl: string, type: unknown) => (await simState(controlUrl)).files.find((f) => (type === 'bambu_lab' ? /\.3mf$/i : /\.bgcode$/i).test(f))!;
+const printableOf = async (controlUrl: string, type: unknown) =>
+  (await simState(controlUrl)).files.find((f) => (type === 'bambu_lab' ? /\.3mf$/i : type === 'klipper' ? /\.gcode$/i : /\.bgcode$/i).test(f))!;
 
 /** Temp files (`<name>.part-<pid>-<stamp>`) anywhere under DATA_DIR/files. */
 const partials = (dataDir: string) => {
@@ -84,7 +85,7 @@ describe('printers that drop off or hang (service in process)', () => {
     ws = h = farm = undefined;
   }, 60_000);
 
-  const start = async (kind: 'bambu' | 'prusa', speed: number) => {
+  const start = async (kind: 'bambu' | 'prusa' | 'klipper', speed: number) => {
     farm = await startFarm({ [kind]: 1, speed });
     h = await startService(serviceOptions);
     ws = await connectWs(h.base);
@@ -94,7 +95,7 @@ describe('printers that drop off or hang (service in process)', () => {
     return { printer, control_url, h, ws };
   };
 
-  test.each(['bambu', 'prusa'] as const)(
+  test.each(['bambu', 'prusa', 'klipper'] as const)(
     'a %s printer dropped mid-print, back, dropped again and finishing while away: one job, completed exactly once',
     async (kind) => {
       const { printer, control_url, h, ws } = await start(kind, 20);
@@ -115,7 +116,7 @@ describe('printers that drop off or hang (service in process)', () => {
       await control(control_url, 'offline');
       await until(async () => (await printerOf(h, printer.id)).status === 'offline', 'offline again');
       await control(control_url, 'finish');
-      expect((await simState(control_url)).status).toMatch(/^finished$/i);
+      expect((await simState(control_url)).status).toMatch(/^(finished|complete)$/i);
       expect((await jobsOf(h, printer.id))[0].status).toBe('printing');
       await control(control_url, 'online');
       const done = await until(async () => (await jobsOf(h, printer.id)).find((j) => j.status === 'completed'), 'completed after coming back');

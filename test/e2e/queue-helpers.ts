@@ -5,6 +5,7 @@
  */
 import { driverFactory } from '../../service/printers/drivers';
 import { BambuSimulator } from '../../service/simulators/bambu';
+import { KlipperSimulator, type KlipperSimulatorOptions } from '../../service/simulators/klipper';
 import { PrusaSimulator } from '../../service/simulators/prusa';
 import type { ServiceOptions } from '../../service/app';
 import { until } from '../helpers/farm';
@@ -33,6 +34,11 @@ export async function prusaSim(id: string, name: string, model = 'MK4S', speed =
   return { id, name, control: sim.controlUrl, body: sim.printerConfig() as unknown as Record<string, unknown>, close: () => sim.close() };
 }
 
+export async function klipperSim(id: string, name: string, model = 'Voron 2.4 350', speed = 20, extra: KlipperSimulatorOptions = {}): Promise<SimPrinter> {
+  const sim = await KlipperSimulator.start({ id, name, model, speed, apiKey: 'moonraker-key', ...extra });
+  return { id, name, control: sim.controlUrl, body: sim.printerConfig() as unknown as Record<string, unknown>, close: () => sim.close() };
+}
+
 /** What a simulator says about itself (GET /state). */
 export async function simState(p: SimPrinter): Promise<Record<string, any>> { // eslint-disable-line @typescript-eslint/no-explicit-any
   return (await fetch(`${p.control}/state`)).json() as Promise<Record<string, any>>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -48,6 +54,7 @@ export async function addPrinters(h: Harness, printers: SimPrinter[]): Promise<v
   }
 }
 
+/** Uploads a file to a service (a Harness or a child service: anything with its base URL); returns the file id. */
 export async function upload(h: Pick<Harness, 'base'>, name: string, data: Buffer): Promise<string> {
   const form = new FormData();
   form.append('file', new Blob([new Uint8Array(data)]), name);

@@ -5,7 +5,7 @@
  * control API, and ways to wait for what the driver reports.
  */
 import http from 'node:http';
-import { DriverError, type ConnectionChange, type DriverConfig, type PrinterState } from '../../service/printers/driver';
+import { DriverError, type ConnectionChange, type DriverConfig, type PrinterDriver, type PrinterState } from '../../service/printers/driver';
 import { PrusaDriver, type PrusaDriverOptions } from '../../service/printers/prusa/driver';
 import { PrusaSimulator, type PrusaSimulatorOptions } from '../../service/simulators/prusa';
 import { until as pollUntil } from './farm';
@@ -81,8 +81,11 @@ export async function ok(sim: PrusaSimulator, path: string, body: unknown = {}) 
   return res.body;
 }
 
+/** What the waits below need of a driver (the PrusaLink and the Klipper driver both have it). */
+type WatchedDriver = Pick<PrinterDriver, 'state' | 'connection' | 'on' | 'off'> & { readonly connectionMessage: string | null };
+
 /** Resolves with the first state (current or coming) that matches, or fails after `ms`. */
-export function waitForState(driver: PrusaDriver, what: string, match: (s: PrinterState) => boolean, ms = 5000): Promise<PrinterState> {
+export function waitForState(driver: WatchedDriver, what: string, match: (s: PrinterState) => boolean, ms = 5000): Promise<PrinterState> {
   return new Promise((resolve, reject) => {
     if (driver.state && match(driver.state)) return resolve(driver.state);
     const onState = (s: PrinterState) => {
@@ -100,7 +103,7 @@ export function waitForState(driver: PrusaDriver, what: string, match: (s: Print
 }
 
 /** Resolves when the link is (or becomes) `connection`, or fails after `ms`. */
-export function waitForConnection(driver: PrusaDriver, connection: ConnectionChange['connection'], ms = 5000): Promise<ConnectionChange> {
+export function waitForConnection(driver: WatchedDriver, connection: ConnectionChange['connection'], ms = 5000): Promise<ConnectionChange> {
   return new Promise((resolve, reject) => {
     if (driver.connection === connection) return resolve({ connection, message: driver.connectionMessage });
     const on = (c: ConnectionChange) => {

@@ -22,6 +22,7 @@ import * as m010 from './010_printer_auth_method';
 import * as m011 from './011_cameras';
 import * as m012 from './012_queue_variants';
 import * as m013 from './013_spools';
+import * as m014 from './014_klipper_printers';
 import * as m016 from './016_job_tallies';
 
 export const MIGRATIONS: Record<string, Migration> = {
@@ -38,5 +39,6 @@ export const MIGRATIONS: Record<string, Migration> = {
   '011_cameras': m011,
   '012_queue_variants': m012,
   '013_spools': m013,
+  '014_klipper_printers': m014,
   '016_job_tallies': m016,
 };

@@ -9,7 +9,7 @@ export type PlateState = 'clear' | 'needs_clearing';
  * always there when read; a new record may leave them out (the database defaults: clear, no automatic clearing, no camera override).
  */
 export type PrinterRecord = Omit<PrintersTable, 'type' | 'is_active' | 'plate_state' | 'plate_auto_clear' | 'camera_port' | 'camera_url'> & {
-  type: 'bambu_lab' | 'prusa_core';
+  type: 'bambu_lab' | 'prusa_core' | 'klipper';
   is_active: boolean;
   plate_state?: PlateState;
   plate_auto_clear?: boolean;

@@ -20,7 +20,7 @@ export const UNSUCCESSFUL_DISPATCH_STATES: readonly DispatchState[] = ['failed',
 
 export interface QueueTarget {
   printer_ids?: string[];
-  printer_type?: 'bambu_lab' | 'prusa_core';
+  printer_type?: 'bambu_lab' | 'prusa_core' | 'klipper';
   models?: string[];
 }
 

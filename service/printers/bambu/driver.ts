@@ -36,7 +36,7 @@ import { PendingCommands, startCommandOf } from './commands';
 import { BambuFtp } from './ftp';
 import { sendQueuedStart } from './project-file';
 import { mqttOptions, type BambuDriverLogger, type BambuDriverOptions } from './link';
-import { Reconnects } from './reconnects';
+import { Reconnects } from '../reconnects';
 import { BambuReports } from './reports';
 import { BambuSession } from './session';
 import { modelFromSerial, type Json } from './state';

@@ -8,7 +8,7 @@
  * /camera {"enabled": false} (the camera disconnected: snap answers 503).
  */
 import type http from 'node:http';
-import { readBody } from './http-util';
+import { readControlBody } from '../control-body';
 import type { PrusaFaults, PrusaSimulator } from './simulator';
 
 export async function handleControl(sim: PrusaSimulator, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -22,17 +22,9 @@ export async function handleControl(sim: PrusaSimulator, req: http.IncomingMessa
     const method = req.method ?? 'GET';
     if (method === 'GET' && (path === '/state' || path === '/')) return reply(200, sim.snapshot());
     if (method !== 'POST') return reply(405, { error: 'use POST (GET only for /state)' });
-    const raw = await readBody(req, 64 * 1024);
-    let body: Record<string, unknown> = {};
-    if (raw.length) {
-      try {
-        const parsed: unknown = JSON.parse(raw.toString('utf8'));
-        if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
-        else return reply(400, { error: 'body must be a JSON object' });
-      } catch {
-        return reply(400, { error: 'body is not JSON' });
-      }
-    }
+    const read = await readControlBody(req);
+    if ('error' in read) return reply(400, { error: read.error });
+    const body = read.body;
     const p = sim.printer;
     const conflict = (what: string) => reply(409, { error: `cannot ${what} in state ${p.state}`, state: sim.snapshot() });
     const ok = () => reply(200, { ok: true, state: sim.snapshot() });

@@ -4,6 +4,7 @@
  * no timers: every read first advances the model to "now", so a simulator
  * that nobody asks costs nothing and leaves nothing to stop.
  */
+import { atTemperature, warm } from '../thermal';
 import type { FsEntry } from './files';
 
 export type JobState = 'PRINTING' | 'PAUSED' | 'FINISHED' | 'STOPPED' | 'ERROR';
@@ -25,8 +26,6 @@ export interface SimJob {
 export const AMBIENT = 24;
 const NOZZLE_TARGET = 215;
 const BED_TARGET = 60;
-/** Thermal time constant (printer seconds). */
-const TAU = 8;
 
 export class SimPrinter {
   nozzle = AMBIENT;
@@ -98,14 +97,12 @@ export class SimPrinter {
     const dt = ((now - this.last) / 1000) * this.speed;
     this.last = now;
     if (dt <= 0) return;
-    const k = 1 - Math.exp(-dt / TAU);
-    this.nozzle += ((this.targetNozzle || AMBIENT) - this.nozzle) * k;
-    this.bed += ((this.targetBed || AMBIENT) - this.bed) * k;
+    warm(this, AMBIENT, dt);
     const j = this.job;
     if (!j || j.state !== 'PRINTING' || this.overlay === 'ATTENTION') return;
     j.elapsed += dt;
     if (!j.heated) {
-      if (Math.abs(this.nozzle - this.targetNozzle) < 3 && Math.abs(this.bed - this.targetBed) < 2) j.heated = true;
+      if (atTemperature(this)) j.heated = true;
       return;
     }
     j.printed += dt;

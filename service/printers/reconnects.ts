@@ -1,10 +1,10 @@
 /**
- * When a Bambu driver tries its printer again: exponential backoff with full
+ * When a driver (Bambu Lab, Klipper) tries its printer again: exponential backoff with full
  * jitter after a lost link or a failed attempt, and only slowly (about once
  * per `authRetryMs`) after a refused access code or a printer fault, which do
  * not heal by retrying. One timer at a time; stop() ends it for good.
  */
-import { backoffDelay } from '../driver';
+import { backoffDelay } from './driver';
 
 type Guard = <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
 

@@ -1,0 +1,227 @@
+/**
+ * One open Moonraker link: what Klippy is doing, the subscribed objects
+ * merged into one status, and the PrinterState derived from it. The driver
+ * owns the link's life (reconnects, faults); the session owns what flows
+ * over it (session start, Klippy's ups and downs, deltas, file metadata).
+ */
+import type { PrinterState } from '../driver';
+import { reasonOf } from '../guard';
+import { klipperFileMetadata } from './files';
+import { activeSpool } from './spoolman';
+import type { MoonrakerHttp } from './http';
+import type { RpcLink } from './rpc';
+import { mergeStatus, stateChanged, SUBSCRIBED, toState, type KlipperContext, type KlipperStatus } from './state';
+
+type Guard = <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
+
+export interface SessionHooks {
+  guard: Guard;
+  klippyPollMs: number;
+  events: {
+    state(state: PrinterState): void;
+    /** ready: Klippy answers (ready, or shut down with its reason); otherwise why the printer is out of reach. */
+    klippy(ready: boolean, message: string | null): void;
+  };
+}
+
+/** The fields taken of each object (null: all); position-like fields that change with every move are left out. */
+const FIELDS: Record<(typeof SUBSCRIBED)[number], string[] | null> = {
+  webhooks: null,
+  print_stats: null,
+  virtual_sdcard: ['progress', 'is_active', 'file_path'],
+  display_status: ['progress', 'message'],
+  heater_bed: ['temperature', 'target'],
+  extruder: ['temperature', 'target'],
+  toolhead: ['homed_axes', 'extruder'],
+};
+const MAX_OBJECTS = 5000;
+
+const str = (v: unknown, max = 500): string | null => (typeof v === 'string' ? v.slice(0, max) : null);
+
+export class KlipperSession {
+  private readonly status: KlipperStatus = {};
+  private current: PrinterState | null = null;
+  private readonly ctx: KlipperContext;
+  private poll: NodeJS.Timeout | null = null;
+  private stopped = false;
+  private settingUp: Promise<void> | null = null;
+  private metadataFor: string | null = null;
+  /** Moonraker's loaded components (server.info): which optional APIs (webcam, spoolman) to ask. */
+  private readonly components: string[];
+  subscribed: string[] = [];
+
+  constructor(
+    readonly link: RpcLink,
+    private readonly http: MoonrakerHttp,
+    info: Record<string, unknown>,
+    private readonly hooks: SessionHooks,
+  ) {
+    this.ctx = {
+      klippyState: info.klippy_connected === false ? 'disconnected' : (str(info.klippy_state, 40) ?? 'disconnected'),
+      klippyMessage: null,
+      firmwareVersion: null,
+      nozzleDiameter: null,
+      hasCamera: false,
+      materials: null,
+      metadata: null,
+      now: Date.now(),
+    };
+    this.components = Array.isArray(info.components) ? info.components.filter((c): c is string => typeof c === 'string').slice(0, 200) : [];
+    link.on('notification', hooks.guard((method: string, params: unknown) => this.onNotification(method, params)));
+  }
+
+  get state(): PrinterState | null {
+    return this.current;
+  }
+
+  get badFrames(): number {
+    return this.link.bad;
+  }
+
+  /** Identifies the client, learns the webcams, and follows Klippy (now, or once it is ready). */
+  async start(): Promise<void> {
+    await this.link.call('server.connection.identify', { client_name: 'Printfarm', version: '1', type: 'other', url: 'https://github.com/printfarm/node-red-printfarm' }).catch(() => undefined);
+    if (this.components.includes('webcam')) {
+      const cams = await this.link.call<{ webcams?: unknown[] }>('server.webcams.list').catch(() => null);
+      this.ctx.hasCamera = Array.isArray(cams?.webcams) && cams.webcams.length > 0;
+    }
+    if (this.components.includes('spoolman')) this.ctx.materials = await activeSpool(this.link);
+    if (this.klippyAnswers()) await this.setUp();
+    else this.waitForKlippy();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.stopPolling();
+    this.link.removeAllListeners('notification');
+  }
+
+  private klippyAnswers(): boolean {
+    return ['ready', 'shutdown', 'error'].includes(this.ctx.klippyState);
+  }
+
+  /** Lists the objects, subscribes to the wanted ones that exist, and takes the answer as the full status. */
+  private setUp(): Promise<void> {
+    this.settingUp ??= (async () => {
+      this.stopPolling();
+      const listed = await this.link.call<{ objects?: unknown }>('printer.objects.list');
+      const objects = new Set(Array.isArray(listed?.objects) ? listed.objects.slice(0, MAX_OBJECTS).filter((o): o is string => typeof o === 'string') : []);
+      const wanted = SUBSCRIBED.filter((name) => objects.has(name));
+      const answer = await this.link.call<{ status?: unknown }>('printer.objects.subscribe', { objects: Object.fromEntries(wanted.map((name) => [name, FIELDS[name]])) });
+      const info = await this.link.call<Record<string, unknown>>('printer.info').catch(() => null);
+      if (objects.has('configfile')) await this.learnNozzle();
+      if (this.stopped) return;
+      this.subscribed = wanted;
+      for (const name of SUBSCRIBED) delete this.status[name];
+      mergeStatus(this.status, answer?.status);
+      this.ctx.firmwareVersion = str(info?.software_version, 100) ?? this.ctx.firmwareVersion;
+      this.ctx.klippyMessage = str(info?.state_message);
+      this.ctx.klippyState = str(this.status.webhooks?.state, 40) ?? str(info?.state, 40) ?? 'ready';
+      // The link is up before its first state goes out: whoever hears the state (the queue) sees a connected printer.
+      this.hooks.events.klippy(true, null);
+      this.refresh();
+    })().finally(() => {
+      this.settingUp = null;
+    });
+    return this.settingUp;
+  }
+
+  /** The nozzle diameter from Klipper's configuration ([extruder] nozzle_diameter); unknown when it cannot be read. */
+  private async learnNozzle(): Promise<void> {
+    const answer = await this.link.call<{ status?: { configfile?: { settings?: { extruder?: { nozzle_diameter?: unknown } } } } }>('printer.objects.query', { objects: { configfile: ['settings'] } }).catch(() => null);
+    const d = answer?.status?.configfile?.settings?.extruder?.nozzle_diameter;
+    if (typeof d === 'number' && d > 0 && d < 5) this.ctx.nozzleDiameter = d;
+  }
+
+  /** Klippy is not there (not running, starting): the printer is out of reach; Moonraker is asked again now and then. */
+  private waitForKlippy(): void {
+    const why = this.ctx.klippyState === 'startup' ? 'Klipper is starting' : 'Klipper is not connected to Moonraker';
+    this.hooks.events.klippy(false, why);
+    if (this.poll || this.stopped) return;
+    this.poll = setInterval(
+      this.hooks.guard(() => {
+        void this.link
+          .call<{ klippy_state?: unknown; klippy_connected?: unknown }>('server.info')
+          .then((info) => {
+            if (this.stopped || this.settingUp) return;
+            this.ctx.klippyState = info?.klippy_connected === false ? 'disconnected' : (str(info?.klippy_state, 40) ?? 'disconnected');
+            if (this.klippyAnswers()) return this.setUp();
+          })
+          .catch(() => undefined); // a lost link ends the session; a slow answer is asked again
+      }),
+      this.hooks.klippyPollMs,
+    );
+  }
+
+  private stopPolling(): void {
+    if (this.poll) clearInterval(this.poll);
+    this.poll = null;
+  }
+
+  private onNotification(method: string, params: unknown): void {
+    if (this.stopped) return;
+    switch (method) {
+      case 'notify_status_update': {
+        const delta = Array.isArray(params) ? params[0] : undefined;
+        if (mergeStatus(this.status, delta)) this.refresh();
+        return;
+      }
+      case 'notify_klippy_ready':
+        this.ctx.klippyState = 'ready';
+        void this.setUp().catch((err) => this.link.emit('bad', `setup after klippy ready failed: ${reasonOf(err)}`));
+        return;
+      case 'notify_klippy_shutdown':
+        this.ctx.klippyState = 'shutdown';
+        if (this.status.webhooks) this.status.webhooks.state = 'shutdown';
+        this.refresh();
+        // The reason is in Klipper's state message.
+        void this.link
+          .call<Record<string, unknown>>('printer.info')
+          .then((info) => {
+            this.ctx.klippyMessage = str(info?.state_message);
+            if (this.status.webhooks && this.ctx.klippyMessage) this.status.webhooks.state_message = this.ctx.klippyMessage;
+            this.refresh();
+          })
+          .catch(() => undefined);
+        return;
+      case 'notify_active_spool_set': {
+        const spoolId = Array.isArray(params) ? (params[0] as { spool_id?: unknown } | undefined)?.spool_id : undefined;
+        void activeSpool(this.link, spoolId ?? null).then((materials) => {
+          this.ctx.materials = materials;
+          this.refresh();
+        });
+        return;
+      }
+      case 'notify_klippy_disconnected':
+        this.ctx.klippyState = 'disconnected';
+        for (const name of SUBSCRIBED) delete this.status[name];
+        this.waitForKlippy();
+        return;
+      default:
+        return; // gcode responses, file list changes, history...: not the farm's business
+    }
+  }
+
+  /** Derives the state; emits it when it changed; fetches the metadata of a newly named file once. */
+  private refresh(): void {
+    if (this.stopped || !this.klippyAnswers()) return;
+    const filename = str(this.status.print_stats?.filename) ?? '';
+    if (filename && filename !== this.metadataFor) this.fetchMetadata(filename);
+    this.ctx.now = Date.now();
+    const next = toState(this.current, this.status, this.ctx);
+    if (!stateChanged(this.current, next)) return;
+    this.current = next;
+    this.hooks.events.state(next);
+  }
+
+  private fetchMetadata(filename: string): void {
+    this.metadataFor = filename;
+    klipperFileMetadata(this.http, filename)
+      .then((m) => {
+        if (this.stopped || this.metadataFor !== filename) return;
+        this.ctx.metadata = { filename, estimated_time: m.estimated_time };
+        this.refresh();
+      })
+      .catch(() => undefined); // no metadata: the remaining time comes from the progress
+  }
+}

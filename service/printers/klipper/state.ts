@@ -1,0 +1,169 @@
+/**
+ * Moonraker's printer objects -> PrinterState, as pure functions (no I/O; the
+ * clock comes in as `now`). The driver keeps one merged copy of the
+ * subscribed objects (`mergeStatus`, fed by the subscribe answer and every
+ * `notify_status_update` delta) and derives the state from it (`toState`).
+ * An object the printer does not have stays absent: its fields are null.
+ */
+import type { MachineState, PrinterError, PrinterMaterial, PrinterState, PrintProgress } from '../driver';
+import { samePrinterState } from '../state-equality';
+
+/** The objects the driver subscribes to (when `printer.objects.list` has them). */
+export const SUBSCRIBED = ['webhooks', 'print_stats', 'virtual_sdcard', 'display_status', 'heater_bed', 'extruder', 'toolhead'] as const;
+export type KlipperObjectName = (typeof SUBSCRIBED)[number];
+export type KlipperStatus = Partial<Record<KlipperObjectName, Record<string, unknown>>>;
+
+/** Most fields one object may carry (Klipper's objects have a few dozen). */
+const MAX_FIELDS = 64;
+const MAX_TEXT = 500;
+
+/**
+ * Merges a status answer or delta into `into` (mutated): known objects only, their fields shallow-merged
+ * (Klipper sends a changed field whole, `print_stats.info` included). Returns whether anything was taken.
+ */
+export function mergeStatus(into: KlipperStatus, delta: unknown): boolean {
+  if (!delta || typeof delta !== 'object' || Array.isArray(delta)) return false;
+  let took = false;
+  for (const name of SUBSCRIBED) {
+    const fields = (delta as Record<string, unknown>)[name];
+    if (!fields || typeof fields !== 'object' || Array.isArray(fields)) continue;
+    const target = (into[name] ??= {});
+    for (const [key, value] of Object.entries(fields as Record<string, unknown>)) {
+      if (!(key in target) && Object.keys(target).length >= MAX_FIELDS) continue;
+      target[key] = value;
+      took = true;
+    }
+  }
+  return took;
+}
+
+/** What the driver knows besides the objects: the server, Klipper's info, the current file's metadata. */
+export interface KlipperContext {
+  /** Klippy's state from server.info / the notify_klippy_* notifications ('ready', 'shutdown', 'disconnected'...). */
+  klippyState: string;
+  /** Klippy's state message (printer.info), e.g. the shutdown reason. */
+  klippyMessage: string | null;
+  firmwareVersion: string | null;
+  nozzleDiameter: number | null;
+  hasCamera: boolean;
+  /** The active Spoolman spool (slot 0), [] for none; null when the printer has no Spoolman (not reported). */
+  materials: PrinterMaterial[] | null;
+  /** Metadata of the file print_stats names (server.files.metadata), when known. */
+  metadata: { filename: string; estimated_time: number | null } | null;
+  now: number;
+}
+
+const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+const text = (v: unknown): string | null => (typeof v === 'string' ? v.slice(0, MAX_TEXT) : null);
+
+/** print_stats.state -> the normalised machine state. */
+export function mapPrintStatsState(raw: string): MachineState {
+  switch (raw) {
+    case 'standby':
+      return 'idle';
+    case 'printing':
+      return 'printing';
+    case 'paused':
+      return 'paused';
+    case 'complete':
+      return 'finished';
+    case 'cancelled':
+      return 'stopped';
+    case 'error':
+      return 'error';
+    default:
+      return 'busy';
+  }
+}
+
+/** The state, raw word and error: Klippy's own state wins over the print's (a shutdown Klipper prints nothing). */
+function machineOf(status: KlipperStatus, ctx: KlipperContext): { state: MachineState; raw: string; error: PrinterError | null } {
+  const klippy = text(status.webhooks?.state) ?? ctx.klippyState;
+  const klippyMessage = (text(status.webhooks?.state_message) ?? ctx.klippyMessage ?? '').trim();
+  if (klippy === 'shutdown' || klippy === 'error') {
+    const message = klippyMessage || (klippy === 'shutdown' ? 'Klipper is shut down' : 'Klipper failed to start');
+    return { state: 'error', raw: klippy.toUpperCase(), error: { code: `KLIPPY_${klippy.toUpperCase()}`, message: `Klipper ${klippy}: ${firstLine(message)}` } };
+  }
+  if (klippy === 'startup') return { state: 'busy', raw: 'STARTUP', error: null };
+  const raw = text(status.print_stats?.state) ?? 'standby';
+  const state = mapPrintStatsState(raw);
+  if (state === 'error') {
+    const message = (text(status.print_stats?.message) ?? '').trim();
+    return { state, raw: raw.toUpperCase(), error: { code: 'PRINT_ERROR', message: message ? `Print error: ${firstLine(message)}` : 'The print stopped with an error' } };
+  }
+  return { state, raw: raw.toUpperCase(), error: null };
+}
+
+function firstLine(message: string): string {
+  return message.split('\n').find((l) => l.trim())?.trim() ?? message;
+}
+
+/** States in which print_stats names the file of a job (the last one, until the next starts or a reset). */
+const WITH_JOB = ['printing', 'paused', 'complete', 'cancelled', 'error'];
+
+function jobOf(prev: PrintProgress | null, status: KlipperStatus, ctx: KlipperContext): PrintProgress | null {
+  const ps = status.print_stats;
+  const raw = text(ps?.state) ?? 'standby';
+  const filename = text(ps?.filename) ?? '';
+  if (!filename || !WITH_JOB.includes(raw)) return null;
+  const total = num(ps?.total_duration);
+  const printing = num(ps?.print_duration);
+  // The same job while the file stays and its clock does not run backwards (a restart of the file does).
+  const same = prev && prev.file === filename && !(total !== null && prev.time_printing !== null && printing !== null && printing + 5 < prev.time_printing) ? prev : null;
+  const fraction = num(status.display_status?.progress) ?? num(status.virtual_sdcard?.progress);
+  let progress = fraction === null ? (same?.progress ?? 0) : Math.round(Math.max(0, Math.min(1, fraction)) * 1000) / 10;
+  if (raw === 'complete') progress = 100;
+  const info = ps?.info && typeof ps.info === 'object' ? (ps.info as Record<string, unknown>) : null;
+  const layer = (v: unknown) => {
+    const n = num(v);
+    return n === null || n < 0 ? null : Math.round(n);
+  };
+  const estimate = ctx.metadata?.filename === filename ? ctx.metadata.estimated_time : null;
+  let remaining: number | null = null;
+  if (raw === 'complete' || raw === 'cancelled' || raw === 'error') remaining = 0;
+  else if (estimate !== null && printing !== null) remaining = Math.max(0, Math.round(estimate - printing));
+  else if (printing !== null && fraction !== null && fraction > 0.01) remaining = Math.max(0, Math.round(printing / fraction - printing));
+  // The start is fixed the first time the job is seen, so that it does not drift update by update.
+  const startedAt = same?.started_at ?? (total !== null ? new Date(Math.floor(ctx.now / 1000) * 1000 - Math.round(total) * 1000).toISOString() : null);
+  return {
+    name: filename.split('/').pop() || filename,
+    file: filename,
+    display_name: null,
+    progress,
+    layer_current: layer(info?.current_layer),
+    layer_total: layer(info?.total_layer),
+    remaining_seconds: remaining,
+    started_at: startedAt,
+    printer_job_id: null,
+    time_printing: printing === null ? null : Math.round(printing),
+  };
+}
+
+/** The merged objects (and what else the driver knows) as the normalised state. */
+export function toState(prev: PrinterState | null, status: KlipperStatus, ctx: KlipperContext): PrinterState {
+  const { state, raw, error } = machineOf(status, ctx);
+  const t = prev?.temperatures;
+  return {
+    state,
+    raw_state: raw,
+    temperatures: {
+      nozzle: num(status.extruder?.temperature) ?? t?.nozzle ?? 0,
+      bed: num(status.heater_bed?.temperature) ?? t?.bed ?? 0,
+      nozzle_target: num(status.extruder?.target) ?? t?.nozzle_target ?? 0,
+      bed_target: num(status.heater_bed?.target) ?? t?.bed_target ?? 0,
+    },
+    job: jobOf(prev?.job ?? null, status, ctx),
+    error,
+    firmware_version: ctx.firmwareVersion,
+    // Klipper does not know what machine it drives: the configured model stays.
+    model: null,
+    capabilities: { has_camera: ctx.hasCamera, has_ams: false, supports_remote_control: true },
+    ...(ctx.nozzleDiameter !== null ? { nozzle_diameter: ctx.nozzleDiameter } : {}),
+    ...(ctx.materials !== null ? { materials: ctx.materials } : {}),
+  };
+}
+
+/** True when two states differ in anything a listener would see (field by field: no serialisation per delta). */
+export function stateChanged(a: PrinterState | null, b: PrinterState): boolean {
+  return !samePrinterState(a, b);
+}

@@ -1,0 +1,1 @@
+export { KlipperSimulator, type KlipperSimulatorOptions, type KlipperFaults } from './klipper/simulator';

@@ -1,0 +1,66 @@
+/**
+ * Moonraker's objects -> PrinterState as pure functions: deltas merge into
+ * one status, print_stats.state maps onto the farm's states, Klippy's own
+ * state wins, a missing object leaves its fields empty, hostile deltas stay
+ * bounded.
+ */
+import { mapPrintStatsState, mergeStatus, toState, type KlipperContext, type KlipperStatus } from '../../service/printers/klipper/state';
+
+const ctx = (over: Partial<KlipperContext> = {}): KlipperContext => ({
+  klippyState: 'ready',
+  klippyMessage: null,
+  firmwareVersion: 'v0.12.0',
+  nozzleDiameter: 0.4,
+  hasCamera: false,
+  materials: null,
+  metadata: null,
+  now: Date.parse('2026-11-26T10:00:00Z'),
+  ...over,
+});
+
+describe('Klipper state', () => {
+  test('print_stats.state maps onto the farm states', () => {
+    expect(['standby', 'printing', 'paused', 'complete', 'cancelled', 'error', 'something_new'].map(mapPrintStatsState)).toEqual(['idle', 'printing', 'paused', 'finished', 'stopped', 'error', 'busy']);
+  });
+
+  test('deltas merge field by field into one status; the state follows', () => {
+    const status: KlipperStatus = {};
+    mergeStatus(status, { print_stats: { state: 'printing', filename: 'a/Part.gcode', total_duration: 130, print_duration: 100, info: { total_layer: 40, current_layer: 3 } }, extruder: { temperature: 239.5, target: 240 }, heater_bed: { temperature: 99, target: 100 }, virtual_sdcard: { progress: 0.1 } });
+    mergeStatus(status, { display_status: { progress: 0.2 } });
+    mergeStatus(status, { extruder: { temperature: 240.1 } });
+    const s = toState(null, status, ctx({ metadata: { filename: 'a/Part.gcode', estimated_time: 1000 } }));
+    expect(s).toMatchObject({ state: 'printing', raw_state: 'PRINTING', error: null, model: null, nozzle_diameter: 0.4, temperatures: { nozzle: 240.1, nozzle_target: 240, bed: 99, bed_target: 100 } });
+    expect(s.job).toEqual({ name: 'Part.gcode', file: 'a/Part.gcode', display_name: null, progress: 20, layer_current: 3, layer_total: 40, remaining_seconds: 900, started_at: '2026-11-26T09:57:50.000Z', printer_job_id: null, time_printing: 100 });
+    mergeStatus(status, { print_stats: { state: 'complete', print_duration: 990 } });
+    expect(toState(s, status, ctx()).job).toMatchObject({ progress: 100, remaining_seconds: 0, started_at: '2026-11-26T09:57:50.000Z' });
+  });
+
+  test('without display_status or layer info the fields are empty, never an error', () => {
+    const status: KlipperStatus = {};
+    mergeStatus(status, { print_stats: { state: 'printing', filename: 'x.gcode', print_duration: 50, total_duration: 50, info: { total_layer: null, current_layer: null } }, virtual_sdcard: { progress: 0.25 } });
+    const s = toState(null, status, ctx());
+    expect(s.job).toMatchObject({ progress: 25, layer_current: null, layer_total: null, remaining_seconds: 150 });
+    expect(toState(null, {}, ctx())).toMatchObject({ state: 'idle', job: null, temperatures: { nozzle: 0, bed: 0 } });
+  });
+
+  test("Klippy's shutdown is an error with Klipper's message; a print error carries print_stats.message", () => {
+    const status: KlipperStatus = {};
+    mergeStatus(status, { webhooks: { state: 'shutdown', state_message: "MCU 'mcu' shutdown: Timer too close\nOnce the underlying issue is corrected, use FIRMWARE_RESTART" }, print_stats: { state: 'printing', filename: 'x.gcode' } });
+    expect(toState(null, status, ctx())).toMatchObject({ state: 'error', raw_state: 'SHUTDOWN', error: { code: 'KLIPPY_SHUTDOWN', message: "Klipper shutdown: MCU 'mcu' shutdown: Timer too close" } });
+    const failed: KlipperStatus = {};
+    mergeStatus(failed, { webhooks: { state: 'ready' }, print_stats: { state: 'error', filename: 'x.gcode', message: 'Move out of range' } });
+    expect(toState(null, failed, ctx())).toMatchObject({ state: 'error', raw_state: 'ERROR', error: { code: 'PRINT_ERROR', message: 'Print error: Move out of range' }, job: { file: 'x.gcode' } });
+  });
+
+  test('hostile deltas: unknown objects, non-objects and field floods are bounded', () => {
+    const status: KlipperStatus = {};
+    expect(mergeStatus(status, null)).toBe(false);
+    expect(mergeStatus(status, [1, 2])).toBe(false);
+    expect(mergeStatus(status, { evil_object: { a: 1 }, print_stats: 'x' })).toBe(false);
+    mergeStatus(status, { extruder: Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`f${i}`, i])) });
+    expect(Object.keys(status.extruder!)).toHaveLength(64);
+    expect(Object.keys(status)).toEqual(['extruder']);
+    mergeStatus(status, { print_stats: { state: 'printing', filename: 'x'.repeat(100_000) } });
+    expect(toState(null, status, ctx()).job!.file!.length).toBeLessThanOrEqual(500);
+  });
+});
