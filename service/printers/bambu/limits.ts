@@ -79,25 +79,43 @@ export function checkReport(message: unknown, maxDepth = MAX_REPORT_DEPTH, maxVa
   return null;
 }
 
+/**
+ * `value` cut to the bounds: the same value where nothing needed cutting (a parsed report is ours alone, so its
+ * objects can be kept as they are), a copy only where something was cut. A full X1 report's AMS is four
+ * hundred values: copying it on every report cost more than reading it.
+ */
 function bounded(value: unknown, depth: number): unknown {
   if (typeof value === 'string') return value.length > MAX_STRING_LENGTH ? value.slice(0, MAX_STRING_LENGTH) : value;
-  if (depth <= 0) return typeof value === 'object' && value !== null ? undefined : value;
+  if (typeof value !== 'object' || value === null) return value;
+  if (depth <= 0) return undefined;
   if (Array.isArray(value)) {
-    const n = Math.min(value.length, MAX_LIST_ENTRIES);
-    const out = new Array<unknown>(n);
-    for (let i = 0; i < n; i++) out[i] = bounded(value[i], depth - 1);
-    return out;
-  }
-  if (isObject(value)) {
-    const out: Json = {};
-    let kept = 0;
-    for (const key in value) {
-      if (kept++ >= MAX_OBJECT_KEYS) break;
-      out[key] = bounded(value[key], depth - 1);
+    let out = value.length > MAX_LIST_ENTRIES ? value.slice(0, MAX_LIST_ENTRIES) : value;
+    for (let i = 0; i < out.length; i++) {
+      const item = out[i];
+      const cut = bounded(item, depth - 1);
+      if (cut === item) continue;
+      if (out === value) out = value.slice();
+      out[i] = cut;
     }
     return out;
   }
-  return value;
+  const object = value as Json;
+  let out: Json = object;
+  let kept = 0;
+  for (const key in object) {
+    if (kept++ >= MAX_OBJECT_KEYS) {
+      // Too many keys: a copy with the first ones only.
+      if (out === object) out = { ...object };
+      delete out[key];
+      continue;
+    }
+    const item = object[key];
+    const cut = bounded(item, depth - 1);
+    if (cut === item) continue;
+    if (out === object) out = { ...object };
+    out[key] = cut;
+  }
+  return out;
 }
 
 /** The keys of a push_status the service reads, with lists, objects and strings cut to their bounds (the depth is already checked). */
