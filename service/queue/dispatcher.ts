@@ -19,7 +19,6 @@ import type { PrinterRecord } from '../db/repositories/printers';
 import type { DispatchRecord, QueueItemRecord } from '../db/repositories/queue';
 import type { PrinterState } from '../printers/driver';
 import type { Fleet } from '../printers/fleet';
-import { sameLoadedMaterials } from '../printers/state-equality';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
 import type { FilamentGate } from './filament-gate';
@@ -34,6 +33,7 @@ import { availabilityReason, variantsReason, type Availability } from './waiting
 import { familyOf } from './printer-families';
 import { newDispatch, queuedStart } from './queued-start';
 import { ItemSettler } from './item-settle';
+import { SeenPrinters } from './seen-printers';
 import { copyCounts } from './views';
 
 const SAFETY_PASS_MS = 30_000;
@@ -42,14 +42,6 @@ const NOT_READY_RETRY_MS = 60_000;
 
 /** How long the print hours per printer (least_used) are reused before they are read again. */
 const USAGE_TTL_MS = 60_000;
-
-interface SeenPrinter {
-  availability: Availability;
-  heating: boolean;
-  nozzle: number | null;
-  model: string | null;
-  materials: PrinterState['materials'];
-}
 
 export interface DispatcherDeps {
   store: Store;
@@ -80,7 +72,7 @@ export class Dispatcher {
   private recordsStale = true;
   private stopListening: (() => void) | null = null;
   /** What each printer's last report showed of what decides a start. */
-  private readonly seen = new Map<string, SeenPrinter>();
+  private readonly seen = new SeenPrinters();
   private readonly notReadyUntil = new Map<string, { raw: string; until: number }>();
   private readonly lastStart = new Map<string, number>();
   private readonly settler: ItemSettler;
@@ -202,15 +194,10 @@ export class Dispatcher {
     const record = this.records.get(printerId);
     this.deps.plates.onReport(printerId, state, record?.plate_auto_clear === true);
     void this.runner.onReport(printerId, state)?.catch((err) => this.deps.log.error({ err, printer_id: printerId }, 'dispatch tracking failed'));
-    // A new pass only when something changed that can let a copy start here (compared field by field: this
-    // runs on every report). Filament counts by slot, type and colour; how much is left changes all through a
-    // print and decides nothing. Heating counts only with a heat-up limit.
+    // A new pass only when something changed that can let a copy start here.
     const heating = this.deps.settings.get('queue_max_concurrent_heatups') > 0 && isHeating(state);
-    const seen: SeenPrinter = { availability: this.availability(printerId, false), heating, nozzle: state.nozzle_diameter ?? null, model: state.model ?? null, materials: state.materials };
-    const last = this.seen.get(printerId);
-    this.seen.set(printerId, seen);
-    if (last && last.availability === seen.availability && last.heating === seen.heating && last.nozzle === seen.nozzle && last.model === seen.model && sameLoadedMaterials(last.materials, seen.materials)) return;
-    this.wake('printer changed');
+    const seen = { availability: this.availability(printerId, false), heating, nozzle: state.nozzle_diameter ?? null, model: state.model ?? null, materials: state.materials };
+    if (this.seen.changed(printerId, seen)) this.wake('printer changed');
   }
 
   /** Whether a start may go to the printer now; `forStart` skips the claim check (the runner's own dispatch holds it). */
