@@ -33,6 +33,7 @@ export const LIST_KEYS = [
   'is_business',
   'customer_info',
   'queue_item_id',
+  'filament_usage',
   'created_at',
   'updated_at',
 ].sort();

@@ -19,7 +19,7 @@ const ready = fs.existsSync(CHROMIUM) && fs.existsSync(path.join(root, 'dist', '
 if (!ready) console.warn('dialog tests skipped: they need Chromium and `npm run build`');
 const describeBrowser = ready ? describe : describe.skip;
 
-const DEMO_PRINTERS = ['sim-bambu-01', 'sim-bambu-02', 'sim-bambu-03', 'sim-prusa-01', 'sim-prusa-02'];
+const DEMO_PRINTERS = ['sim-bambu-01', 'sim-bambu-02', 'sim-bambu-03', 'sim-prusa-01', 'sim-prusa-02', 'sim-klipper-01'];
 
 /** The editor's global RED, typed loosely (it is the browser's). */
 declare const RED: any; // eslint-disable-line @typescript-eslint/no-explicit-any

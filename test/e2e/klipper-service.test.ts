@@ -131,7 +131,7 @@ describe('a Klipper printer in the farm', () => {
     await printer.close();
     printer = await klipperSim('voron-01', 'Voron #01', 'Voron 2.4 350', 20, { spool: { id: 1, material: 'PLA', color_hex: 'FFFFFF', weight: 1000, remaining_weight: 900 } });
     await addPrinters(h, [printer]);
-    expect((await detail()).materials).toEqual([{ slot: 0, type: 'PLA', color: '#FFFFFF', remaining_percent: 90 }]);
+    expect((await detail()).materials).toEqual([{ slot: 0, type: 'PLA', color: '#FFFFFF', remaining_percent: 90, spool_id: null, remaining_weight_g: null }]);
     const file = await upload(h, 'Clip.gcode', klipperGcode('Voron 2.4 350'));
     const item = (await h.post('/api/v1/queue', { file_id: file, requirements: { material: 'PETG' } })).body;
     expect((await itemUntil(h, item.id, (i) => i.waiting_reason !== null, 'a waiting reason')).waiting_reason).toBe('PETG not loaded on Voron #01');

@@ -69,6 +69,7 @@ describe('a status poll becomes a PrinterState', () => {
       firmware_version: '6.2.4+8808',
       model: 'Core One',
       capabilities: { has_camera: true, has_ams: false, supports_remote_control: true },
+      attention: [],
     });
   });
 
