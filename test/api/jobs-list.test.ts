@@ -33,6 +33,7 @@ describeDialects('jobs API', (db) => {
         start_time: '2026-03-11T07:00:00.000Z',
         end_time: null,
         estimated_duration: 5400,
+        filament_usage: [],
         actual_duration: null,
         estimated_completion: '2026-03-11T08:30:00.000Z',
         material_info: { type: 'PETG', color: 'Galaxy Black', estimated_usage: 87.5, actual_usage: 12.25 },
