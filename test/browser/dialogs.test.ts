@@ -97,7 +97,7 @@ describeBrowser('the edit dialogs in the Node-RED editor', () => {
     expect(await flagged('#node-input-printer', 'no-such-printer')).toBe(true);
     const warning = page.locator('.printfarm-printer-warning');
     expect(await warning.isVisible()).toBe(true);
-    expect(await warning.innerText()).toMatch(/knows no printer "no-such-printer" \(it knows: sim-bambu-01, .*sim-prusa-02\)/);
+    expect(await warning.innerText()).toMatch(/knows no printer "no-such-printer" \(it knows: sim-bambu-01, .*sim-klipper-01\)/);
     expect(await flagged('#node-input-printer', 'bad id!')).toBe(true);
     await closeDialog();
   }, 30_000);
