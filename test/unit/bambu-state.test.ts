@@ -69,6 +69,25 @@ describe('merging Bambu reports', () => {
     expect(merged.gcode_state).toBe('RUNNING');
   });
 
+  it('keeps the previous objects where a report repeats them, and copies only the changed path', () => {
+    const first = track(fullReport());
+    // A full report (msg 0) that repeats the AMS keeps the object already held.
+    const again = track(fullReport(), fullReport({ nozzle_temper: 221 }));
+    expect(again.print.nozzle_temper).toBe(221);
+    const afterFull = ingestReport(first, fullReport({ nozzle_temper: 221 }));
+    expect(afterFull.print.ams).toBe(first.print.ams);
+    expect(afterFull.print.hms).toBe(first.print.hms);
+    // A delta that changes nothing kept hands back the same merged report.
+    expect(ingestReport(first, { command: 'push_status', msg: 1, mc_percent: 42, hms: [] }).print).toBe(first.print);
+    // A delta that changes one tray: a new AMS, unit and tray; the other tray stays the same object.
+    const ams = (t: BambuTracked) => (t.print.ams as { ams: Array<{ tray: Json[] }> }).ams[0];
+    const next = ingestReport(first, { command: 'push_status', msg: 1, ams: { ams: [{ id: '0', tray: [{ id: '1', remain: 39 }] }] } });
+    expect(next.print.ams).not.toBe(first.print.ams);
+    expect(ams(next).tray[1]).toEqual({ id: '1', tray_type: 'PETG', tray_color: '000000FF', remain: 39 });
+    expect(ams(next).tray[0]).toBe(ams(first).tray[0]);
+    expect(ams(first).tray[1].remain).toBe(40);
+  });
+
   it('merges AMS units and trays by id instead of replacing the list', () => {
     const merged = mergeReport(fullReport(), { ams: { ams: [{ id: '0', tray: [{ id: '1', remain: 39 }] }] } }) as { ams: { ams: Json[]; tray_now: string } };
     const trays = merged.ams.ams[0].tray as Json[];

@@ -22,6 +22,7 @@ export class BambuReports {
   private tracked: BambuTracked | null = null;
   /** The merged report the current state was made of (its untouched parts are reused by the next mapping). */
   private mappedPrint: BambuTracked['print'] | null = null;
+  private mappedVersion: VersionInfo | null = null;
   private readonly attention = new AttentionMemo();
   version: VersionInfo | null = null;
   current: PrinterState | null = null;
@@ -60,9 +61,12 @@ export class BambuReports {
     // Until a report has said what the printer is doing (the pushall answer), a merged delta would read as idle
     // and end the job the printer is still printing.
     if (!this.tracked || typeof this.tracked.print.gcode_state !== 'string') return null;
+    // The merge hands back the same object when a report changed nothing it keeps: nothing to map again.
+    if (this.tracked.print === this.mappedPrint && this.version === this.mappedVersion && this.current) return null;
     const previous = this.current && this.mappedPrint ? { print: this.mappedPrint, state: this.current } : null;
     const state = toPrinterState(this.tracked, { version: this.version, serial, attention: this.attention }, previous);
     this.mappedPrint = this.tracked.print;
+    this.mappedVersion = this.version;
     if (samePrinterState(state, this.current)) return null;
     this.current = state;
     return state;

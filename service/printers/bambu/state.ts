@@ -18,7 +18,7 @@ import { activeSlotOf, materialsOf, nozzleDiameterOf } from './materials';
 
 import { MAX_LIST_ENTRIES, MAX_OBJECT_KEYS, pickUsedKeys } from './limits';
 import { hasAms, hasCamera, modelFromSerial, supportsRemoteControl, type VersionInfo } from './model';
-import { isObject, num, str, type Json } from './values';
+import { isObject, num, sameJson, str, type Json } from './values';
 
 export * from './model';
 export * from './values';
@@ -30,25 +30,34 @@ export const CANCELLED_PRINT_ERROR = 50348044;
 // Merge
 // ---------------------------------------------------------------------------
 
+// The merge keeps the identity of everything a report did not change: an unchanged object is the previous
+// object, not a copy. The mapping then skips what it is made of (materials, capabilities), and a printer's
+// retained report is not replaced by an equal young copy on every report (the copies survived into the old
+// generation and made most of the garbage collector's work).
+
 function mergeObjects(prev: Json, next: Json): Json {
-  const out: Json = { ...prev };
+  let out: Json | null = null;
   // Counted only once a new key arrives (a delta mostly updates keys the merged report has).
   let keys = -1;
   for (const key in next) {
-    if (!(key in out)) {
-      if (keys < 0) keys = Object.keys(out).length;
+    const before = prev[key];
+    const value = mergeValue(key, before, next[key]);
+    if (value === before) continue;
+    if (!(key in (out ?? prev))) {
+      if (keys < 0) keys = Object.keys(out ?? prev).length;
       // A printer that keeps inventing keys must not grow the merged state: new keys beyond the bound are dropped.
       if (keys++ >= MAX_OBJECT_KEYS) continue;
     }
-    out[key] = mergeValue(key, prev[key], next[key]);
+    out ??= { ...prev };
+    out[key] = value;
   }
-  return out;
+  return out ?? prev;
 }
 
 function mergeValue(key: string, prev: unknown, next: unknown): unknown {
   if (next === undefined || next === null) return prev;
   if (key === 'ams' && isObject(next)) return mergeAms(isObject(prev) ? prev : {}, next);
-  if (Array.isArray(next)) return next;
+  if (Array.isArray(next)) return sameJson(prev, next) ? prev : next;
   if (isObject(next)) return mergeObjects(isObject(prev) ? prev : {}, next);
   return next;
 }
@@ -59,38 +68,49 @@ function idOf(item: unknown): string | null {
 
 /** Merge two arrays of `{id, ...}` objects: update by id, keep the old order, append new ids. */
 function mergeById(prev: unknown, next: unknown, merge: (a: Json, b: Json) => Json): unknown {
+  const base: unknown[] = Array.isArray(prev) ? prev : [];
   if (!Array.isArray(next)) return prev;
-  const out: unknown[] = Array.isArray(prev) ? [...prev] : [];
+  let out: unknown[] | null = null;
   for (const item of next) {
     const id = idOf(item);
     if (id === null || !isObject(item)) continue;
-    const at = out.findIndex((old) => idOf(old) === id);
+    const list = out ?? base;
+    const at = list.findIndex((old) => idOf(old) === id);
     if (at < 0) {
-      if (out.length < MAX_LIST_ENTRIES) out.push(merge({}, item));
+      if (list.length < MAX_LIST_ENTRIES) (out ??= [...base]).push(merge({}, item));
+      continue;
     }
-    else out[at] = merge(isObject(out[at]) ? (out[at] as Json) : {}, item);
+    const old = isObject(list[at]) ? (list[at] as Json) : {};
+    const merged = merge(old, item);
+    if (merged !== list[at]) (out ??= [...base])[at] = merged;
   }
-  return out;
+  return out ?? (Array.isArray(prev) ? prev : base);
 }
 
 function mergeTray(prev: Json, next: Json): Json {
   // A tray reported with nothing but its id is an empty slot (filament pulled out).
-  if (Object.keys(next).every((k) => k === 'id')) return { ...next };
+  if (Object.keys(next).every((k) => k === 'id')) return sameJson(prev, next) ? prev : { ...next };
   return mergeObjects(prev, next);
+}
+
+/** `list` merged by id into `out[key]`, copying `out` only when the list changed. */
+function withMergedList(prev: Json, out: Json, key: string, list: unknown, merge: (a: Json, b: Json) => Json): Json {
+  if (list === undefined || list === null) return out;
+  const merged = mergeById(prev[key], list, merge);
+  if (merged === out[key]) return out;
+  const copy = out === prev ? { ...prev } : out;
+  copy[key] = merged;
+  return copy;
 }
 
 function mergeUnit(prev: Json, next: Json): Json {
   const { tray, ...rest } = next;
-  const out = mergeObjects(prev, rest);
-  if (tray !== undefined && tray !== null) out.tray = mergeById(prev.tray, tray, mergeTray);
-  return out;
+  return withMergedList(prev, mergeObjects(prev, rest), 'tray', tray, mergeTray);
 }
 
 function mergeAms(prev: Json, next: Json): Json {
   const { ams, ...rest } = next;
-  const out = mergeObjects(prev, rest);
-  if (ams !== undefined && ams !== null) out.ams = mergeById(prev.ams, ams, mergeUnit);
-  return out;
+  return withMergedList(prev, mergeObjects(prev, rest), 'ams', ams, mergeUnit);
 }
 
 /** Merge one `print` report (full `msg:0` or delta `msg:1`) into the previous merged report. */
@@ -118,7 +138,10 @@ function replaceKeys(prev: Json | null, full: Json): Json {
   const out: Json = prev ? { ...prev } : {};
   for (const key in full) {
     const value = full[key];
-    if (value !== null && value !== undefined) out[key] = value;
+    if (value === null || value === undefined) continue;
+    // The same data keeps the previous object (see the merge above): a full report mostly repeats the AMS.
+    if (prev && typeof value === 'object' && sameJson(prev[key], value)) continue;
+    out[key] = value;
   }
   return out;
 }

@@ -20,3 +20,27 @@ export function str(value: unknown): string | null {
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
   return null;
 }
+
+/**
+ * Whether two parsed JSON values hold the same data. Recursive: only called on values whose depth
+ * pickUsedKeys has already bounded.
+ */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const x = a as Json;
+  const y = b as Json;
+  let keys = 0;
+  for (const key in x) {
+    keys++;
+    if (!Object.prototype.hasOwnProperty.call(y, key) || !sameJson(x[key], y[key])) return false;
+  }
+  for (const _ in y) keys--;
+  return keys === 0;
+}
