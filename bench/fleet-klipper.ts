@@ -10,12 +10,12 @@
  */
 import { WebSocket, WebSocketServer } from 'ws';
 import { KlipperSimulator } from '../service/simulators/klipper';
-import type { Ledger } from './fleet-ledger';
+import type { ReportSink } from './fleet-ledger';
 import { pool } from './pool';
 import type { BenchPrinter } from './fleet-worker';
 
 
-export function startKlipperSimulators(n: number, intervalMs: number, ledger: Ledger): Promise<KlipperSimulator[]> {
+export function startKlipperSimulators(n: number, intervalMs: number, ledger: ReportSink): Promise<KlipperSimulator[]> {
   return pool(
     Array.from({ length: n }, (_, i) => i),
     50,

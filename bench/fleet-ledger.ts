@@ -10,6 +10,11 @@ export function percentile(sorted: Float64Array, p: number): number {
   return sorted[at];
 }
 
+/** Where the simulators say that a report left (a Ledger, or several: bench/fleet feeds two). */
+export interface ReportSink {
+  onReport(info: SimReportInfo): void;
+}
+
 /**
  * When each report left, by printer and nozzle temperature. The sawtooth has
  * BENCH_NOZZLE_STEPS values, so a slot is reused only after that many reports

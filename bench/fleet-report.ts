@@ -22,6 +22,13 @@ export function describe(m: Measurement): string {
   );
 }
 
+/** The CPU ratio of each slice of the window: how steady it was while both sides were measured. */
+export function describeSlices(ratios: number[], sliceS: number): string {
+  if (!ratios.length) return '  CPU ratio per slice: n/a';
+  const sorted = [...ratios].sort((a, b) => a - b);
+  return `  CPU ratio service/relay per ${sliceS} s slice: min ${f2(sorted[0])}, median ${f2(sorted[Math.floor((sorted.length - 1) / 2)])}, max ${f2(sorted[sorted.length - 1])} (${ratios.map(f2).join(' ')})`;
+}
+
 export function table(rows: Array<{ service: Measurement; relay: Measurement }>): string {
   const lines = [
     '| N | reports/s | frames/s | service CPU/report (µs) | service CPU (cores) | latency p50 / p99 (ms) | relay CPU/report (µs) | relay p50 / p99 (ms) | CPU ratio service/relay | p99 ratio service/relay | simulators + client (cores) | load average |',
@@ -41,7 +48,7 @@ export function table(rows: Array<{ service: Measurement; relay: Measurement }>)
  * the absolute ones (p99 < 50 ms, under one core). Returns whether any was missed.
  */
 export function verdict(rows: Array<{ service: Measurement; relay: Measurement }>): boolean {
-  process.stdout.write('\nRatios (service / relay, same run):\n');
+  process.stdout.write('\nRatios (service / relay, side by side over the same window):\n');
   for (const { service: s, relay: r } of rows) {
     process.stdout.write(`  N=${s.n}: CPU per report ${f2(perReport(s) / perReport(r))}x (${f1(perReport(s))} / ${f1(perReport(r))} µs), p99 ${f2(s.p99 / r.p99)}x (${f1(s.p99)} / ${f1(r.p99)} ms), framed ${s.matched}/${s.reports}\n`);
   }

@@ -10,9 +10,10 @@
  *   report leaves (`onReport`), and the /ws client matches each frame by
  *   (printer_id, temperatures.nozzle) to the report that caused it;
  *
- * against a baseline measured in the same run with the same simulators: a
- * bare MQTT relay (plain mqtt.js clients, one small frame per report to the
- * same /ws client, see fleet-worker.ts).
+ * against a baseline measured side by side with it, over the same window and
+ * the same reports: a bare MQTT relay (plain mqtt.js clients connected to the
+ * same simulators, one small frame per report to a /ws client of its own, see
+ * fleet-worker.ts). The CPU ratio is also given per 2 s slice of the window.
  *
  * Processes: this one runs the simulators and the /ws client (so the send and
  * receive times come from one clock); the service or the relay runs in a
@@ -26,21 +27,20 @@
  * The machine is shared: the load average is printed with every figure, and
  * the latency tail moves with whatever else runs on the cores.
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
-import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { WebSocket } from 'ws';
-import { BambuSimulator, type SimTlsCredentials } from '../service/simulators/bambu';
-import { Ledger, percentile } from './fleet-ledger';
+import type { WebSocket } from 'ws';
+import { BambuSimulator, type SimReportInfo, type SimTlsCredentials } from '../service/simulators/bambu';
+import { Ledger, percentile, type ReportSink } from './fleet-ledger';
 import { pool } from './pool';
 import { KlipperSimulator } from '../service/simulators/klipper';
 import { klipperBenchPrinter, startKlipperSimulators } from './fleet-klipper';
-import { describe, f2, table, verdict } from './fleet-report';
-import type { BenchPrinter, WorkerCommand, WorkerEvent } from './fleet-worker';
+import { describe, describeSlices, f2, table, verdict } from './fleet-report';
+import type { BenchPrinter, WorkerEvent } from './fleet-worker';
+import { closeWs, connectedViaApi, connectWs, registerPrinters, sleep, waitFor, Worker } from './fleet-worker-client';
 
-// Kept importable from here (bench/nodered.ts uses them).
-export { describe, Ledger, percentile };
+// Kept importable from here (bench/nodered.ts and bench/camera.ts use them).
+export { connectedViaApi, describe, Ledger, percentile, registerPrinters, waitFor, Worker };
 
 /**
  * What the simulated printers send:
@@ -128,68 +128,6 @@ function parseArgs(argv: string[]): Options {
   return options;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-
-// ---------------------------------------------------------------------------
-// The worker process (service or relay)
-// ---------------------------------------------------------------------------
-
-/** A forked bench worker (`script` in dist-bench/bench, serving worker-ipc.ts's protocol); bench/camera.ts uses it too. */
-export class Worker<C extends { cmd: string } = WorkerCommand> {
-  private readonly child: ChildProcess;
-  private readonly waiting = new Map<string, (e: WorkerEvent) => void>();
-  private sampleId = 0;
-  private exited = false;
-
-  constructor(script = 'fleet-worker.js') {
-    this.child = fork(path.join(__dirname, script), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    this.child.on('message', (raw) => {
-      const e = raw as WorkerEvent;
-      if (e.ev === 'error') {
-        process.stderr.write(`worker error: ${e.message}\n`);
-        for (const resolve of this.waiting.values()) resolve(e);
-        this.waiting.clear();
-        return;
-      }
-      const key = e.ev === 'sample' ? `sample:${e.id}` : e.ev;
-      const resolve = this.waiting.get(key);
-      this.waiting.delete(key);
-      resolve?.(e);
-    });
-    this.child.on('exit', () => {
-      this.exited = true;
-      for (const resolve of this.waiting.values()) resolve({ ev: 'error', message: 'worker exited' });
-      this.waiting.clear();
-    });
-  }
-
-  ask<E extends WorkerEvent>(command: C | WorkerCommand, key: string): Promise<E> {
-    if (this.exited) return Promise.reject(new Error('worker exited'));
-    return new Promise<E>((resolve, reject) => {
-      this.waiting.set(key, (e) => (e.ev === 'error' ? reject(new Error(e.message)) : resolve(e as E)));
-      this.child.send(command);
-    });
-  }
-
-  start(mode: 'service' | 'relay', printers: BenchPrinter[]): Promise<Extract<WorkerEvent, { ev: 'ready' }>> {
-    return this.ask({ cmd: 'start', mode, printers }, 'ready');
-  }
-
-  sample(): Promise<Extract<WorkerEvent, { ev: 'sample' }>> {
-    const id = ++this.sampleId;
-    return this.ask({ cmd: 'sample', id }, `sample:${id}`);
-  }
-
-  async close(): Promise<void> {
-    if (this.exited) return;
-    const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
-    await Promise.race([this.ask({ cmd: 'close' }, 'closed').catch(() => undefined), sleep(20_000)]);
-    const kill = setTimeout(() => this.child.kill('SIGKILL'), 5000);
-    await exited;
-    clearTimeout(kill);
-  }
-}
 
 // ---------------------------------------------------------------------------
 // One N
@@ -198,7 +136,7 @@ export class Worker<C extends { cmd: string } = WorkerCommand> {
 /** Four AMS units with a spool in every tray: what a full X1C report describes. */
 const FULL_AMS = Array.from({ length: 16 }, (_, slot) => ({ slot, type: ['PLA', 'PETG', 'ABS', 'PLA'][slot % 4], color: ['#FFFFFF', '#000000', '#FF6A13', '#00AE42'][slot % 4] }));
 
-export async function startSimulators(n: number, options: Options, tls: SimTlsCredentials, ledger: Ledger): Promise<BambuSimulator[]> {
+export async function startSimulators(n: number, options: Options, tls: SimTlsCredentials, ledger: ReportSink): Promise<BambuSimulator[]> {
   const ids = Array.from({ length: n }, (_, i) => i);
   return pool(ids, 50, async (i) => {
     const model = options.report === 'full' ? 'X1C' : MODELS[i % MODELS.length];
@@ -223,99 +161,82 @@ export async function startSimulators(n: number, options: Options, tls: SimTlsCr
   });
 }
 
-/** The /ws clients the bench closed itself (any other close is the service dropping the client). */
-const closedByBench = new WeakSet<WebSocket>();
-
-async function connectWs(port: number, ledger: Ledger): Promise<WebSocket> {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`);
-  ws.on('message', (data: Buffer) => ledger.onFrame(data.toString('utf8')));
-  // A client the service drops (it read too slowly: the machine is overloaded) loses every later frame: say so.
-  ws.on('close', (code: number) => {
-    if (!closedByBench.has(ws)) process.stderr.write(`bench/fleet: the /ws client was disconnected (code ${code}); its later frames count as lost\n`);
-  });
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  return ws;
-}
-
-async function closeWs(ws: WebSocket): Promise<void> {
-  closedByBench.add(ws);
-  if (ws.readyState === WebSocket.CLOSED) return;
-  const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
-  ws.close();
-  const cut = setTimeout(() => ws.terminate(), 2000);
-  await closed;
-  clearTimeout(cut);
-}
-
-export async function waitFor(what: string, probe: () => Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(250);
-  }
-}
-
 type BenchSim = BambuSimulator | KlipperSimulator;
 
 const benchPrinterOf = (s: BenchSim): BenchPrinter =>
   s instanceof KlipperSimulator ? klipperBenchPrinter(s) : { id: s.id, serial: s.serial, access_code: s.accessCode, mqtt_port: s.mqttPort };
 
-export async function registerPrinters(base: string, sims: BenchSim[]): Promise<void> {
-  await pool(sims, 16, async (sim) => {
-    const res = await fetch(`${base}/api/v1/printers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(sim.printerConfig()) });
-    if (res.status !== 201) throw new Error(`POST /printers ${sim.printerConfig().id}: ${res.status} ${await res.text()}`);
-  });
+/** One process under measurement: its worker, its /ws client and the ledger its frames go to. */
+interface Side {
+  mode: 'service' | 'relay';
+  worker: Worker;
+  ws: WebSocket | null;
+  ledger: Ledger;
 }
 
-export async function connectedViaApi(base: string): Promise<number> {
-  const res = await fetch(`${base}/api/v1/printers`);
-  const body = (await res.json()) as { printers: Array<{ connection_status: string }> };
-  return body.printers.filter((p) => p.connection_status === 'connected').length;
-}
-
-export async function measure(mode: 'service' | 'relay', sims: BenchSim[], options: Options, ledger: Ledger): Promise<Measurement> {
-  const n = sims.length;
-  const worker = new Worker();
-  let ws: WebSocket | null = null;
+async function openSide(mode: 'service' | 'relay', sims: BenchSim[], ledger: Ledger): Promise<Side> {
+  const side: Side = { mode, worker: new Worker(), ws: null, ledger };
   try {
-    const printers: BenchPrinter[] = sims.map(benchPrinterOf);
-    const { port } = await worker.start(mode, printers);
+    const n = sims.length;
+    const { port } = await side.worker.start(mode, sims.map(benchPrinterOf));
     const base = `http://127.0.0.1:${port}`;
-    ws = await connectWs(port, ledger);
+    side.ws = await connectWs(port, ledger);
     const connectMs = 30_000 + n * 30;
     if (mode === 'service') {
       await registerPrinters(base, sims);
       await waitFor(`${n} printers connected`, async () => (await connectedViaApi(base)) === n, connectMs);
     } else {
-      await waitFor(`${n} relay clients subscribed`, async () => (await worker.sample()).connected === n, connectMs);
+      await waitFor(`${n} relay clients subscribed`, async () => (await side.worker.sample()).connected === n, connectMs);
     }
-    await sleep(options.warmupS * 1000);
+    return side;
+  } catch (err) {
+    await closeSide(side);
+    throw err;
+  }
+}
 
-    const loop = monitorEventLoopDelay({ resolution: 10 });
-    const before = await worker.sample();
-    const loadBefore = process.cpuUsage();
-    const start = performance.now();
-    ledger.open(start, start + options.windowS * 1000);
-    loop.enable();
-    await sleep(options.windowS * 1000);
-    const after = await worker.sample();
-    const loadAfter = process.cpuUsage(loadBefore);
-    loop.disable();
-    // Frames of the window's last reports are still on their way: a report without a frame after this is lost.
-    await sleep(1000);
+async function closeSide(side: Side): Promise<void> {
+  if (side.ws) await closeWs(side.ws);
+  await side.worker.close();
+}
 
+type Sample = Extract<WorkerEvent, { ev: 'sample' }>;
+
+/**
+ * Measures the sides over the same window: their CPU from each worker's own samples, their latency from each
+ * ledger. Every `sliceS` seconds the CPU of each side is sampled again, so the ratio can be given per slice.
+ */
+async function window(sides: Side[], options: Options, n: number): Promise<{ results: Measurement[]; slices: Sample[][] }> {
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  const slices: Sample[][] = [await Promise.all(sides.map((s) => s.worker.sample()))];
+  const loadBefore = process.cpuUsage();
+  const start = performance.now();
+  for (const side of sides) side.ledger.open(start, start + options.windowS * 1000);
+  loop.enable();
+  const sliceMs = Math.min(SLICE_S * 1000, options.windowS * 1000);
+  while (performance.now() - start < options.windowS * 1000 - 1) {
+    await sleep(Math.min(sliceMs, start + options.windowS * 1000 - performance.now()));
+    slices.push(await Promise.all(sides.map((s) => s.worker.sample())));
+  }
+  const loadAfter = process.cpuUsage(loadBefore);
+  loop.disable();
+  // Frames of the window's last reports are still on their way: a report without a frame after this is lost.
+  await sleep(1000);
+  const results = sides.map((side, i): Measurement => {
+    const before = slices[0][i];
+    const after = slices[slices.length - 1][i];
+    const ledger = side.ledger;
     const sorted = Float64Array.from(ledger.latencies).sort();
     const reports = ledger.reportsInWindow;
-    const result: Measurement = {
-      mode,
+    const frames = ledger.framesInWindow;
+    ledger.open(Infinity, Infinity);
+    return {
+      mode: side.mode,
       n,
       // The worker's own clock between its two CPU samples.
       wallS: (after.wallMs - before.wallMs) / 1000,
       reports,
-      frames: ledger.framesInWindow,
+      frames,
       matched: sorted.length,
       lost: Math.max(0, reports - sorted.length),
       cpuUs: after.cpuUs - before.cpuUs,
@@ -329,11 +250,47 @@ export async function measure(mode: 'service' | 'relay', sims: BenchSim[], optio
       rssMb: after.rssMb,
       loadAvg: os.loadavg()[0],
     };
-    ledger.open(Infinity, Infinity);
-    return result;
+  });
+  return { results, slices };
+}
+
+/** Length of the slices the CPU ratio is also given for (the spread says how steady the machine was). */
+const SLICE_S = 2;
+
+/** One process alone (bench/nodered.ts measures the service this way). */
+export async function measure(mode: 'service' | 'relay', sims: BenchSim[], options: Options, ledger: Ledger): Promise<Measurement> {
+  const side = await openSide(mode, sims, ledger);
+  try {
+    await sleep(options.warmupS * 1000);
+    return (await window([side], options, sims.length)).results[0];
   } finally {
-    if (ws) await closeWs(ws);
-    await worker.close();
+    await closeSide(side);
+  }
+}
+
+/**
+ * The relay and the service side by side: both connected to the same simulators at the same time, each with its
+ * own /ws client, measured over the same window. Both take every report, so a drift of the machine (other work,
+ * the host's clock speed) moves both figures alike instead of the one measured later; each counts only its own
+ * process's CPU.
+ */
+export async function measurePair(sims: BenchSim[], options: Options, ledgers: { relay: Ledger; service: Ledger }): Promise<{ relay: Measurement; service: Measurement; sliceRatios: number[] }> {
+  const relay = await openSide('relay', sims, ledgers.relay);
+  let service: Side | null = null;
+  try {
+    service = await openSide('service', sims, ledgers.service);
+    await sleep(options.warmupS * 1000);
+    const { results, slices } = await window([relay, service], options, sims.length);
+    const sliceRatios: number[] = [];
+    for (let i = 1; i < slices.length; i++) {
+      const [r0, s0] = slices[i - 1];
+      const [r1, s1] = slices[i];
+      sliceRatios.push((s1.cpuUs - s0.cpuUs) / Math.max(1, r1.cpuUs - r0.cpuUs));
+    }
+    return { relay: results[0], service: results[1], sliceRatios };
+  } finally {
+    if (service) await closeSide(service);
+    await closeSide(relay);
   }
 }
 
@@ -346,15 +303,14 @@ export async function main(argv: string[]): Promise<void> {
   const tls = await BambuSimulator.tlsCredentials('printfarm-bench');
   const rows: Array<{ service: Measurement; relay: Measurement }> = [];
   for (const n of options.sizes) {
-    const ledger = new Ledger();
+    const ledgers = { relay: new Ledger(), service: new Ledger() };
+    const both = { onReport: (info: SimReportInfo) => (ledgers.relay.onReport(info), ledgers.service.onReport(info)) };
     const t0 = Date.now();
-    const sims: BenchSim[] = options.klipper ? await startKlipperSimulators(n, options.intervalMs, ledger) : await startSimulators(n, options, tls, ledger);
+    const sims: BenchSim[] = options.klipper ? await startKlipperSimulators(n, options.intervalMs, both) : await startSimulators(n, options, tls, both);
     process.stdout.write(`N=${n}: ${n} simulators started in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
     try {
-      const relay = await measure('relay', sims, options, ledger);
-      process.stdout.write(`${describe(relay)}\n`);
-      const service = await measure('service', sims, options, ledger);
-      process.stdout.write(`${describe(service)}\n`);
+      const { relay, service, sliceRatios } = await measurePair(sims, options, ledgers);
+      process.stdout.write(`${describe(relay)}\n${describe(service)}\n${describeSlices(sliceRatios, SLICE_S)}\n`);
       rows.push({ service, relay });
     } finally {
       await Promise.all(sims.map((s) => s.close()));

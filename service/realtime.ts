@@ -10,6 +10,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { EventBus, EventMap, EventType } from './events';
+import { nowIso } from './util/time';
 
 interface Client {
   socket: WebSocket;
@@ -121,7 +122,7 @@ export class RealtimeHub {
   }
 
   private reply(client: Client, type: string, data: object): void {
-    this.send(client, JSON.stringify({ type, timestamp: new Date().toISOString(), data }));
+    this.send(client, JSON.stringify({ type, timestamp: nowIso(), data }));
   }
 
   private send(client: Client, frame: string): void {
@@ -137,7 +138,7 @@ export class RealtimeHub {
 
   private broadcast<K extends EventType>(type: K, data: EventMap[K]): void {
     if (this.clients.size === 0) return;
-    const frame = JSON.stringify({ type, timestamp: new Date().toISOString(), data });
+    const frame = JSON.stringify({ type, timestamp: nowIso(), data });
     const printerId = (data as { printer_id?: unknown }).printer_id;
     for (const client of this.clients) {
       // Events of one printer reach the clients that follow it; job_auto_created goes to everyone (spec).

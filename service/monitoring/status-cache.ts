@@ -31,8 +31,8 @@ export class StatusCache {
     return this.states.has(printerId);
   }
 
-  set(printerId: string, patch: Partial<LiveState>): LiveState {
-    const next = { ...this.get(printerId), ...patch };
+  set(printerId: string, patch: Partial<LiveState> | LiveState): LiveState {
+    const next = isWhole(patch) ? patch : { ...this.get(printerId), ...patch };
     this.states.set(printerId, next);
     return next;
   }
@@ -40,4 +40,9 @@ export class StatusCache {
   delete(printerId: string): void {
     this.states.delete(printerId);
   }
+}
+
+/** A whole state replaces the last one as it is (the fleet hands one on every report): no merge, no copy. */
+function isWhole(patch: Partial<LiveState>): patch is LiveState {
+  return patch.temperatures !== undefined && patch.progress !== undefined && patch.layer_current !== undefined && patch.layer_total !== undefined && patch.remaining_seconds !== undefined;
 }

@@ -18,11 +18,43 @@ export function printerStatusOf(state: MachineState): 'online' | 'printing' | 'p
   }
 }
 
-/** What a printer_status frame carries; a frame goes out only when this changes. */
-export function frameKey(status: string, connection: string, state: PrinterState | null): string {
-  const t = state?.temperatures;
-  const half = (v: number | undefined) => (v === undefined ? '' : Math.round(v * 2) / 2);
-  return [status, connection, Math.floor(state?.job?.progress ?? 0), half(t?.nozzle), half(t?.bed), half(t?.chamber), state?.error?.code ?? ''].join('|');
+/**
+ * What a printer_status frame shows (state, whole percent, temperatures to 0.5 °C, error): a frame goes out
+ * only when this changes. Compared field by field on every report, so it builds no string.
+ */
+export class FrameShown {
+  private status = '';
+  private connection = '';
+  private progress = Number.NaN;
+  private nozzle: number | undefined = Number.NaN;
+  private bed: number | undefined = Number.NaN;
+  private chamber: number | undefined = Number.NaN;
+  private error = '';
+
+  /** Takes what a frame would show now; true when it differs from the last one taken. */
+  changed(status: string, connection: string, state: PrinterState | null): boolean {
+    const t = state?.temperatures;
+    const progress = Math.floor(state?.job?.progress ?? 0);
+    const nozzle = half(t?.nozzle);
+    const bed = half(t?.bed);
+    const chamber = half(t?.chamber);
+    const error = state?.error?.code ?? '';
+    if (status === this.status && connection === this.connection && progress === this.progress && nozzle === this.nozzle && bed === this.bed && chamber === this.chamber && error === this.error) {
+      return false;
+    }
+    this.status = status;
+    this.connection = connection;
+    this.progress = progress;
+    this.nozzle = nozzle;
+    this.bed = bed;
+    this.chamber = chamber;
+    this.error = error;
+    return true;
+  }
+}
+
+function half(value: number | undefined): number | undefined {
+  return value === undefined ? undefined : Math.round(value * 2) / 2;
 }
 
 /** Whether a configuration change needs a new connection. */

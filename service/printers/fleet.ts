@@ -9,12 +9,12 @@ import type { Logger } from 'pino';
 import { DomainError } from '../errors';
 import type { Store } from '../db';
 import type { PrinterRecord } from '../db/repositories/printers';
-import type { EventBus } from '../events';
+import type { EventBus, PrinterStatusEvent } from '../events';
 import type { StatusCache } from '../monitoring/status-cache';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
 import { DriverError, type ConnectionChange, type DriverConfig, type PrinterDriver, type PrinterState } from './driver';
-import { connectionChanged, frameKey, printerStatusOf } from './fleet-status';
+import { connectionChanged, FrameShown, printerStatusOf } from './fleet-status';
 import { LAST_SEEN_WRITE_MS, LastSeenWriter } from './last-seen';
 
 export { printerStatusOf } from './fleet-status';
@@ -39,7 +39,8 @@ interface Member {
   status: string;
   connection: string;
   message: string | null;
-  lastFrame: string;
+  /** What the last printer_status frame showed. */
+  shown: FrameShown;
   lastSeenWritten: number;
   /** Serialises db writes of one printer so that they land in report order. */
   writes: Promise<unknown>;
@@ -195,7 +196,7 @@ export class Fleet {
       status: record.status,
       connection: 'testing',
       message: null,
-      lastFrame: '',
+      shown: new FrameShown(),
       lastSeenWritten: 0,
       writes: Promise.resolve(),
     };
@@ -294,8 +295,9 @@ export class Fleet {
   private onState(member: Member, state: PrinterState): void {
     if (!this.isCurrent(member)) return;
     const id = member.record.id;
+    // A driver's state is never changed once handed out: the cache keeps its temperatures as they are.
     this.cache.set(id, {
-      temperatures: { ...state.temperatures },
+      temperatures: state.temperatures,
       progress: state.job?.progress ?? 0,
       layer_current: state.job?.layer_current ?? null,
       layer_total: state.job?.layer_total ?? null,
@@ -303,25 +305,24 @@ export class Fleet {
     });
     const status = member.connection === 'connected' ? printerStatusOf(state.state) : member.status;
     const now = Date.now();
-    const patch: Partial<PrinterRecord> = {};
+    let patch: Partial<PrinterRecord> | null = null;
     if (status !== member.status) {
       const wasError = member.status === 'error';
       member.status = status;
-      patch.status = status;
-      patch.status_message = state.error?.message ?? null;
+      patch = { status, status_message: state.error?.message ?? null };
       if (status === 'error' && state.error) {
         this.alert('error', `Printer ${member.record.name} reports an error: ${state.error.message}`, id, { error_code: state.error.code, status });
       } else if (wasError) {
         this.alert('info', `Printer ${member.record.name} recovered`, id, { status });
       }
     }
-    if (state.firmware_version && state.firmware_version !== member.record.firmware_version) patch.firmware_version = member.record.firmware_version = state.firmware_version;
-    if (state.model && state.model !== member.record.model) patch.model = member.record.model = state.model;
+    if (state.firmware_version && state.firmware_version !== member.record.firmware_version) (patch ??= {}).firmware_version = member.record.firmware_version = state.firmware_version;
+    if (state.model && state.model !== member.record.model) (patch ??= {}).model = member.record.model = state.model;
     if (now - member.lastSeenWritten > LAST_SEEN_WRITE_MS) {
       member.lastSeenWritten = now;
       this.lastSeen.mark(id);
     }
-    if (Object.keys(patch).length) this.persist(member, patch);
+    if (patch) this.persist(member, patch);
     this.frame(member, false);
     for (const listener of this.reportListeners) {
       try {
@@ -335,11 +336,9 @@ export class Fleet {
   /** Sends printer_status when what it shows changed (state, whole percent, temperatures to 0.5 °C). */
   private frame(member: Member, force: boolean): void {
     const state = member.driver.state;
-    const key = frameKey(member.status, member.connection, state);
-    if (!force && key === member.lastFrame) return;
-    member.lastFrame = key;
+    if (!member.shown.changed(member.status, member.connection, state) && !force) return;
     const live = this.cache.get(member.record.id);
-    this.bus.emit('printer_status', {
+    const event: PrinterStatusEvent = {
       printer_id: member.record.id,
       change: 'state',
       status: member.status,
@@ -347,9 +346,16 @@ export class Fleet {
       progress: live.progress,
       temperatures: { nozzle: live.temperatures.nozzle, bed: live.temperatures.bed },
       plate_state: member.record.plate_state ?? 'clear',
-      ...(state?.job ? { job_name: state.job.name, layer_current: state.job.layer_current, layer_total: state.job.layer_total, estimated_remaining: state.job.remaining_seconds } : {}),
-      ...(state?.error ? { error: state.error } : {}),
-    });
+    };
+    const job = state?.job;
+    if (job) {
+      event.job_name = job.name;
+      event.layer_current = job.layer_current;
+      event.layer_total = job.layer_total;
+      event.estimated_remaining = job.remaining_seconds;
+    }
+    if (state?.error) event.error = state.error;
+    this.bus.emit('printer_status', event);
   }
 
   private persist(member: Member, patch: Partial<PrinterRecord>): void {

@@ -1,6 +1,16 @@
 /** Time helpers. Stored timestamps are always `Date#toISOString()` (UTC, ms, "Z"), so they sort as strings. */
 
-export const nowIso = (): string => new Date().toISOString();
+let isoMs = Number.NaN;
+let isoText = '';
+/** Now as ISO 8601; the text is made once per millisecond (every report's frame carries a timestamp). */
+export function nowIso(): string {
+  const ms = Date.now();
+  if (ms !== isoMs) {
+    isoMs = ms;
+    isoText = new Date(ms).toISOString();
+  }
+  return isoText;
+}
 
 /** Offset of `timeZone` from UTC at `instant`, in ms (positive east of Greenwich). */
 export function zoneOffset(instant: number, timeZone: string): number {
