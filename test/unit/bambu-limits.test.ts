@@ -3,7 +3,8 @@
  * recursion, only the keys the service reads kept, MQTT packets refused by
  * their declared length.
  */
-import { checkReport, MAX_OBJECT_KEYS, MqttPacketGuard, pickUsedKeys } from '../../service/printers/bambu/limits';
+import { checkReport, MAX_LIST_ENTRIES, MAX_OBJECT_KEYS, MqttPacketGuard, pickUsedKeys, takeUsedKeys } from '../../service/printers/bambu/limits';
+import { BambuReports } from '../../service/printers/bambu/reports';
 import { ingestReport, type BambuTracked } from '../../service/printers/bambu/state';
 
 const nested = (depth: number): unknown => {
@@ -29,6 +30,41 @@ describe('Bambu report limits', () => {
     const unit = ((tracked!.print.ams as Record<string, unknown>).ams as Record<string, unknown>[])[0];
     expect(Object.keys(unit).length).toBeLessThanOrEqual(MAX_OBJECT_KEYS);
     expect(pickUsedKeys({ subtask_name: 'x'.repeat(5000) }).subtask_name).toHaveLength(1024);
+  });
+
+  it('measures a status report in one walk: the kept keys as they are taken, the rest by checkReport; a refused report merges nothing', () => {
+    const reports = new BambuReports();
+    const send = (print: object) => reports.take(Buffer.from(JSON.stringify({ print: { command: 'push_status', msg: 1, ...print } })), null);
+    expect(send({ gcode_state: 'IDLE', nozzle_temper: 20 })).toMatchObject({ kind: 'taken' });
+    // Too deep inside a kept key (ams) and inside an ignored one: both refused, with the same reason.
+    expect(send({ nozzle_temper: 99, ams: nested(40) })).toEqual({ kind: 'refused', reason: 'report nested deeper than 32 levels' });
+    expect(send({ nozzle_temper: 99, junk: nested(40) })).toEqual({ kind: 'refused', reason: 'report nested deeper than 32 levels' });
+    // The values bound holds for the whole message: 12 000 ignored values and 12 000 in a kept list.
+    const many = new Array(12_000).fill(0);
+    expect(send({ nozzle_temper: 99, junk: many })).toMatchObject({ kind: 'taken' });
+    expect(send({ nozzle_temper: 99, junk: many, hms: many })).toEqual({ kind: 'refused', reason: 'report holds more than 20000 values' });
+    expect(reports.dropped).toBe(3);
+    expect(reports.current?.temperatures.nozzle).toBe(99);
+  });
+
+  it('keeps the held value where a full report repeats it, cutting and copying only what changed', () => {
+    const trays = (remain: number) => Array.from({ length: 4 }, (_, i) => ({ id: String(i), tray_type: 'PLA', remain: i === 3 ? remain : 50 }));
+    const full = (remain: number, extra: object = {}) => ({ ams: { ams: [{ id: '0', tray: trays(remain) }], tray_now: '0' }, hms: [], subtask_name: 'x'.repeat(2000), ...extra });
+    const first = takeUsedKeys(full(10), null, { values: 1 });
+    expect((first.subtask_name as string).length).toBe(1024);
+    const same = takeUsedKeys(full(10), first, { values: 1 });
+    expect(same.ams).toBe(first.ams);
+    expect(same.hms).toBe(first.hms);
+    expect(same.subtask_name).toBe(first.subtask_name);
+    const changed = takeUsedKeys(full(9), first, { values: 1 }) as { ams: { ams: Array<{ tray: unknown[] }> } };
+    const held = first as typeof changed;
+    expect(changed.ams).not.toBe(first.ams);
+    expect(changed.ams.ams[0].tray[3]).toEqual({ id: '3', tray_type: 'PLA', remain: 9 });
+    expect(changed.ams.ams[0].tray.slice(0, 3)).toEqual(held.ams.ams[0].tray.slice(0, 3));
+    for (let i = 0; i < 3; i++) expect(changed.ams.ams[0].tray[i]).toBe(held.ams.ams[0].tray[i]);
+    // Lists and objects beyond their bounds are cut whether or not something is held.
+    const long = takeUsedKeys({ hms: new Array(200).fill({ attr: 1, code: 2 }) }, first, { values: 1 });
+    expect((long.hms as unknown[]).length).toBe(MAX_LIST_ENTRIES);
   });
 
   it('refuses an MQTT packet by its declared length, across chunk boundaries', () => {

@@ -5,9 +5,10 @@
  * service neither its stack nor its memory:
  * - MQTT packets are refused by their declared length before they are buffered
  *   (MqttPacketGuard), since mqtt.js only enforces a maximum for MQTT 5;
- * - a parsed report is measured without recursion (checkReport);
- * - only the keys the service reads are kept and merged (pickUsedKeys), so a
- *   printer that invents keys cannot grow the merged state.
+ * - a parsed report is measured without recursion (checkReport), the keys the
+ *   service reads as they are kept (takeUsedKeys), so it is walked once;
+ * - only the keys the service reads are kept and merged, so a printer that
+ *   invents keys cannot grow the merged state.
  */
 import { isObject, type Json } from './values';
 
@@ -49,26 +50,39 @@ export const USED_PRINT_KEYS: ReadonlySet<string> = new Set([
   'nozzle_diameter',
 ]);
 
+/** Why a report is refused: thrown by the walks below, turned into the reason by their callers. */
+export class ReportRefused extends Error {}
+
+/** Values met so far in one message: the bound holds for the whole message, across the walks below. */
+export interface ReportCount {
+  values: number;
+}
+
+const tooDeep = () => new ReportRefused(`report nested deeper than ${MAX_REPORT_DEPTH} levels`);
+const tooMany = () => new ReportRefused(`report holds more than ${MAX_REPORT_VALUES} values`);
+
 /**
- * Measures a parsed message with an explicit stack (a report nested thousands
- * deep must not overflow the call stack). Returns why it is refused, or null.
+ * Measures `root` (at `rootDepth`) with an explicit stack: a report nested thousands deep must not overflow the
+ * call stack. The used keys of `keptPrint` (a push_status) are left to takeUsedKeys, which measures them as it
+ * keeps them, so that a full report is walked once.
  */
-export function checkReport(message: unknown, maxDepth = MAX_REPORT_DEPTH, maxValues = MAX_REPORT_VALUES): string | null {
+function measure(root: unknown, rootDepth: number, count: ReportCount, keptPrint: object | null = null): void {
   // Objects and their depths on two parallel stacks; scalars are counted where they are met, never pushed
   // (this runs on every report: a full X1 report holds about a thousand values).
   const objects: object[] = [];
   const depths: number[] = [];
-  let values = 1;
-  if (typeof message === 'object' && message !== null) {
-    objects.push(message);
-    depths.push(0);
+  if (typeof root === 'object' && root !== null) {
+    objects.push(root);
+    depths.push(rootDepth);
   }
   while (objects.length) {
     const value = objects.pop()! as Record<string, unknown>;
     const depth = depths.pop()!;
-    if (depth >= maxDepth) return `report nested deeper than ${maxDepth} levels`;
+    if (depth >= MAX_REPORT_DEPTH) throw tooDeep();
+    const skipUsed = value === keptPrint;
     for (const key in value) {
-      if (++values > maxValues) return `report holds more than ${maxValues} values`;
+      if (++count.values > MAX_REPORT_VALUES) throw tooMany();
+      if (skipUsed && USED_PRINT_KEYS.has(key)) continue;
       const child = value[key];
       if (typeof child === 'object' && child !== null) {
         objects.push(child);
@@ -76,53 +90,111 @@ export function checkReport(message: unknown, maxDepth = MAX_REPORT_DEPTH, maxVa
       }
     }
   }
-  return null;
 }
 
 /**
- * `value` cut to the bounds: the same value where nothing needed cutting (a parsed report is ours alone, so its
- * objects can be kept as they are), a copy only where something was cut. A full X1 report's AMS is four
- * hundred values: copying it on every report cost more than reading it.
+ * Measures a parsed message; returns why it is refused, or null. `keptPrint`: see measure(); `count` goes on
+ * to takeUsedKeys.
  */
-function bounded(value: unknown, depth: number): unknown {
-  if (typeof value === 'string') return value.length > MAX_STRING_LENGTH ? value.slice(0, MAX_STRING_LENGTH) : value;
-  if (typeof value !== 'object' || value === null) return value;
-  if (depth <= 0) return undefined;
-  if (Array.isArray(value)) {
-    let out = value.length > MAX_LIST_ENTRIES ? value.slice(0, MAX_LIST_ENTRIES) : value;
-    for (let i = 0; i < out.length; i++) {
-      const item = out[i];
-      const cut = bounded(item, depth - 1);
-      if (cut === item) continue;
-      if (out === value) out = value.slice();
-      out[i] = cut;
-    }
-    return out;
+export function checkReport(message: unknown, keptPrint: object | null = null, count: ReportCount = { values: 1 }): string | null {
+  try {
+    measure(message, 0, count, keptPrint);
+    return null;
+  } catch (err) {
+    if (err instanceof ReportRefused) return err.message;
+    throw err;
   }
-  const object = value as Json;
-  let out: Json = object;
-  let kept = 0;
-  for (const key in object) {
-    if (kept++ >= MAX_OBJECT_KEYS) {
-      // Too many keys: a copy with the first ones only.
-      if (out === object) out = { ...object };
+}
+
+/**
+ * `next` cut to the bounds and measured, keeping `prev` wherever `next` holds the same data: an unchanged part
+ * is the object already held, not a new equal copy (a full X1 report repeats an AMS of four hundred values
+ * every time; held copies of it made most of the garbage collector's work). Copies only where something was cut
+ * or taken from `prev`. Recursion is safe: the depth is checked before each level.
+ */
+function keep(prev: unknown, next: unknown, depth: number, count: ReportCount): unknown {
+  if (typeof next === 'string') {
+    const cut = next.length > MAX_STRING_LENGTH ? next.slice(0, MAX_STRING_LENGTH) : next;
+    return cut === prev ? prev : cut;
+  }
+  if (typeof next !== 'object' || next === null) return next;
+  if (depth >= MAX_REPORT_DEPTH) throw tooDeep();
+  if (Array.isArray(next)) return keepList(Array.isArray(prev) ? prev : null, next, depth, count);
+  return keepObject(isObject(prev) ? prev : null, next as Json, depth, count);
+}
+
+function keepList(prev: unknown[] | null, next: unknown[], depth: number, count: ReportCount): unknown[] {
+  let out = next.length > MAX_LIST_ENTRIES ? next.slice(0, MAX_LIST_ENTRIES) : next;
+  // Compared item by item only when the lengths match (a list that grew or shrank is new).
+  const base = prev && prev.length === out.length ? prev : null;
+  let same = base !== null;
+  for (let i = 0; i < out.length; i++) {
+    if (++count.values > MAX_REPORT_VALUES) throw tooMany();
+    const item = out[i];
+    const before = base ? base[i] : undefined;
+    const kept = keep(before, item, depth + 1, count);
+    if (kept !== before) same = false;
+    if (kept !== item) {
+      if (out === next) out = next.slice();
+      out[i] = kept;
+    }
+  }
+  // The entries beyond the bound are dropped, but they count.
+  for (let i = MAX_LIST_ENTRIES; i < next.length; i++) {
+    if (++count.values > MAX_REPORT_VALUES) throw tooMany();
+    measure(next[i], depth + 1, count);
+  }
+  return same ? base! : out;
+}
+
+function keepObject(prev: Json | null, next: Json, depth: number, count: ReportCount): Json {
+  const keys = Object.keys(next);
+  if ((count.values += keys.length) > MAX_REPORT_VALUES) throw tooMany();
+  let out = next;
+  // The same only if prev has exactly these keys, each with the same data (its key count is checked last).
+  let same = prev !== null && keys.length <= MAX_OBJECT_KEYS;
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i];
+    const item = next[key];
+    if (i >= MAX_OBJECT_KEYS) {
+      // Too many keys: the first ones only (the others are measured, not kept).
+      measure(item, depth + 1, count);
+      if (out === next) out = { ...next };
       delete out[key];
       continue;
     }
-    const item = object[key];
-    const cut = bounded(item, depth - 1);
-    if (cut === item) continue;
-    if (out === object) out = { ...object };
-    out[key] = cut;
+    // Compared with prev even after a difference: the unchanged siblings stay shared.
+    const before = prev ? prev[key] : undefined;
+    const kept = keep(before, item, depth + 1, count);
+    if (kept !== before) same = false;
+    if (kept !== item) {
+      if (out === next) out = { ...next };
+      out[key] = kept;
+    }
   }
+  return same && keyCount(prev!) === keys.length ? prev! : out;
+}
+
+function keyCount(object: Json): number {
+  let n = 0;
+  for (const _ in object) n++;
+  return n;
+}
+
+/**
+ * The keys of a push_status the service reads (print at depth 1 of the message), cut to their bounds and
+ * measured; each keeps `prev`'s value where it holds the same data (pass the merged report for a full
+ * snapshot, null for a delta, which carries only what changed). Throws ReportRefused.
+ */
+export function takeUsedKeys(print: Json, prev: Json | null, count: ReportCount): Json {
+  const out: Json = {};
+  for (const key of USED_PRINT_KEYS) if (key in print) out[key] = keep(prev ? prev[key] : undefined, print[key], 2, count);
   return out;
 }
 
-/** The keys of a push_status the service reads, with lists, objects and strings cut to their bounds (the depth is already checked). */
+/** takeUsedKeys without a previous report (a report on its own). */
 export function pickUsedKeys(print: Json): Json {
-  const out: Json = {};
-  for (const key of USED_PRINT_KEYS) if (key in print) out[key] = bounded(print[key], MAX_REPORT_DEPTH);
-  return out;
+  return takeUsedKeys(print, null, { values: 1 });
 }
 
 /**

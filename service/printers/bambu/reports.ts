@@ -6,7 +6,7 @@
  */
 import type { PrinterState } from '../driver';
 import { samePrinterState } from '../state-equality';
-import { checkReport } from './limits';
+import { checkReport, ReportRefused, type ReportCount } from './limits';
 import { AttentionMemo, ingestReport, parseVersionInfo, toPrinterState, type BambuTracked, type VersionInfo } from './state';
 import { isObject, type Json } from './values';
 
@@ -36,24 +36,33 @@ export class BambuReports {
       return { kind: 'ignored' };
     }
     if (!isObject(message)) return { kind: 'ignored' };
-    const refused = checkReport(message);
+    const status = isObject(message.print) && message.print.command === 'push_status' ? message.print : null;
+    // The status report's kept keys are measured as ingestReport takes them: one walk over a full report.
+    const count = { values: 1 };
+    const refused = checkReport(message, status, count) ?? (status ? this.ingest(status, count) : null);
     if (refused) {
       this.dropped++;
       return { kind: 'refused', reason: refused };
     }
     let reply: Json | null = null;
-    let changed = false;
-    if (isObject(message.print)) {
-      if (message.print.command === 'push_status') {
-        this.tracked = ingestReport(this.tracked, message.print);
-        changed = true;
-      } else reply = message.print;
-    }
+    let changed = status !== null;
+    if (!status && isObject(message.print)) reply = message.print;
     if (isObject(message.info) && message.info.command === 'get_version') {
       this.version = parseVersionInfo(message.info);
       changed = true;
     }
     return { kind: 'taken', reply, state: changed ? this.newState(serial) : null };
+  }
+
+  /** Merges a status report; returns why it is refused (nothing merged then), or null. */
+  private ingest(status: Json, count: ReportCount): string | null {
+    try {
+      this.tracked = ingestReport(this.tracked, status, count);
+      return null;
+    } catch (err) {
+      if (err instanceof ReportRefused) return err.message;
+      throw err;
+    }
   }
 
   /** The state when it differs from the last one shown. */

@@ -16,7 +16,7 @@ import { sameCauses, worstFirst, type AttentionCause } from '../attention';
 import { describeHms, describePrintError } from './hms-text';
 import { activeSlotOf, materialsOf, nozzleDiameterOf } from './materials';
 
-import { MAX_LIST_ENTRIES, MAX_OBJECT_KEYS, pickUsedKeys } from './limits';
+import { MAX_LIST_ENTRIES, MAX_OBJECT_KEYS, takeUsedKeys, type ReportCount } from './limits';
 import { hasAms, hasCamera, modelFromSerial, supportsRemoteControl, type VersionInfo } from './model';
 import { isObject, num, sameJson, str, type Json } from './values';
 
@@ -138,18 +138,22 @@ function replaceKeys(prev: Json | null, full: Json): Json {
   const out: Json = prev ? { ...prev } : {};
   for (const key in full) {
     const value = full[key];
-    if (value === null || value === undefined) continue;
-    // The same data keeps the previous object (see the merge above): a full report mostly repeats the AMS.
-    if (prev && typeof value === 'object' && sameJson(prev[key], value)) continue;
-    out[key] = value;
+    // Unchanged parts are already the previous objects (takeUsedKeys).
+    if (value !== null && value !== undefined) out[key] = value;
   }
   return out;
 }
 
-export function ingestReport(prev: BambuTracked | null, report: Json): BambuTracked {
+/**
+ * Takes one push_status into what the driver keeps. `count`: the values the message's other parts already
+ * counted (checkReport). Throws ReportRefused before anything is merged when the kept keys exceed the bounds.
+ */
+export function ingestReport(prev: BambuTracked | null, report: Json, count: ReportCount = { values: 1 }): BambuTracked {
   // Only the keys the service reads are merged (limits.ts): the merged state stays small whatever the printer sends.
-  const picked = pickUsedKeys(report);
-  const print = report.msg === 0 ? replaceKeys(prev?.print ?? null, picked) : mergeReport(prev?.print ?? null, picked);
+  // A full snapshot is compared with what is held as it is taken, so what it repeats stays the same object.
+  const full = report.msg === 0;
+  const picked = takeUsedKeys(report, full ? (prev?.print ?? null) : null, count);
+  const print = full ? replaceKeys(prev?.print ?? null, picked) : mergeReport(prev?.print ?? null, picked);
   let cancelled = false;
   if (gcodeStateOf(print) === 'FAILED') {
     const error = num(print.print_error);
