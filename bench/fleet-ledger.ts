@@ -12,7 +12,8 @@ export function percentile(sorted: Float64Array, p: number): number {
 
 /** Where the simulators say that a report left (a Ledger, or several: bench/fleet feeds two). */
 export interface ReportSink {
-  onReport(info: SimReportInfo): void;
+  /** `at`: when it left, on this process's performance.now() (now when not given). */
+  onReport(info: SimReportInfo, at?: number): void;
 }
 
 /**
@@ -22,6 +23,8 @@ export interface ReportSink {
  */
 export class Ledger {
   private readonly sent = new Map<string, Float64Array>();
+  /** Frames that came before the ledger heard of their report (the simulator host reports send times in batches). */
+  private readonly early = new Map<string, Float64Array>();
   windowStart = Infinity;
   windowEnd = Infinity;
   reportsInWindow = 0;
@@ -29,13 +32,19 @@ export class Ledger {
   latencies: number[] = [];
   unmatched = 0;
 
-  onReport(info: SimReportInfo): void {
-    const now = performance.now();
-    let slots = this.sent.get(info.id);
-    if (!slots) this.sent.set(info.id, (slots = new Float64Array(BENCH_NOZZLE_STEPS)));
-    const slot = info.nozzle - BENCH_NOZZLE_BASE;
-    if (slot >= 0 && slot < BENCH_NOZZLE_STEPS) slots[slot] = now;
+  onReport(info: SimReportInfo, at?: number): void {
+    const now = at ?? performance.now();
     if (now >= this.windowStart && now < this.windowEnd) this.reportsInWindow++;
+    const slot = info.nozzle - BENCH_NOZZLE_BASE;
+    if (slot < 0 || slot >= BENCH_NOZZLE_STEPS) return;
+    const arrived = this.early.get(info.id)?.[slot] ?? 0;
+    // A frame of this report already came (it left the simulator before the batch saying so reached us).
+    if (arrived && arrived >= now - 1 && arrived - now < MATCH_WINDOW_MS) {
+      this.early.get(info.id)![slot] = 0;
+      this.match(now, arrived);
+      return;
+    }
+    this.slots(this.sent, info.id)[slot] = now;
   }
 
   onFrame(text: string): void {
@@ -50,15 +59,30 @@ export class Ledger {
     if (now >= this.windowStart && now < this.windowEnd) this.framesInWindow++;
     const id = frame.data?.printer_id;
     const nozzle = frame.data?.temperatures?.nozzle;
-    const slots = id ? this.sent.get(id) : undefined;
     const slot = typeof nozzle === 'number' ? nozzle - BENCH_NOZZLE_BASE : -1;
-    const sentAt = slots && Number.isInteger(slot) && slot >= 0 && slot < BENCH_NOZZLE_STEPS ? slots[slot] : 0;
-    if (!slots || !sentAt) {
+    if (!id || !Number.isInteger(slot) || slot < 0 || slot >= BENCH_NOZZLE_STEPS) {
       this.unmatched++;
       return;
     }
-    slots[slot] = 0; // one frame per report
-    if (sentAt >= this.windowStart && sentAt < this.windowEnd) this.latencies.push(now - sentAt);
+    const slots = this.sent.get(id);
+    const sentAt = slots ? slots[slot] : 0;
+    if (!sentAt || now - sentAt > MATCH_WINDOW_MS) {
+      // Not heard of yet: the report's batch may still be on its way.
+      this.slots(this.early, id)[slot] = now;
+      return;
+    }
+    slots![slot] = 0; // one frame per report
+    this.match(sentAt, now);
+  }
+
+  private match(sentAt: number, arrivedAt: number): void {
+    if (sentAt >= this.windowStart && sentAt < this.windowEnd) this.latencies.push(arrivedAt - sentAt);
+  }
+
+  private slots(map: Map<string, Float64Array>, id: string): Float64Array {
+    let slots = map.get(id);
+    if (!slots) map.set(id, (slots = new Float64Array(BENCH_NOZZLE_STEPS)));
+    return slots;
   }
 
   open(start: number, end: number): void {
@@ -70,3 +94,6 @@ export class Ledger {
     this.unmatched = 0;
   }
 }
+
+/** A frame and a report further apart than this are not each other's (a slot is reused after BENCH_NOZZLE_STEPS reports). */
+const MATCH_WINDOW_MS = 10_000;

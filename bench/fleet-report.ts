@@ -18,7 +18,7 @@ export function describe(m: Measurement): string {
   return (
     `  ${m.mode.padEnd(7)} N=${m.n}: ${m.reports} reports, ${m.frames} frames, ${m.matched} matched, ${m.lost} without frame in ${m.wallS.toFixed(1)} s; ` +
     `CPU ${f1(perReport(m))} µs/report = ${f2(cores(m))} cores; latency p50 ${f1(m.p50)} / p90 ${f1(m.p90)} / p99 ${f1(m.p99)} / max ${f1(m.max)} ms; ` +
-    `event-loop p99 ${f1(m.workerLoopP99Ms)} ms (${m.mode}) / ${f1(m.loadLoopP99Ms)} ms (simulators); simulators+client ${f2(m.loadCpuUs / 1e6 / m.wallS)} cores; ${m.mode} rss ${m.rssMb} MB; load average ${f2(m.loadAvg)}`
+    `event-loop p99 ${f1(m.workerLoopP99Ms)} ms (${m.mode}) / ${f1(m.loadLoopP99Ms)} ms (bench process); bench process ${f2(m.loadCpuUs / 1e6 / m.wallS)} cores; ${m.mode} rss ${m.rssMb} MB; load average ${f2(m.loadAvg)}`
   );
 }
 
@@ -31,7 +31,7 @@ export function describeSlices(ratios: number[], sliceS: number): string {
 
 export function table(rows: Array<{ service: Measurement; relay: Measurement }>): string {
   const lines = [
-    '| N | reports/s | frames/s | service CPU/report (µs) | service CPU (cores) | latency p50 / p99 (ms) | relay CPU/report (µs) | relay p50 / p99 (ms) | CPU ratio service/relay | p99 ratio service/relay | simulators + client (cores) | load average |',
+    '| N | reports/s | frames/s | service CPU/report (µs) | service CPU (cores) | latency p50 / p99 (ms) | relay CPU/report (µs) | relay p50 / p99 (ms) | CPU ratio service/relay | p99 ratio service/relay | bench process (cores) | load average |',
     '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const { service: s, relay: r } of rows) {

@@ -7,9 +7,8 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { WebSocket } from 'ws';
-import type { BambuSimulator } from '../service/simulators/bambu';
-import type { KlipperSimulator } from '../service/simulators/klipper';
 import type { Ledger } from './fleet-ledger';
+import type { PrinterConfigSource } from './fleet-sims';
 import { pool } from './pool';
 import type { BenchPrinter, WorkerCommand, WorkerEvent } from './fleet-worker';
 
@@ -106,7 +105,7 @@ export async function waitFor(what: string, probe: () => Promise<boolean>, ms: n
   }
 }
 
-export async function registerPrinters(base: string, sims: Array<BambuSimulator | KlipperSimulator>): Promise<void> {
+export async function registerPrinters(base: string, sims: PrinterConfigSource[]): Promise<void> {
   await pool(sims, 16, async (sim) => {
     const res = await fetch(`${base}/api/v1/printers`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(sim.printerConfig()) });
     if (res.status !== 201) throw new Error(`POST /printers ${sim.printerConfig().id}: ${res.status} ${await res.text()}`);

@@ -30,36 +30,15 @@
 import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { WebSocket } from 'ws';
-import { BambuSimulator, type SimReportInfo, type SimTlsCredentials } from '../service/simulators/bambu';
-import { Ledger, percentile, type ReportSink } from './fleet-ledger';
-import { pool } from './pool';
-import { KlipperSimulator } from '../service/simulators/klipper';
-import { klipperBenchPrinter, startKlipperSimulators } from './fleet-klipper';
+import type { SimReportInfo } from '../service/simulators/bambu';
+import { Ledger, percentile } from './fleet-ledger';
+import { fleetOf, RemoteSims, startSimulators, type BenchSim, type Options, type ReportMode, type SimFleet } from './fleet-sims';
 import { describe, describeSlices, f2, table, verdict } from './fleet-report';
-import type { BenchPrinter, WorkerEvent } from './fleet-worker';
+import type { WorkerEvent } from './fleet-worker';
 import { closeWs, connectedViaApi, connectWs, registerPrinters, sleep, waitFor, Worker } from './fleet-worker-client';
 
 // Kept importable from here (bench/nodered.ts and bench/camera.ts use them).
-export { connectedViaApi, describe, Ledger, percentile, registerPrinters, waitFor, Worker };
-
-/**
- * What the simulated printers send:
- * - delta: every report only what changed (as P1 and A1 printers do), about 300 bytes;
- * - full: every report a full push_status of a real X1C with four loaded AMS units (as X1 printers do), 6-10 KB;
- * - mixed (default): a farm of both, the X1C third full reports, the P1S and A1 deltas.
- */
-export type ReportMode = 'delta' | 'full' | 'mixed';
-
-export interface Options {
-  sizes: number[];
-  windowS: number;
-  warmupS: number;
-  intervalMs: number;
-  /** Klipper printers instead of Bambu Lab ones (--klipper N). */
-  klipper?: boolean;
-  report: ReportMode;
-}
-
+export { connectedViaApi, describe, fleetOf, Ledger, percentile, registerPrinters, startSimulators, waitFor, Worker, type Options, type ReportMode };
 
 export interface Measurement {
   mode: 'service' | 'relay';
@@ -82,7 +61,6 @@ export interface Measurement {
   loadAvg: number;
 }
 
-const MODELS = ['X1C', 'P1S', 'A1'];
 
 function parseArgs(argv: string[]): Options {
   const options: Options = { sizes: [50, 200, 500, 1000], windowS: 15, warmupS: 3, intervalMs: 1000, report: 'mixed' };
@@ -133,39 +111,6 @@ function parseArgs(argv: string[]): Options {
 // One N
 // ---------------------------------------------------------------------------
 
-/** Four AMS units with a spool in every tray: what a full X1C report describes. */
-const FULL_AMS = Array.from({ length: 16 }, (_, slot) => ({ slot, type: ['PLA', 'PETG', 'ABS', 'PLA'][slot % 4], color: ['#FFFFFF', '#000000', '#FF6A13', '#00AE42'][slot % 4] }));
-
-export async function startSimulators(n: number, options: Options, tls: SimTlsCredentials, ledger: ReportSink): Promise<BambuSimulator[]> {
-  const ids = Array.from({ length: n }, (_, i) => i);
-  return pool(ids, 50, async (i) => {
-    const model = options.report === 'full' ? 'X1C' : MODELS[i % MODELS.length];
-    const full = options.report !== 'delta' && model === 'X1C';
-    const sim = await BambuSimulator.start({
-      id: `bench-${String(i + 1).padStart(4, '0')}`,
-      name: `Bench ${model} #${i + 1}`,
-      model,
-      ...(full ? { amsUnits: 4, benchFullEvery: 1, realSizeReports: true } : {}),
-      reportIntervalMs: options.intervalMs,
-      // Independent printers: spread evenly over the report interval, not all in the same millisecond.
-      reportOffsetMs: Math.round((i / n) * options.intervalMs),
-      tls,
-      ftps: false,
-      control: false,
-      camera: false,
-      benchReports: true,
-      onReport: (info) => ledger.onReport(info),
-    });
-    if (full) sim.applyMaterials({ materials: FULL_AMS });
-    return sim;
-  });
-}
-
-type BenchSim = BambuSimulator | KlipperSimulator;
-
-const benchPrinterOf = (s: BenchSim): BenchPrinter =>
-  s instanceof KlipperSimulator ? klipperBenchPrinter(s) : { id: s.id, serial: s.serial, access_code: s.accessCode, mqtt_port: s.mqttPort };
-
 /** One process under measurement: its worker, its /ws client and the ledger its frames go to. */
 interface Side {
   mode: 'service' | 'relay';
@@ -174,16 +119,16 @@ interface Side {
   ledger: Ledger;
 }
 
-async function openSide(mode: 'service' | 'relay', sims: BenchSim[], ledger: Ledger): Promise<Side> {
+async function openSide(mode: 'service' | 'relay', sims: SimFleet, ledger: Ledger): Promise<Side> {
   const side: Side = { mode, worker: new Worker(), ws: null, ledger };
   try {
-    const n = sims.length;
-    const { port } = await side.worker.start(mode, sims.map(benchPrinterOf));
+    const n = sims.printers.length;
+    const { port } = await side.worker.start(mode, sims.printers);
     const base = `http://127.0.0.1:${port}`;
     side.ws = await connectWs(port, ledger);
     const connectMs = 30_000 + n * 30;
     if (mode === 'service') {
-      await registerPrinters(base, sims);
+      await registerPrinters(base, sims.sources);
       await waitFor(`${n} printers connected`, async () => (await connectedViaApi(base)) === n, connectMs);
     } else {
       await waitFor(`${n} relay clients subscribed`, async () => (await side.worker.sample()).connected === n, connectMs);
@@ -259,7 +204,7 @@ const SLICE_S = 2;
 
 /** One process alone (bench/nodered.ts measures the service this way). */
 export async function measure(mode: 'service' | 'relay', sims: BenchSim[], options: Options, ledger: Ledger): Promise<Measurement> {
-  const side = await openSide(mode, sims, ledger);
+  const side = await openSide(mode, fleetOf(sims), ledger);
   try {
     await sleep(options.warmupS * 1000);
     return (await window([side], options, sims.length)).results[0];
@@ -274,13 +219,13 @@ export async function measure(mode: 'service' | 'relay', sims: BenchSim[], optio
  * the host's clock speed) moves both figures alike instead of the one measured later; each counts only its own
  * process's CPU.
  */
-export async function measurePair(sims: BenchSim[], options: Options, ledgers: { relay: Ledger; service: Ledger }): Promise<{ relay: Measurement; service: Measurement; sliceRatios: number[] }> {
+export async function measurePair(sims: SimFleet, options: Options, ledgers: { relay: Ledger; service: Ledger }): Promise<{ relay: Measurement; service: Measurement; sliceRatios: number[] }> {
   const relay = await openSide('relay', sims, ledgers.relay);
   let service: Side | null = null;
   try {
     service = await openSide('service', sims, ledgers.service);
     await sleep(options.warmupS * 1000);
-    const { results, slices } = await window([relay, service], options, sims.length);
+    const { results, slices } = await window([relay, service], options, sims.printers.length);
     const sliceRatios: number[] = [];
     for (let i = 1; i < slices.length; i++) {
       const [r0, s0] = slices[i - 1];
@@ -300,20 +245,19 @@ export async function main(argv: string[]): Promise<void> {
     `bench/fleet: sizes ${options.sizes.join(', ')}; ${options.report} reports; one report per ${options.intervalMs} ms per printer; warm-up ${options.warmupS} s, window ${options.windowS} s; ` +
       `node ${process.version}, ${os.cpus().length} CPUs, load average ${f2(os.loadavg()[0])}\n`,
   );
-  const tls = await BambuSimulator.tlsCredentials('printfarm-bench');
   const rows: Array<{ service: Measurement; relay: Measurement }> = [];
   for (const n of options.sizes) {
     const ledgers = { relay: new Ledger(), service: new Ledger() };
-    const both = { onReport: (info: SimReportInfo) => (ledgers.relay.onReport(info), ledgers.service.onReport(info)) };
+    const both = { onReport: (info: SimReportInfo, at?: number) => (ledgers.relay.onReport(info, at), ledgers.service.onReport(info, at)) };
     const t0 = Date.now();
-    const sims: BenchSim[] = options.klipper ? await startKlipperSimulators(n, options.intervalMs, both) : await startSimulators(n, options, tls, both);
-    process.stdout.write(`N=${n}: ${n} simulators started in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+    const { host, fleet } = await RemoteSims.start(n, options, both);
+    process.stdout.write(`N=${n}: ${n} simulators started in ${((Date.now() - t0) / 1000).toFixed(1)} s (in a process of their own)\n`);
     try {
-      const { relay, service, sliceRatios } = await measurePair(sims, options, ledgers);
+      const { relay, service, sliceRatios } = await measurePair(fleet, options, ledgers);
       process.stdout.write(`${describe(relay)}\n${describe(service)}\n${describeSlices(sliceRatios, SLICE_S)}\n`);
       rows.push({ service, relay });
     } finally {
-      await Promise.all(sims.map((s) => s.close()));
+      await host.close();
     }
   }
   const missed = verdict(rows);
