@@ -14,8 +14,6 @@ import { nowIso } from './util/time';
 
 interface Client {
   socket: WebSocket;
-  /** The TCP socket while it holds this turn's frames (see batch()). */
-  corked: Duplex | null;
   alive: boolean;
   printerIds: Set<string> | null;
 }
@@ -46,8 +44,6 @@ export class RealtimeHub {
   readonly path: string;
   private readonly admit: NonNullable<RealtimeOptions['admit']>;
   private readonly maxBuffered: number;
-  private corked: Client[] = [];
-  private flush: NodeJS.Immediate | null = null;
 
   constructor(
     bus: EventBus,
@@ -92,7 +88,7 @@ export class RealtimeHub {
   }
 
   private accept(socket: WebSocket): void {
-    const client: Client = { socket, corked: null, alive: true, printerIds: null };
+    const client: Client = { socket, alive: true, printerIds: null };
     this.clients.add(client);
     socket.on('pong', () => (client.alive = true));
     socket.on('message', (raw, isBinary) => this.receive(client, isBinary ? null : raw.toString()));
@@ -137,34 +133,7 @@ export class RealtimeHub {
       this.clients.delete(client);
       return;
     }
-    this.batch(client);
     client.socket.send(frame);
-  }
-
-  /**
-   * Holds a client's frames until the end of this turn of the event loop (setImmediate), so that the frames
-   * of the reports read in one turn leave in one write: a socket write costs far more than a frame's bytes.
-   */
-  private batch(client: Client): void {
-    if (client.corked) return;
-    // ws has no public cork; its socket is the TCP socket it writes to (ws 8).
-    const raw = (client.socket as unknown as { _socket?: Duplex })._socket;
-    if (!raw || raw.destroyed || typeof raw.cork !== 'function') return;
-    raw.cork();
-    client.corked = raw;
-    this.corked.push(client);
-    this.flush ??= setImmediate(() => this.uncork());
-  }
-
-  private uncork(): void {
-    this.flush = null;
-    const corked = this.corked;
-    this.corked = [];
-    for (const client of corked) {
-      const raw = client.corked;
-      client.corked = null;
-      if (raw && !raw.destroyed) raw.uncork();
-    }
   }
 
   private broadcast<K extends EventType>(type: K, data: EventMap[K]): void {
@@ -194,8 +163,6 @@ export class RealtimeHub {
   async close(): Promise<void> {
     clearInterval(this.heartbeat);
     this.unsubscribe();
-    if (this.flush) clearImmediate(this.flush);
-    this.uncork();
     for (const client of this.clients) client.socket.close(1001, 'server shutting down');
     const deadline = setTimeout(() => this.clients.forEach((c) => c.socket.terminate()), 1000);
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
