@@ -15,6 +15,7 @@ import {
   type Json,
 } from '../../service/printers/bambu/state';
 import { parseListDate } from '../../service/printers/bambu/ftp';
+import { BambuReports } from '../../service/printers/bambu/reports';
 
 const SERIAL = '01P00A123456789';
 
@@ -86,6 +87,30 @@ describe('merging Bambu reports', () => {
     expect(ams(next).tray[1]).toEqual({ id: '1', tray_type: 'PETG', tray_color: '000000FF', remain: 39 });
     expect(ams(next).tray[0]).toBe(ams(first).tray[0]);
     expect(ams(first).tray[1].remain).toBe(40);
+  });
+
+  it('a report that moves only temperatures changes only the temperatures: the same state otherwise, equal to a full mapping', () => {
+    const reports = new BambuReports();
+    const take = (print: Json) => reports.take(Buffer.from(JSON.stringify({ print: { command: 'push_status', ...print } })), SERIAL);
+    take(fullReport());
+    const first = reports.current!;
+    // A P1-style delta: the core keys again, only the nozzle moved.
+    const core = { msg: 1, gcode_state: 'RUNNING', mc_percent: 42, mc_remaining_time: 17, layer_num: 12, bed_temper: 54.9, print_error: 0 };
+    const out = take({ ...core, nozzle_temper: 221 });
+    expect(out).toMatchObject({ kind: 'taken', state: expect.objectContaining({ temperatures: expect.objectContaining({ nozzle: 221, bed: 54.9 }) }) });
+    const second = reports.current!;
+    expect(second.job).toBe(first.job);
+    expect(second.materials).toBe(first.materials);
+    expect(second.attention).toBe(first.attention);
+    // The same as mapping the merged report from scratch.
+    const fresh = new BambuReports();
+    fresh.take(Buffer.from(JSON.stringify({ print: { command: 'push_status', ...fullReport({ nozzle_temper: 221 }) } })), SERIAL);
+    expect(second).toEqual(fresh.current);
+    // The same temperatures again: no new state. Progress moves: a new job object.
+    expect(take({ ...core, nozzle_temper: 221 })).toMatchObject({ kind: 'taken', state: null });
+    take({ ...core, nozzle_temper: 221, mc_percent: 43 });
+    expect(reports.current!.job).not.toBe(first.job);
+    expect(reports.current!.job?.progress).toBe(43);
   });
 
   it('merges AMS units and trays by id instead of replacing the list', () => {

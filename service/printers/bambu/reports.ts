@@ -7,7 +7,7 @@
 import type { PrinterState } from '../driver';
 import { samePrinterState } from '../state-equality';
 import { checkReport, ReportRefused, type ReportCount } from './limits';
-import { AttentionMemo, ingestReport, parseVersionInfo, toPrinterState, type BambuTracked, type VersionInfo } from './state';
+import { AttentionMemo, ingestReport, onlyTemperaturesChanged, parseVersionInfo, temperaturesOf, toPrinterState, type BambuTracked, type VersionInfo } from './state';
 import { isObject, type Json } from './values';
 
 export type ReportOutcome =
@@ -23,6 +23,7 @@ export class BambuReports {
   /** The merged report the current state was made of (its untouched parts are reused by the next mapping). */
   private mappedPrint: BambuTracked['print'] | null = null;
   private mappedVersion: VersionInfo | null = null;
+  private mappedCancelled = false;
   private readonly attention = new AttentionMemo();
   version: VersionInfo | null = null;
   current: PrinterState | null = null;
@@ -65,6 +66,22 @@ export class BambuReports {
     }
   }
 
+  /**
+   * Most reports move a temperature and nothing else (the deltas of P1 and A1 printers repeat a core set of
+   * keys, unchanged): then the state is the last one with new temperatures, not a new mapping of the report.
+   */
+  private temperaturesOnly(): PrinterState | null {
+    const { current, mappedPrint, tracked } = this;
+    if (!current || !mappedPrint || !tracked || this.version !== this.mappedVersion || tracked.cancelled !== this.mappedCancelled) return null;
+    if (!onlyTemperaturesChanged(mappedPrint, tracked.print)) return null;
+    return { ...current, temperatures: temperaturesOf(tracked.print) };
+  }
+
+  private mapped(serial: string | null): PrinterState {
+    const previous = this.current && this.mappedPrint ? { print: this.mappedPrint, state: this.current } : null;
+    return toPrinterState(this.tracked!, { version: this.version, serial, attention: this.attention }, previous);
+  }
+
   /** The state when it differs from the last one shown. */
   private newState(serial: string | null): PrinterState | null {
     // Until a report has said what the printer is doing (the pushall answer), a merged delta would read as idle
@@ -72,10 +89,10 @@ export class BambuReports {
     if (!this.tracked || typeof this.tracked.print.gcode_state !== 'string') return null;
     // The merge hands back the same object when a report changed nothing it keeps: nothing to map again.
     if (this.tracked.print === this.mappedPrint && this.version === this.mappedVersion && this.current) return null;
-    const previous = this.current && this.mappedPrint ? { print: this.mappedPrint, state: this.current } : null;
-    const state = toPrinterState(this.tracked, { version: this.version, serial, attention: this.attention }, previous);
+    const state = this.temperaturesOnly() ?? this.mapped(serial);
     this.mappedPrint = this.tracked.print;
     this.mappedVersion = this.version;
+    this.mappedCancelled = this.tracked.cancelled;
     if (samePrinterState(state, this.current)) return null;
     this.current = state;
     return state;

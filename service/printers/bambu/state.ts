@@ -298,6 +298,35 @@ export interface PreviousMapping {
   state: PrinterState;
 }
 
+/** The report keys the temperatures are made of (a report that changes only these changes only the temperatures). */
+export const TEMPERATURE_KEYS: ReadonlySet<string> = new Set(['nozzle_temper', 'bed_temper', 'chamber_temper', 'nozzle_target_temper', 'bed_target_temper']);
+
+export function temperaturesOf(p: Json): PrinterState['temperatures'] {
+  const chamber = num(p.chamber_temper);
+  const temperatures: PrinterState['temperatures'] = {
+    nozzle: num(p.nozzle_temper) ?? 0,
+    bed: num(p.bed_temper) ?? 0,
+    nozzle_target: num(p.nozzle_target_temper) ?? 0,
+    bed_target: num(p.bed_target_temper) ?? 0,
+  };
+  if (chamber !== null) temperatures.chamber = chamber;
+  return temperatures;
+}
+
+/**
+ * Whether `next` (a merged report) differs from `before` only in temperature keys: the merge keeps every
+ * unchanged value as it was (the same object, or an equal scalar), so this is one comparison per kept key.
+ */
+export function onlyTemperaturesChanged(before: Json, next: Json): boolean {
+  let keys = 0;
+  for (const key in next) {
+    keys++;
+    if (next[key] !== before[key] && !TEMPERATURE_KEYS.has(key)) return false;
+  }
+  for (const _ in before) keys--;
+  return keys === 0;
+}
+
 export function toPrinterState(tracked: BambuTracked, context: MapContext, previous: PreviousMapping | null = null): PrinterState {
   const p = tracked.print;
   const before = previous?.print;
@@ -310,14 +339,7 @@ export function toPrinterState(tracked: BambuTracked, context: MapContext, previ
   const error = last && last.attention === attention ? last.error : errorFromAttention(attention);
   const firmware = context.version?.firmware ?? null;
 
-  const chamber = num(p.chamber_temper);
-  const temperatures: PrinterState['temperatures'] = {
-    nozzle: num(p.nozzle_temper) ?? 0,
-    bed: num(p.bed_temper) ?? 0,
-    nozzle_target: num(p.nozzle_target_temper) ?? 0,
-    bed_target: num(p.bed_target_temper) ?? 0,
-  };
-  if (chamber !== null) temperatures.chamber = chamber;
+  const temperatures = temperaturesOf(p);
 
   const subtask = str(p.subtask_name)?.trim() || '';
   const gcodeFile = str(p.gcode_file)?.trim() || '';
