@@ -5,7 +5,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { BambuSimulator, type SimTlsCredentials } from '../service/simulators/bambu';
+import { BambuSimulator, type SimReportInfo, type SimTlsCredentials } from '../service/simulators/bambu';
 import { KlipperSimulator } from '../service/simulators/klipper';
 import type { ReportSink } from './fleet-ledger';
 import { klipperBenchPrinter } from './fleet-klipper';
@@ -36,6 +36,25 @@ const MODELS = ['X1C', 'P1S', 'A1'];
 /** Four AMS units with a spool in every tray: what a full X1C report describes. */
 const FULL_AMS = Array.from({ length: 16 }, (_, slot) => ({ slot, type: ['PLA', 'PETG', 'ABS', 'PLA'][slot % 4], color: ['#FFFFFF', '#000000', '#FF6A13', '#00AE42'][slot % 4] }));
 
+/**
+ * The options of a bench printer that only reports: a new nozzle temperature each report (so that each
+ * one is told apart), spread evenly over the interval, no FTPS, control API or camera, one shared
+ * certificate (generating one per printer is the slow part). bench/soak-harness.ts uses them too.
+ */
+export function benchReporting(i: number, n: number, intervalMs: number, tls: SimTlsCredentials, sink: ReportSink) {
+  return {
+    reportIntervalMs: intervalMs,
+    // Independent printers: spread evenly over the report interval, not all in the same millisecond.
+    reportOffsetMs: Math.round((i / n) * intervalMs),
+    tls,
+    ftps: false,
+    control: false,
+    camera: false,
+    benchReports: true,
+    onReport: (info: SimReportInfo) => sink.onReport(info),
+  };
+}
+
 export async function startSimulators(n: number, options: Options, tls: SimTlsCredentials, ledger: ReportSink): Promise<BambuSimulator[]> {
   const ids = Array.from({ length: n }, (_, i) => i);
   return pool(ids, 50, async (i) => {
@@ -46,15 +65,7 @@ export async function startSimulators(n: number, options: Options, tls: SimTlsCr
       name: `Bench ${model} #${i + 1}`,
       model,
       ...(full ? { amsUnits: 4, benchFullEvery: 1, realSizeReports: true } : {}),
-      reportIntervalMs: options.intervalMs,
-      // Independent printers: spread evenly over the report interval, not all in the same millisecond.
-      reportOffsetMs: Math.round((i / n) * options.intervalMs),
-      tls,
-      ftps: false,
-      control: false,
-      camera: false,
-      benchReports: true,
-      onReport: (info) => ledger.onReport(info),
+      ...benchReporting(i, n, options.intervalMs, tls, ledger),
     });
     if (full) sim.applyMaterials({ materials: FULL_AMS });
     return sim;

@@ -49,6 +49,7 @@ import { type ApiStats, json, LagHistogram, median, percentile, pool, sleep, typ
 import { CheckingClient, Ledger } from './soak-clients';
 import { ApiLoad } from './soak-load';
 import { ServiceProcess } from './soak-service';
+import { benchReporting } from './fleet-sims';
 
 export { DEFAULT_OPTIONS, median, percentile, type ApiStats, type ClientReport, type MemoryCheckpoint, type SoakOptions, type SoakResult } from './soak-support';
 
@@ -83,14 +84,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
             name: `Soak ${models[i % models.length]} #${i + 1}`,
             model: models[i % models.length],
             speed: options.speed,
-            reportIntervalMs: 1000,
-            reportOffsetMs: Math.round((i / options.bambu) * 1000),
-            tls,
-            ftps: false,
-            control: false,
-            camera: false,
-            benchReports: true,
-            onReport: (info) => ledger.onReport(info),
+            ...benchReporting(i, options.bambu, 1000, tls, ledger),
           }),
         );
       },
