@@ -1,6 +1,11 @@
-/** Pure helpers of the fleet: the status a machine state shows, when a frame is due, when a driver must restart. */
+/**
+ * Pure helpers of the fleet: the status a machine state shows, when a frame is due and what it says, a
+ * driver's configuration and when a driver must restart.
+ */
 import type { PrinterRecord } from '../db/repositories/printers';
-import type { MachineState, PrinterState } from './driver';
+import type { PrinterStatusEvent } from '../events';
+import type { LiveState } from '../monitoring/status-cache';
+import type { DriverConfig, MachineState, PrinterState } from './driver';
 
 /** The printer status the API shows for a machine state. */
 export function printerStatusOf(state: MachineState): 'online' | 'printing' | 'paused' | 'error' {
@@ -68,4 +73,57 @@ export function connectionChanged(a: PrinterRecord, b: PrinterRecord): boolean {
     a.http_port !== b.http_port ||
     a.auth_method !== b.auth_method
   );
+}
+
+export interface FleetTimings {
+  /** A link silent this long is offline (default: 60 s, or 3 polls for polling drivers). */
+  watchdogMs?: number;
+  /** How long a command waits for the printer (default 10 s). */
+  commandTimeoutMs?: number;
+  /** Poll cadence override in ms (default: the monitoring_interval setting). */
+  pollMs?: number;
+  /** How long the connection test of a new printer waits before it reports the printer offline (default 15 s). */
+  connectTimeoutMs?: number;
+}
+
+/** What a printer's driver is started with; `monitoringMs` is the monitoring_interval setting in ms. */
+export function driverConfigOf(record: PrinterRecord, timings: FleetTimings, monitoringMs: number): DriverConfig {
+  const pollMs = timings.pollMs ?? monitoringMs;
+  return {
+    id: record.id,
+    ip_address: record.ip_address,
+    serial_number: record.serial_number,
+    access_code: record.access_code,
+    ...(record.auth_method === 'api_key' ? { auth_method: 'api_key' as const } : {}),
+    ports: {
+      mqtt: record.mqtt_port ?? undefined,
+      ftps: record.ftps_port ?? undefined,
+      http: record.http_port ?? undefined,
+    },
+    watchdog_ms: timings.watchdogMs ?? (record.type === 'prusa_core' ? Math.max(60_000, 3 * pollMs) : 60_000),
+    command_timeout_ms: timings.commandTimeoutMs ?? 10_000,
+    poll_ms: pollMs,
+  };
+}
+
+/** The printer_status frame of a report: the live figures, and the job and error when there are. */
+export function statusEvent(record: PrinterRecord, status: string, connection: string, live: LiveState, state: PrinterState | null): PrinterStatusEvent {
+  const event: PrinterStatusEvent = {
+    printer_id: record.id,
+    change: 'state',
+    status,
+    connection_status: connection,
+    progress: live.progress,
+    temperatures: { nozzle: live.temperatures.nozzle, bed: live.temperatures.bed },
+    plate_state: record.plate_state ?? 'clear',
+  };
+  const job = state?.job;
+  if (job) {
+    event.job_name = job.name;
+    event.layer_current = job.layer_current;
+    event.layer_total = job.layer_total;
+    event.estimated_remaining = job.remaining_seconds;
+  }
+  if (state?.error) event.error = state.error;
+  return event;
 }

@@ -9,29 +9,19 @@ import type { Logger } from 'pino';
 import { DomainError } from '../errors';
 import type { Store } from '../db';
 import type { PrinterRecord } from '../db/repositories/printers';
-import type { EventBus, PrinterStatusEvent } from '../events';
+import type { EventBus } from '../events';
 import type { StatusCache } from '../monitoring/status-cache';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
 import { DriverError, type ConnectionChange, type DriverConfig, type PrinterDriver, type PrinterState } from './driver';
-import { connectionChanged, FrameShown, printerStatusOf } from './fleet-status';
+import { connectionChanged, driverConfigOf, FrameShown, printerStatusOf, statusEvent, type FleetTimings } from './fleet-status';
+
+export type { FleetTimings } from './fleet-status';
 import { LAST_SEEN_WRITE_MS, LastSeenWriter } from './last-seen';
 
 export { printerStatusOf } from './fleet-status';
 
 export type DriverFactory = (type: PrinterRecord['type'], config: DriverConfig) => PrinterDriver;
-
-export interface FleetTimings {
-  /** A link silent this long is offline (default: 60 s, or 3 polls for polling drivers). */
-  watchdogMs?: number;
-  /** How long a command waits for the printer (default 10 s). */
-  commandTimeoutMs?: number;
-  /** Poll cadence override in ms (default: the monitoring_interval setting). */
-  pollMs?: number;
-  /** How long the connection test of a new printer waits before it reports the printer offline (default 15 s). */
-  connectTimeoutMs?: number;
-}
-
 
 interface Member {
   record: PrinterRecord;
@@ -173,22 +163,7 @@ export class Fleet {
   }
 
   private launch(record: PrinterRecord): Member & { connected: Promise<void> } {
-    const pollMs = this.timings.pollMs ?? this.settings.get('monitoring_interval') * 1000;
-    const config: DriverConfig = {
-      id: record.id,
-      ip_address: record.ip_address,
-      serial_number: record.serial_number,
-      access_code: record.access_code,
-      ...(record.auth_method === 'api_key' ? { auth_method: 'api_key' as const } : {}),
-      ports: {
-        mqtt: record.mqtt_port ?? undefined,
-        ftps: record.ftps_port ?? undefined,
-        http: record.http_port ?? undefined,
-      },
-      watchdog_ms: this.timings.watchdogMs ?? (record.type === 'prusa_core' ? Math.max(60_000, 3 * pollMs) : 60_000),
-      command_timeout_ms: this.timings.commandTimeoutMs ?? 10_000,
-      poll_ms: pollMs,
-    };
+    const config = driverConfigOf(record, this.timings, this.settings.get('monitoring_interval') * 1000);
     const driver = this.createDriver(record.type, config);
     const member: Member = {
       record,
@@ -337,24 +312,7 @@ export class Fleet {
   private frame(member: Member, force: boolean): void {
     const state = member.driver.state;
     if (!member.shown.changed(member.status, member.connection, state) && !force) return;
-    const live = this.cache.get(member.record.id);
-    const event: PrinterStatusEvent = {
-      printer_id: member.record.id,
-      change: 'state',
-      status: member.status,
-      connection_status: member.connection,
-      progress: live.progress,
-      temperatures: { nozzle: live.temperatures.nozzle, bed: live.temperatures.bed },
-      plate_state: member.record.plate_state ?? 'clear',
-    };
-    const job = state?.job;
-    if (job) {
-      event.job_name = job.name;
-      event.layer_current = job.layer_current;
-      event.layer_total = job.layer_total;
-      event.estimated_remaining = job.remaining_seconds;
-    }
-    if (state?.error) event.error = state.error;
+    const event = statusEvent(member.record, member.status, member.connection, this.cache.get(member.record.id), state);
     this.bus.emit('printer_status', event);
   }
 
