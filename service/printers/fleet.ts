@@ -12,7 +12,7 @@ import type { PrinterRecord } from '../db/repositories/printers';
 import type { EventBus } from '../events';
 import type { StatusCache } from '../monitoring/status-cache';
 import type { SettingsService } from '../settings';
-import { nowIso } from '../util/time';
+import { nowIso, settledWithin } from '../util/time';
 import { DriverError, type ConnectionChange, type DriverConfig, type PrinterDriver, type PrinterState } from './driver';
 import { connectionChanged, driverConfigOf, FrameShown, printerStatusOf, statusEvent, type FleetTimings } from './fleet-status';
 
@@ -20,6 +20,9 @@ export type { FleetTimings } from './fleet-status';
 import { LAST_SEEN_WRITE_MS, LastSeenWriter } from './last-seen';
 
 export { printerStatusOf } from './fleet-status';
+
+/** How long removing a printer (or stopping) waits for its driver to let go of the printer. */
+const DRIVER_CLOSE_WAIT_MS = 5000;
 
 export type DriverFactory = (type: PrinterRecord['type'], config: DriverConfig) => PrinterDriver;
 
@@ -210,7 +213,9 @@ export class Fleet {
     member.driver.removeAllListeners('state');
     member.driver.removeAllListeners('connection');
     member.driver.removeAllListeners('error');
-    await member.driver.close().catch((err) => this.log.warn({ err, printer_id: printerId }, 'driver close failed'));
+    const closing = member.driver.close().catch((err) => this.log.warn({ err, printer_id: printerId }, 'driver close failed'));
+    // A printer that never lets go must not hold the service's shutdown (or a removal) forever.
+    if (!(await settledWithin(closing, DRIVER_CLOSE_WAIT_MS))) this.log.warn({ printer_id: printerId, waited_ms: DRIVER_CLOSE_WAIT_MS }, 'driver did not close in time; left behind');
     await member.writes;
   }
 

@@ -69,3 +69,15 @@ export function isValidTimeZone(timeZone: string): boolean {
     return false;
   }
 }
+
+/** Waits for `work` at most `ms`: true when it settled (either way) in time, false when the wait was cut. */
+export function settledWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const cut = setTimeout(() => resolve(false), ms);
+    const settled = () => {
+      clearTimeout(cut);
+      resolve(true);
+    };
+    work.then(settled, settled);
+  });
+}

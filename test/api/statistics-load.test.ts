@@ -24,20 +24,22 @@ describe('statistics under a large history', () => {
   afterAll(() => h.close());
 
   test('requests made while a year overview runs are answered before it (the event loop is not held)', async () => {
-    const order: string[] = [];
+    let done = false;
     const overview = h.get('/api/v1/statistics/overview?period=year').then((res) => {
-      order.push('overview');
+      done = true;
       return res;
     });
-    // Sent after the overview, one after another: each waits for the previous answer.
-    for (let i = 0; i < 10; i++) {
+    // Sent after the overview, one after another, until it is answered: were the
+    // overview computed on the event loop, not one of them could come back first.
+    let answeredBefore = 0;
+    for (let i = 0; i < 5000 && !done; i++) {
       expect((await h.get('/api/v1/health')).status).toBe(200);
-      order.push('health');
+      if (!done) answeredBefore++;
     }
     const res = await overview;
     expect(res.status).toBe(200);
     expect(res.body.jobs.total_jobs).toBeGreaterThan(50_000);
-    expect(order.indexOf('overview')).toBe(10);
+    expect(answeredBefore).toBeGreaterThanOrEqual(1);
   }, 60_000);
 
   test('a query on a closed store fails as a database error, not a hang', async () => {

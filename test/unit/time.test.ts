@@ -1,4 +1,4 @@
-import { calendarDate, dayStart, isDateOnly, isValidTimeZone, nowIso, rangeEnd, rangeStart } from '../../service/util/time';
+import { calendarDate, dayStart, isDateOnly, isValidTimeZone, nowIso, rangeEnd, rangeStart, settledWithin } from '../../service/util/time';
 
 const iso = (d: Date) => d.toISOString();
 const HOUR = 3_600_000;
@@ -146,5 +146,13 @@ describe('isValidTimeZone', () => {
 
   test('unknown names, padding and empty strings are not', () => {
     for (const tz of ['Mars/Olympus', 'Europe/Berlinn', 'Europe/Berlin ', '', 'not a zone']) expect([tz, isValidTimeZone(tz)]).toEqual([tz, false]);
+  });
+});
+
+describe('settledWithin', () => {
+  test('true when the work settles in time, resolved or rejected; false when the wait is cut', async () => {
+    expect(await settledWithin(Promise.resolve(1), 1000)).toBe(true);
+    expect(await settledWithin(Promise.reject(new Error('no')), 1000)).toBe(true);
+    expect(await settledWithin(new Promise(() => undefined), 20)).toBe(false);
   });
 });

@@ -13,6 +13,9 @@ import { DriverError } from '../driver';
 import { MAX_PACKET_BYTES, MqttPacketGuard } from './limits';
 import { mqttErrorOf } from './link';
 
+/** How long end() waits for the client's own close before it lets go. */
+const END_WAIT_MS = 2000;
+
 type Guard = <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
 
 export interface SessionEvents {
@@ -100,10 +103,17 @@ export class BambuSession {
     if (this.watchdog) clearTimeout(this.watchdog);
     this.watchdog = null;
     return new Promise((resolve) => {
-      try {
-        this.client.end(true, {}, () => resolve());
-      } catch {
+      // A forced end waits for the socket's 'close'; mqtt.js never calls back when that
+      // socket had already closed (mqttjs/MQTT.js#710), so the wait is bounded.
+      const cut = setTimeout(resolve, END_WAIT_MS);
+      const done = () => {
+        clearTimeout(cut);
         resolve();
+      };
+      try {
+        this.client.end(true, {}, done);
+      } catch {
+        done();
       }
     });
   }
