@@ -76,8 +76,14 @@ export class BambuFtp {
   private tail: Promise<unknown> = Promise.resolve();
   private readonly active = new Set<Client>();
   private closed = false;
+  /** Rejects when close() is called: an operation never outlives its driver. */
+  private readonly whenClosed: Promise<never>;
+  private rejectWhenClosed: (err: Error) => void = () => undefined;
 
-  constructor(private readonly options: BambuFtpOptions) {}
+  constructor(private readonly options: BambuFtpOptions) {
+    this.whenClosed = new Promise<never>((_, reject) => (this.rejectWhenClosed = reject));
+    this.whenClosed.catch(() => undefined);
+  }
 
   /** Whether the printer's FTPS port takes a connection now (within 1 s): tells a lost printer from a bad answer. */
   private reachable(): Promise<boolean> {
@@ -98,20 +104,27 @@ export class BambuFtp {
   private run<T>(what: string, work: (client: Client) => Promise<T>): Promise<T> {
     const turn = this.tail.then(async () => {
       if (this.closed) throw new DriverError('OFFLINE', `${what}: driver closed`);
-      if (!this.options.accessCode) throw new DriverError('AUTH', 'no access code configured');
+      const password = this.options.accessCode;
+      if (!password) throw new DriverError('AUTH', 'no access code configured');
       const client = new Client(this.options.timeoutMs);
       this.active.add(client);
       try {
-        await client.access({
-          host: this.options.host,
-          port: this.options.port,
-          user: 'bblp',
-          password: this.options.accessCode,
-          secure: 'implicit',
-          // The printer's certificate is signed by Bambu's private CA for CN = serial, not the IP: not verifiable here.
-          secureOptions: { rejectUnauthorized: false },
-        });
-        return await work(client);
+        const attempt = (async () => {
+          await client.access({
+            host: this.options.host,
+            port: this.options.port,
+            user: 'bblp',
+            password,
+            secure: 'implicit',
+            // The printer's certificate is signed by Bambu's private CA for CN = serial, not the IP: not verifiable here.
+            secureOptions: { rejectUnauthorized: false },
+          });
+          return await work(client);
+        })();
+        // Closing the client normally fails the operation at once, but basic-ftp can leave a task unsettled
+        // when its socket goes at the wrong moment (patrickjuchli/basic-ftp#138): close() ends the wait itself.
+        attempt.catch(() => undefined);
+        return await Promise.race([attempt, this.whenClosed]);
       } catch (err) {
         if ((err as Error)?.name === 'AbortError' || storageFullCode(err)) throw err;
         if (this.closed && !(err instanceof DriverError)) throw new DriverError('OFFLINE', `${what}: driver closed`);
@@ -248,6 +261,7 @@ export class BambuFtp {
   /** Ends the connection in use and refuses queued work. */
   close(): void {
     this.closed = true;
+    this.rejectWhenClosed(new Error('driver closed'));
     for (const client of this.active) client.close();
   }
 }
