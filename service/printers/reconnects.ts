@@ -15,6 +15,24 @@ export interface ReconnectTimings {
   random: () => number;
 }
 
+/** What a driver's options may say about its retries (tests make them short and pin the jitter). */
+export interface ReconnectOptions {
+  /** First backoff step (ms); 1000 in production, smaller in tests. */
+  backoffBaseMs?: number;
+  /** Longest backoff step (ms), 60 000 by default. */
+  backoffMaxMs?: number;
+  /** About how long to wait before trying a refused code or a faulty peer again (ms, jittered to 50-100 %); default backoffMaxMs. */
+  authRetryMs?: number;
+  /** Random source for the jitter (tests pin it). */
+  random?: () => number;
+}
+
+/** The timings of `options`, defaults filled in. */
+export function reconnectTimings(options: ReconnectOptions): ReconnectTimings {
+  const backoffMaxMs = options.backoffMaxMs ?? 60_000;
+  return { backoffBaseMs: options.backoffBaseMs ?? 1000, backoffMaxMs, authRetryMs: options.authRetryMs ?? backoffMaxMs, random: options.random ?? Math.random };
+}
+
 export class Reconnects {
   private attempt = 0;
   private timer: NodeJS.Timeout | null = null;

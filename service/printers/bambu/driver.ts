@@ -36,7 +36,7 @@ import { PendingCommands, startCommandOf } from './commands';
 import { BambuFtp } from './ftp';
 import { sendQueuedStart } from './project-file';
 import { mqttOptions, type BambuDriverLogger, type BambuDriverOptions } from './link';
-import { Reconnects } from '../reconnects';
+import { reconnectTimings, Reconnects } from '../reconnects';
 import { BambuReports } from './reports';
 import { BambuSession } from './session';
 import { modelFromSerial, type Json } from './state';
@@ -74,14 +74,12 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   ) {
     super();
     this.serial = config.serial_number?.trim() || null;
-    const backoffMaxMs = options.backoffMaxMs ?? 60_000;
-    const random = options.random ?? Math.random;
-    const timings = { backoffBaseMs: options.backoffBaseMs ?? 1000, backoffMaxMs, authRetryMs: options.authRetryMs ?? backoffMaxMs, random };
+    const timings = reconnectTimings(options);
     this.reconnects = new Reconnects(timings, this.guard, () => this.attemptConnect());
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     this.keepaliveSeconds = options.keepaliveSeconds ?? 30;
     this.log = options.logger ?? null;
-    this.sequence = 20_000 + Math.floor(random() * 60_000);
+    this.sequence = 20_000 + Math.floor(timings.random() * 60_000);
     this.ftp = new BambuFtp({
       host: config.ip_address,
       port: config.ports.ftps ?? 990,

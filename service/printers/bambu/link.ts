@@ -8,6 +8,7 @@ import net from 'node:net';
 import type tls from 'node:tls';
 import type { IClientOptions } from 'mqtt';
 import { DriverError, type DriverConfig } from '../driver';
+import type { ReconnectOptions } from '../reconnects';
 
 export function mqttOptions(
   config: DriverConfig,
@@ -56,20 +57,12 @@ export interface BambuDriverLogger {
   warn(obj: object, msg: string): void;
 }
 
-export interface BambuDriverOptions {
-  /** First backoff step (ms); 1000 in production, smaller in tests. */
-  backoffBaseMs?: number;
-  /** Longest backoff step (ms), 60 000 by default. */
-  backoffMaxMs?: number;
-  /** About how long to wait before trying a refused access code again (ms, jittered to 50-100 %); default backoffMaxMs. */
-  authRetryMs?: number;
+export interface BambuDriverOptions extends ReconnectOptions {
   /** How long one connection attempt may take up to the report subscription (ms, default 10 000). */
   connectTimeoutMs?: number;
   /** MQTT keepalive (s, default 30). */
   keepaliveSeconds?: number;
   /** FTPS inactivity timeout (ms, default max(command_timeout_ms, 15 000)). */
   ftpTimeoutMs?: number;
-  /** Random source for the jitter (tests pin it). */
-  random?: () => number;
   logger?: BambuDriverLogger;
 }

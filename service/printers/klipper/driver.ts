@@ -32,19 +32,14 @@ import {
   type QueuedStartHooks,
 } from '../driver';
 import { guardWith, reasonOf } from '../guard';
-import { Reconnects } from '../reconnects';
+import { reconnectTimings, Reconnects, type ReconnectOptions } from '../reconnects';
 import { downloadKlipperFile, downloadKlipperThumbnail, klipperFileMetadata, listKlipperFiles, removeKlipperFile, rootRelative, type KlipperFileMetadata } from './files';
 import { MoonrakerHttp } from './http';
 import { RpcLink } from './rpc';
 import { KlipperSession } from './session';
 import { uploadAndPrint } from './upload';
 
-export interface KlipperDriverOptions {
-  backoffBaseMs?: number;
-  backoffMaxMs?: number;
-  /** About how long to wait before trying a refused API key or a faulty peer again (ms); default backoffMaxMs. */
-  authRetryMs?: number;
-  random?: () => number;
+export interface KlipperDriverOptions extends ReconnectOptions {
   /** Largest WebSocket frame taken from Moonraker (bytes, default 4 MiB). */
   maxFrameBytes?: number;
   /** Most frames per second before the link counts as flooded (default 500). */
@@ -69,7 +64,7 @@ export class KlipperDriver extends EventEmitter implements PrinterDriver {
   private closed = false;
   private faults = 0;
   private badFrames = 0;
-  private readonly o: Required<Omit<KlipperDriverOptions, 'random' | 'authRetryMs' | 'backoffBaseMs' | 'backoffMaxMs'>>;
+  private readonly o: Required<Omit<KlipperDriverOptions, keyof ReconnectOptions>>;
   private readonly guard = guardWith((err) => this.fault(`the service could not handle what Moonraker sent (${reasonOf(err)})`));
 
   constructor(
@@ -77,12 +72,7 @@ export class KlipperDriver extends EventEmitter implements PrinterDriver {
     options: KlipperDriverOptions = {},
   ) {
     super();
-    const backoffMaxMs = options.backoffMaxMs ?? 60_000;
-    this.reconnects = new Reconnects(
-      { backoffBaseMs: options.backoffBaseMs ?? 1000, backoffMaxMs, authRetryMs: options.authRetryMs ?? backoffMaxMs, random: options.random ?? Math.random },
-      this.guard,
-      () => void this.attempt(),
-    );
+    this.reconnects = new Reconnects(reconnectTimings(options), this.guard, () => void this.attempt());
     this.o = { maxFrameBytes: options.maxFrameBytes ?? 4 * 1024 * 1024, maxFramesPerSecond: options.maxFramesPerSecond ?? 500, klippyPollMs: options.klippyPollMs ?? 2000 };
     this.http = new MoonrakerHttp({ host: config.ip_address, port: config.ports.http ?? 7125, apiKey: config.access_code || null, timeoutMs: config.command_timeout_ms });
   }

@@ -23,19 +23,14 @@ import {
   type QueuedStart,
   type QueuedStartHooks,
 } from '../driver';
+import type { ReconnectOptions } from '../reconnects';
 import { controlJob } from './control';
 import { downloadPrusaFile, listPrusaFiles } from './files';
 import { PrusaHttpClient, type AuthMode } from './http';
 import { uploadAndPrint } from './upload';
 import { encodePath, mergePrusaState, stateChanged, stateHasJob, type PrusaInfo, type PrusaJob, type PrusaStatus, type PrusaVersion } from './state';
 
-export interface PrusaDriverOptions {
-  /** First backoff step (ms); 1000 in production, smaller in tests. */
-  backoffBaseMs?: number;
-  /** Longest backoff step (ms), 60 000 by default. */
-  backoffMaxMs?: number;
-  /** Random source for the jitter (tests pin it). */
-  random?: () => number;
+export interface PrusaDriverOptions extends Omit<ReconnectOptions, 'authRetryMs'> {
   /** Folder depth listFiles() descends to below each storage root (default 4). */
   maxFolderDepth?: number;
   /** Most files listFiles() returns (default 2000). */
