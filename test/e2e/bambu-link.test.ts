@@ -92,4 +92,18 @@ describe('Bambu printer link', () => {
       expect(text).not.toContain(sim.accessCode);
     }
   });
+
+  it('closing the driver ends a file listing the stalled printer never answers, at once and as OFFLINE', async () => {
+    const sim = await startSim();
+    // An FTP timeout far beyond the test's: only close() can end the listing in time.
+    const { driver } = startDriver(sim, {}, { ftpTimeoutMs: 120_000 });
+    await driver.connect();
+    await control(sim, '/stall');
+    const listing = driver.listFiles();
+    // The FTPS connection is accepted and then held by the stalled printer; close() must not wait for it.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await driver.close();
+    const err = await expectDriverError(listing, 'OFFLINE');
+    expect(err.message).toMatch(/driver closed/);
+  });
 });
