@@ -1,15 +1,24 @@
 /** Time helpers. Stored timestamps are always `Date#toISOString()` (UTC, ms, "Z"), so they sort as strings. */
 
-let isoMs = Number.NaN;
-let isoText = '';
-/** Now as ISO 8601; the text is made once per millisecond (every report's frame carries a timestamp). */
-export function nowIso(): string {
-  const ms = Date.now();
-  if (ms !== isoMs) {
-    isoMs = ms;
-    isoText = new Date(ms).toISOString();
+let secondStart = Number.NaN;
+let secondPrefix = '';
+/**
+ * An instant (ms since the epoch) as ISO 8601, the same text as `Date#toISOString()`. The text up to the
+ * second is made once per second: every report's frame carries a timestamp, 1000 a second at 1000 printers.
+ */
+export function isoOf(ms: number): string {
+  const millis = ((ms % 1000) + 1000) % 1000;
+  const start = ms - millis;
+  if (start !== secondStart) {
+    secondStart = start;
+    secondPrefix = new Date(start).toISOString().slice(0, -4);
   }
-  return isoText;
+  return `${secondPrefix}${millis < 10 ? '00' : millis < 100 ? '0' : ''}${millis}Z`;
+}
+
+/** Now as ISO 8601. */
+export function nowIso(): string {
+  return isoOf(Date.now());
 }
 
 /** Offset of `timeZone` from UTC at `instant`, in ms (positive east of Greenwich). */

@@ -1,4 +1,4 @@
-import { calendarDate, dayStart, isDateOnly, isValidTimeZone, nowIso, rangeEnd, rangeStart, settledWithin } from '../../service/util/time';
+import { calendarDate, dayStart, isDateOnly, isoOf, isValidTimeZone, nowIso, rangeEnd, rangeStart, settledWithin } from '../../service/util/time';
 
 const iso = (d: Date) => d.toISOString();
 const HOUR = 3_600_000;
@@ -127,6 +127,12 @@ describe('calendarDate, isDateOnly, nowIso', () => {
   test('isDateOnly accepts YYYY-MM-DD only', () => {
     expect(isDateOnly('2026-03-11')).toBe(true);
     for (const v of ['2026-03-11T00:00:00Z', '2026-3-11', '11.03.2026', '20260311', '2026-03-11 ', '']) expect([v, isDateOnly(v)]).toEqual([v, false]);
+  });
+
+  test('isoOf gives the text of toISOString, across second, day and year boundaries and before 1970', () => {
+    const instants = [0, 1, 9, 10, 99, 100, 999, 1000, 1001, -1, -999, -1000, -1001, Date.UTC(2026, 11, 31, 23, 59, 59, 999), Date.UTC(2027, 0, 1), Date.UTC(2024, 1, 29, 12, 0, 0, 5)];
+    for (let i = 0; i < 3000; i++) instants.push(Date.UTC(2026, 10, 26) + i * 7 + (i % 3) * 1000);
+    for (const ms of instants) expect([ms, isoOf(ms)]).toEqual([ms, new Date(ms).toISOString()]);
   });
 
   test('nowIso is the current instant as toISOString', () => {
