@@ -15,11 +15,9 @@ import type { SettingsService } from '../settings';
 import { nowIso, settledWithin } from '../util/time';
 import { DriverError, type ConnectionChange, type DriverConfig, type PrinterDriver, type PrinterState } from './driver';
 import { connectionChanged, driverConfigOf, FrameShown, printerStatusOf, statusEvent, type FleetTimings } from './fleet-status';
-
-export type { FleetTimings } from './fleet-status';
 import { LAST_SEEN_WRITE_MS, LastSeenWriter } from './last-seen';
 
-export { printerStatusOf } from './fleet-status';
+export { printerStatusOf, type FleetTimings } from './fleet-status';
 
 /** How long removing a printer (or stopping) waits for its driver to let go of the printer. */
 const DRIVER_CLOSE_WAIT_MS = 5000;

@@ -9,6 +9,7 @@
  * more, so late events of an old client can never touch a newer link.
  */
 import { connect as mqttConnect, type IClientOptions, type MqttClient } from 'mqtt';
+import { settledWithin } from '../../util/time';
 import { DriverError } from '../driver';
 import { MAX_PACKET_BYTES, MqttPacketGuard } from './limits';
 import { mqttErrorOf } from './link';
@@ -102,20 +103,16 @@ export class BambuSession {
     this.clearConnectTimer();
     if (this.watchdog) clearTimeout(this.watchdog);
     this.watchdog = null;
-    return new Promise((resolve) => {
-      // A forced end waits for the socket's 'close'; mqtt.js never calls back when that
-      // socket had already closed (mqttjs/MQTT.js#710), so the wait is bounded.
-      const cut = setTimeout(resolve, END_WAIT_MS);
-      const done = () => {
-        clearTimeout(cut);
-        resolve();
-      };
+    const ended = new Promise<void>((resolve) => {
       try {
-        this.client.end(true, {}, done);
+        this.client.end(true, {}, () => resolve());
       } catch {
-        done();
+        resolve();
       }
     });
+    // A forced end waits for the socket's 'close'; mqtt.js never calls back when that socket had
+    // already closed (mqttjs/MQTT.js#710), so the wait is bounded.
+    return settledWithin(ended, END_WAIT_MS).then(() => undefined);
   }
 
   private fail(err: DriverError): void {
