@@ -277,6 +277,22 @@ describe('mapping again after a report', () => {
   });
 });
 
+describe('what is loaded before the trays are reported', () => {
+  it('a delta that comes ahead of the pushall answer leaves the materials unknown, not empty; the full report then gives them', () => {
+    const reports = new BambuReports();
+    const take = (print: Json) => reports.take(Buffer.from(JSON.stringify({ print: { command: 'push_status', ...print } })), SERIAL);
+    take({ msg: 1, gcode_state: 'IDLE', nozzle_temper: 30, bed_temper: 25 });
+    expect(reports.current).not.toBeNull();
+    expect(reports.current!.materials).toBeUndefined();
+    take(fullReport());
+    expect(reports.current!.materials?.map((m) => m.type)).toEqual(['PLA', 'PETG']);
+    // A printer whose trays are all empty says so: an empty list.
+    const empty = new BambuReports();
+    empty.take(Buffer.from(JSON.stringify({ print: { command: 'push_status', ...fullReport({ ams: { ams: [{ id: '0', tray: [{ id: '0' }] }] } }) } })), SERIAL);
+    expect(empty.current!.materials).toEqual([]);
+  });
+});
+
 describe('FTP listing dates', () => {
   it('reads vsftpd dates with and without a year', () => {
     const now = new Date('2026-03-10T12:00:00Z');

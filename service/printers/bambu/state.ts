@@ -370,7 +370,10 @@ export function toPrinterState(tracked: BambuTracked, context: MapContext, previ
   const capabilities = sameCapabilities
     ? last.capabilities
     : { has_camera: hasCamera(model), has_ams: hasAms(p), supports_remote_control: supportsRemoteControl(model, firmware, p.fun) };
-  const materials = last?.materials && before!.ams === p.ams && before!.vt_tray === p.vt_tray ? last.materials : materialsOf(p);
+  // Before a report has carried the trays (a delta that comes ahead of the pushall answer), what is loaded is not
+  // known: no list at all, not an empty one, which would read as every spool taken out.
+  const traysReported = p.ams !== undefined || p.vt_tray !== undefined;
+  const materials = !traysReported ? undefined : last?.materials && before!.ams === p.ams && before!.vt_tray === p.vt_tray ? last.materials : materialsOf(p);
   return {
     state: severe ? 'error' : state,
     raw_state: rawState,
