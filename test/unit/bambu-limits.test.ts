@@ -67,6 +67,35 @@ describe('Bambu report limits', () => {
     expect((long.hms as unknown[]).length).toBe(MAX_LIST_ENTRIES);
   });
 
+  it('keeps of an AMS only the fields the service reads, so a change elsewhere in a tray changes nothing held', () => {
+    // A tray as a real X1C reports it: six fields read, the rest (temperatures, calibration, RFID data) not.
+    const tray = (id: string, extra: object = {}) => ({ id, tray_id_name: 'A00-W1', tray_temp: '55', k: 0.02, cols: ['FFFFFFFF'], tray_type: 'PLA', tray_color: 'FFFFFFFF', remain: 80, tray_uuid: '0'.repeat(32), tray_weight: '1000', xcam_info: '803E', ...extra });
+    const full = (trays: object[]) => ({ ams: { ams: [{ id: '0', humidity: '4', temp: '22.7', tray: trays }], tray_now: '1', version: 4, tray_exist_bits: 'f' } });
+    const first = takeUsedKeys(full([tray('0'), tray('1')]), null, { values: 1 }) as { ams: { ams: Array<{ tray: object[] }> } };
+    expect(first.ams).toEqual({ ams: [{ id: '0', tray: [expect.any(Object), expect.any(Object)] }], tray_now: '1' });
+    expect(first.ams.ams[0].tray[0]).toEqual({ id: '0', tray_type: 'PLA', tray_color: 'FFFFFFFF', remain: 80, tray_uuid: '0'.repeat(32), tray_weight: '1000' });
+    // The same report again, or one that differs only in what is not read: the held AMS, not a copy.
+    expect(takeUsedKeys(full([tray('0'), tray('1')]), first, { values: 1 }).ams).toBe(first.ams);
+    expect(takeUsedKeys(full([tray('0', { tray_temp: '60', k: 0.03 }), tray('1')]), first, { values: 1 }).ams).toBe(first.ams);
+    // What is read changes: only that tray is new.
+    const changed = takeUsedKeys(full([tray('0'), tray('1', { remain: 79 })]), first, { values: 1 }) as typeof first;
+    expect(changed.ams.ams[0].tray[0]).toBe(first.ams.ams[0].tray[0]);
+    expect(changed.ams.ams[0].tray[1]).toMatchObject({ id: '1', remain: 79 });
+    // The fields not read still count toward the message's bounds.
+    const count = { values: 1 };
+    takeUsedKeys(full([tray('0')]), null, count);
+    expect(count.values).toBeGreaterThan(15);
+  });
+
+  it('a delta tray that carries only fields the service does not read leaves the slot loaded; its id alone empties it', () => {
+    let tracked = ingestReport(null, { msg: 0, gcode_state: 'IDLE', ams: { ams: [{ id: '0', tray: [{ id: '1', tray_type: 'PETG', remain: 50 }] }] } });
+    const trays = () => ((tracked.print.ams as { ams: Array<{ tray: object[] }> }).ams[0].tray);
+    tracked = ingestReport(tracked, { msg: 1, ams: { ams: [{ id: '0', tray: [{ id: '1', tray_temp: '60' }] }] } });
+    expect(trays()).toEqual([{ id: '1', tray_type: 'PETG', remain: 50 }]);
+    tracked = ingestReport(tracked, { msg: 1, ams: { ams: [{ id: '0', tray: [{ id: '1' }] }] } });
+    expect(trays()).toEqual([{ id: '1' }]);
+  });
+
   it('refuses an MQTT packet by its declared length, across chunk boundaries', () => {
     const guard = new MqttPacketGuard(1000);
     // PUBLISH of 200 body bytes (0x30, length 0xC8 0x01), split into pieces, then one declaring 2 MB.

@@ -7,8 +7,9 @@
  *   (MqttPacketGuard), since mqtt.js only enforces a maximum for MQTT 5;
  * - a parsed report is measured without recursion (checkReport), the keys the
  *   service reads as they are kept (takeUsedKeys), so it is walked once;
- * - only the keys the service reads are kept and merged, so a printer that
- *   invents keys cannot grow the merged state.
+ * - only the keys the service reads are kept and merged (down to the six
+ *   fields of an AMS tray), so a printer that invents keys cannot grow the
+ *   merged state, and a change in a field nobody reads changes nothing held.
  */
 import { isObject, type Json } from './values';
 
@@ -50,6 +51,28 @@ export const USED_PRINT_KEYS: ReadonlySet<string> = new Set([
   'nozzle_diameter',
 ]);
 
+/**
+ * Inside `ams` and `vt_tray`, the keys the service reads (materials.ts, model.ts), level by level: a real X1's
+ * AMS is sixteen trays of some twenty-five fields, of which six are read. A key maps to the shape of its value,
+ * or to null for "kept whole". The others are measured, never kept or compared.
+ */
+interface Shape {
+  keys: ReadonlyMap<string, Shape | null>;
+  /** The value is a list of objects of this shape. */
+  list?: true;
+  /** An entry of the list holding only its id is an emptied slot (state.ts, mergeTray). */
+  emptiedByIdOnly?: true;
+}
+const shape = (keys: Record<string, Shape | null>, list?: true): Shape => ({ keys: new Map(Object.entries(keys)), ...(list ? { list } : {}) });
+const TRAY = shape({ id: null, tray_type: null, tray_color: null, remain: null, tray_uuid: null, tray_weight: null });
+const UNIT = shape({ id: null, tray: { ...TRAY, list: true, emptiedByIdOnly: true } });
+const AMS = shape({ ams: { ...UNIT, list: true }, tray_now: null });
+/** The used print keys kept by shape rather than whole. */
+const SHAPED_PRINT_KEYS: ReadonlyMap<string, Shape> = new Map([
+  ['ams', AMS],
+  ['vt_tray', TRAY],
+]);
+
 /** Why a report is refused: thrown by the walks below, turned into the reason by their callers. */
 export class ReportRefused extends Error {}
 
@@ -66,29 +89,53 @@ const tooMany = () => new ReportRefused(`report holds more than ${MAX_REPORT_VAL
  * call stack. The used keys of `keptPrint` (a push_status) are left to takeUsedKeys, which measures them as it
  * keeps them, so that a full report is walked once.
  */
+// The stacks measure() works on: the module's, used from index 0 each time and grown once, so that measuring a
+// report allocates nothing (setting an array's length to 0 would drop its storage, and the next pushes grow it again).
+const stackObjects: unknown[] = [];
+const stackDepths: number[] = [];
+
 function measure(root: unknown, rootDepth: number, count: ReportCount, keptPrint: object | null = null): void {
   // Objects and their depths on two parallel stacks; scalars are counted where they are met, never pushed
   // (this runs on every report: a full X1 report holds about a thousand values).
-  const objects: object[] = [];
-  const depths: number[] = [];
-  if (typeof root === 'object' && root !== null) {
-    objects.push(root);
-    depths.push(rootDepth);
-  }
-  while (objects.length) {
-    const value = objects.pop()! as Record<string, unknown>;
-    const depth = depths.pop()!;
-    if (depth >= MAX_REPORT_DEPTH) throw tooDeep();
-    const skipUsed = value === keptPrint;
-    for (const key in value) {
-      if (++count.values > MAX_REPORT_VALUES) throw tooMany();
-      if (skipUsed && USED_PRINT_KEYS.has(key)) continue;
-      const child = value[key];
-      if (typeof child === 'object' && child !== null) {
-        objects.push(child);
-        depths.push(depth + 1);
+  if (typeof root !== 'object' || root === null) return;
+  const objects = stackObjects;
+  const depths = stackDepths;
+  objects[0] = root;
+  depths[0] = rootDepth;
+  let top = 1;
+  try {
+    while (top > 0) {
+      const value = objects[--top] as Record<string, unknown>;
+      // No report stays reachable from the stack.
+      objects[top] = undefined;
+      const depth = depths[top];
+      if (depth >= MAX_REPORT_DEPTH) throw tooDeep();
+      if (Array.isArray(value)) {
+        // By index: for-in over an array makes a string of every index.
+        for (let i = 0; i < value.length; i++) {
+          if (++count.values > MAX_REPORT_VALUES) throw tooMany();
+          const child: unknown = value[i];
+          if (typeof child === 'object' && child !== null) {
+            objects[top] = child;
+            depths[top++] = depth + 1;
+          }
+        }
+        continue;
+      }
+      const skipUsed = value === keptPrint;
+      for (const key in value) {
+        if (++count.values > MAX_REPORT_VALUES) throw tooMany();
+        if (skipUsed && USED_PRINT_KEYS.has(key)) continue;
+        const child = value[key];
+        if (typeof child === 'object' && child !== null) {
+          objects[top] = child;
+          depths[top++] = depth + 1;
+        }
       }
     }
+  } finally {
+    // A refused report leaves its rest on the stack.
+    objects.fill(undefined, 0, top);
   }
 }
 
@@ -121,6 +168,78 @@ function keep(prev: unknown, next: unknown, depth: number, count: ReportCount): 
   if (depth >= MAX_REPORT_DEPTH) throw tooDeep();
   if (Array.isArray(next)) return keepList(Array.isArray(prev) ? prev : null, next, depth, count);
   return keepObject(isObject(prev) ? prev : null, next as Json, depth, count);
+}
+
+/** keep() for a value of a known shape: only the shape's keys are kept, the others measured. */
+function keepShaped(prev: unknown, next: unknown, shape: Shape, depth: number, count: ReportCount): unknown {
+  if (typeof next !== 'object' || next === null) return keep(prev, next, depth, count);
+  if (depth >= MAX_REPORT_DEPTH) throw tooDeep();
+  if (Array.isArray(next)) return shape.list ? keepShapedList(Array.isArray(prev) ? prev : null, next, shape, depth, count) : keep(prev, next, depth, count);
+  return keepPicked(isObject(prev) ? prev : null, next as Json, shape, depth, count);
+}
+
+function keepPicked(prev: Json | null, next: Json, shape: Shape, depth: number, count: ReportCount): Json {
+  // Nothing is built while every kept value is prev's (a full report repeats the AMS unchanged, report after report).
+  let out: Json | null = null;
+  let kept = 0;
+  for (const key in next) {
+    if (++count.values > MAX_REPORT_VALUES) throw tooMany();
+    const item = next[key];
+    const child = shape.keys.get(key);
+    if (child === undefined) {
+      if (typeof item === 'object' && item !== null) measure(item, depth + 1, count);
+      continue;
+    }
+    const before = prev ? prev[key] : undefined;
+    const value = child ? keepShaped(before, item, child, depth + 1, count) : keep(before, item, depth + 1, count);
+    kept++;
+    if (out === null && value === before && prev !== null) continue;
+    // The first difference: the kept keys met so far are prev's.
+    out ??= pickedSoFar(prev, next, shape, key);
+    out[key] = value;
+  }
+  return out ?? (prev !== null && keyCount(prev) === kept ? prev : pickedSoFar(prev, next, shape, null));
+}
+
+/** prev's values of the shape's keys that `next` holds before `stop` (all of them when stop is null). */
+function pickedSoFar(prev: Json | null, next: Json, shape: Shape, stop: string | null): Json {
+  const out: Json = {};
+  for (const key in next) {
+    if (key === stop) break;
+    if (shape.keys.has(key) && prev && key in prev) out[key] = prev[key];
+  }
+  return out;
+}
+
+function keepShapedList(prev: unknown[] | null, next: unknown[], shape: Shape, depth: number, count: ReportCount): unknown[] {
+  // Built only from the first entry that differs from prev's (or is left out).
+  let out: unknown[] | null = null;
+  for (let i = 0; i < next.length; i++) {
+    if (++count.values > MAX_REPORT_VALUES) throw tooMany();
+    const item = next[i];
+    if (i >= MAX_LIST_ENTRIES) {
+      measure(item, depth + 1, count);
+      continue;
+    }
+    const at = out ? out.length : i;
+    const before = prev ? prev[at] : undefined;
+    const kept = keepShaped(before, item, shape, depth + 1, count);
+    // A tray that said only what the service does not read would, as its id alone, read as an emptied slot.
+    const leftOut = shape.emptiedByIdOnly === true && idOnly(kept) && !idOnly(item);
+    if (out === null && !leftOut && kept === before && prev !== null) continue;
+    out ??= prev ? prev.slice(0, i) : [];
+    if (!leftOut) out.push(kept);
+  }
+  const taken = Math.min(next.length, MAX_LIST_ENTRIES);
+  if (out === null) return prev !== null && prev.length === taken ? prev : (prev ?? []).slice(0, taken);
+  return prev !== null && prev.length === out.length && out.every((value, i) => value === prev[i]) ? prev : out;
+}
+
+/** An object holding nothing but `id`. */
+function idOnly(value: unknown): boolean {
+  if (!isObject(value)) return false;
+  for (const key in value) if (key !== 'id') return false;
+  return 'id' in value;
 }
 
 function keepList(prev: unknown[] | null, next: unknown[], depth: number, count: ReportCount): unknown[] {
@@ -188,7 +307,12 @@ function keyCount(object: Json): number {
  */
 export function takeUsedKeys(print: Json, prev: Json | null, count: ReportCount): Json {
   const out: Json = {};
-  for (const key of USED_PRINT_KEYS) if (key in print) out[key] = keep(prev ? prev[key] : undefined, print[key], 2, count);
+  for (const key of USED_PRINT_KEYS) {
+    if (!(key in print)) continue;
+    const shaped = SHAPED_PRINT_KEYS.get(key);
+    const before = prev ? prev[key] : undefined;
+    out[key] = shaped ? keepShaped(before, print[key], shaped, 2, count) : keep(before, print[key], 2, count);
+  }
   return out;
 }
 
