@@ -36,6 +36,8 @@ export interface CameraHubDeps {
   log: Logger;
   /** What the printer's driver reports about its camera (undefined before its first report). */
   hasCamera(printerId: string): boolean | undefined;
+  /** The printer_status frame the printer shows now (the fleet's), or null when it has no running driver. */
+  statusOf(printerId: string): PrinterStatusEvent | null;
 }
 
 export class CameraHub {
@@ -45,15 +47,11 @@ export class CameraHub {
   private admitted = 0;
   private closed = false;
   private readonly unsubscribe: () => void;
-  private readonly lastStatus = new Map<string, PrinterStatusEvent>();
   /** Upstream connections opened since start (tests and diagnostics). */
   upstreamOpened = 0;
 
   constructor(private readonly deps: CameraHubDeps) {
     this.unsubscribe = deps.bus.on('printer_status', (e) => {
-      if (e.change === 'deleted') this.lastStatus.delete(e.printer_id);
-      // The last frame the fleet or the registry sent: a camera frame repeats it, so that clients never see an older status.
-      else if (e.camera === undefined) this.lastStatus.set(e.printer_id, e);
       if (e.change === 'deleted' || e.change === 'updated') void this.recheck(e.printer_id);
     });
   }
@@ -200,9 +198,10 @@ export class CameraHub {
     if (this.closed) return;
     if (!available) this.deps.log.info({ printer_id: printerId, source: plan.kind, cause: error?.code }, `camera unavailable: ${error?.message ?? 'unknown'}`);
     const camera = { available, source: plan.kind, fps: 'fps' in plan ? plan.fps : 0, ...(error ? { error: error.message } : {}) };
-    const last = this.lastStatus.get(printerId);
-    if (last) {
-      this.deps.bus.emit('printer_status', { ...last, change: 'state', camera });
+    // A camera frame repeats what the printer shows now, so that clients never see an older status.
+    const now = this.deps.statusOf(printerId);
+    if (now) {
+      this.deps.bus.emit('printer_status', { ...now, camera });
       return;
     }
     const record = await this.deps.store.printers.get(printerId).catch(() => undefined);

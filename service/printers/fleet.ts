@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { DomainError } from '../errors';
 import type { Store } from '../db';
 import type { PrinterRecord } from '../db/repositories/printers';
-import type { EventBus } from '../events';
+import type { EventBus, PrinterStatusEvent } from '../events';
 import type { StatusCache } from '../monitoring/status-cache';
 import type { SettingsService } from '../settings';
 import { nowIso, settledWithin } from '../util/time';
@@ -96,6 +96,12 @@ export class Fleet {
   /** The last state a printer reported, or undefined when it has no running driver or no report yet. */
   stateOf(printerId: string): PrinterState | undefined {
     return this.members.get(printerId)?.driver.state ?? undefined;
+  }
+
+  /** The printer_status frame a running printer shows now (what its last frame said, with today's figures), or null. */
+  statusEventOf(printerId: string): PrinterStatusEvent | null {
+    const member = this.members.get(printerId);
+    return member ? statusEvent(member.record, member.status, member.connection, this.cache.get(printerId), member.driver.state) : null;
   }
 
   async pause(printerId: string): Promise<void> {
@@ -274,13 +280,7 @@ export class Fleet {
     if (!this.isCurrent(member)) return;
     const id = member.record.id;
     // A driver's state is never changed once handed out: the cache keeps its temperatures as they are.
-    this.cache.set(id, {
-      temperatures: state.temperatures,
-      progress: state.job?.progress ?? 0,
-      layer_current: state.job?.layer_current ?? null,
-      layer_total: state.job?.layer_total ?? null,
-      remaining_seconds: state.job?.remaining_seconds ?? null,
-    });
+    this.cache.report(id, state);
     const status = member.connection === 'connected' ? printerStatusOf(state.state) : member.status;
     const now = Date.now();
     let patch: Partial<PrinterRecord> | null = null;

@@ -196,8 +196,7 @@ export class Dispatcher {
     void this.runner.onReport(printerId, state)?.catch((err) => this.deps.log.error({ err, printer_id: printerId }, 'dispatch tracking failed'));
     // A new pass only when something changed that can let a copy start here.
     const heating = this.deps.settings.get('queue_max_concurrent_heatups') > 0 && isHeating(state);
-    const seen = { availability: this.availability(printerId, false), heating, nozzle: state.nozzle_diameter ?? null, model: state.model ?? null, materials: state.materials };
-    if (this.seen.changed(printerId, seen)) this.wake('printer changed');
+    if (this.seen.changed(printerId, this.availability(printerId, false), heating, state)) this.wake('printer changed');
   }
 
   /** Whether a start may go to the printer now; `forStart` skips the claim check (the runner's own dispatch holds it). */

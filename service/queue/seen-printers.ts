@@ -20,10 +20,25 @@ export interface SeenPrinter {
 export class SeenPrinters {
   private readonly seen = new Map<string, SeenPrinter>();
 
-  /** Takes what a report showed; true when it differs from the printer's last report in what decides a start. */
-  changed(printerId: string, now: SeenPrinter): boolean {
+  /**
+   * Takes what a report showed; true when it differs from the printer's last report in what decides a start.
+   * A printer's entry is written in place: no object per report.
+   */
+  changed(printerId: string, availability: Availability, heating: boolean, state: PrinterState): boolean {
+    const nozzle = state.nozzle_diameter ?? null;
+    const model = state.model ?? null;
+    const materials = state.materials;
     const last = this.seen.get(printerId);
-    this.seen.set(printerId, now);
-    return !(last && last.availability === now.availability && last.heating === now.heating && last.nozzle === now.nozzle && last.model === now.model && sameLoadedMaterials(last.materials, now.materials));
+    if (!last) {
+      this.seen.set(printerId, { availability, heating, nozzle, model, materials });
+      return true;
+    }
+    const same = last.availability === availability && last.heating === heating && last.nozzle === nozzle && last.model === model && sameLoadedMaterials(last.materials, materials);
+    last.availability = availability;
+    last.heating = heating;
+    last.nozzle = nozzle;
+    last.model = model;
+    last.materials = materials;
+    return !same;
   }
 }
