@@ -12,6 +12,9 @@ const state = (nozzle: number, job: PrinterState['job'] = null): PrinterState =>
   temperatures: { nozzle, bed: 60, nozzle_target: 220, bed_target: 60 },
   job,
   error: null,
+  firmware_version: null,
+  model: 'X1C',
+  capabilities: null,
 });
 
 const job = (progress: number): NonNullable<PrinterState['job']> => ({ name: 'benchy', file: 'benchy.gcode', progress, layer_current: 12, layer_total: 200, remaining_seconds: 600, started_at: null, printer_job_id: null, time_printing: null });
