@@ -18,6 +18,11 @@ describe('Bambu report limits', () => {
     expect(checkReport({ print: nested(100_000) })).toBe('report nested deeper than 32 levels');
     expect(checkReport({ print: { ams: { ams: [{ tray: [{ cols: ['FFFFFFFF'] }] }] } } })).toBeNull();
     expect(checkReport({ print: { list: new Array(30_000).fill(0) } })).toBe('report holds more than 20000 values');
+    // Lists are walked by index, nested lists measured like objects; a refused walk leaves the next one clean.
+    let list: unknown = [1];
+    for (let i = 0; i < 100_000; i++) list = [list];
+    expect(checkReport({ print: { junk: list } })).toBe('report nested deeper than 32 levels');
+    expect(checkReport({ print: { junk: [[1, [2, { a: [3] }]], 'x'] } })).toBeNull();
   });
 
   it('keeps only the keys the service reads, so invented keys never grow the merged state', () => {

@@ -84,16 +84,16 @@ export interface ReportCount {
 const tooDeep = () => new ReportRefused(`report nested deeper than ${MAX_REPORT_DEPTH} levels`);
 const tooMany = () => new ReportRefused(`report holds more than ${MAX_REPORT_VALUES} values`);
 
-/**
- * Measures `root` (at `rootDepth`) with an explicit stack: a report nested thousands deep must not overflow the
- * call stack. The used keys of `keptPrint` (a push_status) are left to takeUsedKeys, which measures them as it
- * keeps them, so that a full report is walked once.
- */
 // The stacks measure() works on: the module's, used from index 0 each time and grown once, so that measuring a
 // report allocates nothing (setting an array's length to 0 would drop its storage, and the next pushes grow it again).
 const stackObjects: unknown[] = [];
 const stackDepths: number[] = [];
 
+/**
+ * Measures `root` (at `rootDepth`) with an explicit stack: a report nested thousands deep must not overflow the
+ * call stack. The used keys of `keptPrint` (a push_status) are left to takeUsedKeys, which measures them as it
+ * keeps them, so that a full report is walked once.
+ */
 function measure(root: unknown, rootDepth: number, count: ReportCount, keptPrint: object | null = null): void {
   // Objects and their depths on two parallel stacks; scalars are counted where they are met, never pushed
   // (this runs on every report: a full X1 report holds about a thousand values).
