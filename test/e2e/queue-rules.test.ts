@@ -92,6 +92,9 @@ describe('queue: heat-ups, working hours and printer choice', () => {
       await store.jobs.insert({ printer_id: printer, job_name: 'Earlier', status: 'completed', start_time: at, end_time: at, actual_duration: hours * 3600, created_at: at, updated_at: at });
     }
     await h.put('/api/v1/settings', { queue_printer_choice: 'least_used' });
+    // The choice is among the free printers: all three must be free again after the test before (under CI load the
+    // printer that printed last was still busy, and the first copy went to the next-least-used one).
+    await until(async () => (await Promise.all(printers.map(async (p) => (await h.get(`/api/v1/printers/${p.id}`)).body))).every((p) => p.status === 'online' && p.plate_state === 'clear'), 'all three printers free');
     const file = await upload(h, 'Wear.gcode.3mf', bambu3mf({ model: 'X1C' }));
     const { body } = await h.post('/api/v1/queue', { file_id: file, copies: 2 });
     const started = await itemUntil(h, body.id, (i) => i.dispatches.length === 2, 'two copies claimed');
