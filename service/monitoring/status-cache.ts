@@ -32,13 +32,17 @@ export class StatusCache {
     return this.states.has(printerId);
   }
 
-  /** Takes a driver's state (the fleet, on every report): set() without a patch object per report. */
+  /**
+   * Takes a driver's state (the fleet, on every report). A printer's entry is one object, written in place on
+   * every report: a new object each time would be garbage that lives just long enough to be copied by the
+   * young-generation collector. Readers read it at once and keep nothing.
+   */
   report(printerId: string, state: PrinterState): void {
     const job = state.job;
-    const entry = this.states.get(printerId);
+    let entry = this.states.get(printerId);
     if (!entry) {
-      this.set(printerId, { temperatures: state.temperatures, progress: job?.progress ?? 0, layer_current: job?.layer_current ?? null, layer_total: job?.layer_total ?? null, remaining_seconds: job?.remaining_seconds ?? null });
-      return;
+      entry = { ...EMPTY };
+      this.states.set(printerId, entry);
     }
     entry.temperatures = state.temperatures;
     entry.progress = job?.progress ?? 0;
@@ -47,31 +51,7 @@ export class StatusCache {
     entry.remaining_seconds = job?.remaining_seconds ?? null;
   }
 
-  /**
-   * Takes what a printer reported. A printer's entry is one object, written in place on every report (the fleet
-   * sets one per report of every printer: a new object each time would be garbage that lives just long enough
-   * to be copied by the young-generation collector). Readers read it at once and keep nothing.
-   */
-  set(printerId: string, patch: Partial<LiveState> | LiveState): LiveState {
-    const entry = this.states.get(printerId);
-    if (!entry) {
-      const next = isWhole(patch) ? { ...patch } : { ...EMPTY, ...patch };
-      this.states.set(printerId, next);
-      return next;
-    }
-    if (patch.temperatures !== undefined) entry.temperatures = patch.temperatures;
-    if (patch.progress !== undefined) entry.progress = patch.progress;
-    if (patch.layer_current !== undefined) entry.layer_current = patch.layer_current;
-    if (patch.layer_total !== undefined) entry.layer_total = patch.layer_total;
-    if (patch.remaining_seconds !== undefined) entry.remaining_seconds = patch.remaining_seconds;
-    return entry;
-  }
-
   delete(printerId: string): void {
     this.states.delete(printerId);
   }
-}
-
-function isWhole(patch: Partial<LiveState>): patch is LiveState {
-  return patch.temperatures !== undefined && patch.progress !== undefined && patch.layer_current !== undefined && patch.layer_total !== undefined && patch.remaining_seconds !== undefined;
 }

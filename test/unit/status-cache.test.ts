@@ -1,7 +1,6 @@
 /**
  * The live status cache: zeros before a printer reports, one entry per
- * printer written in place on every report (no object per report), patches
- * that change only what they carry.
+ * printer written in place on every report (no object per report).
  */
 import { StatusCache } from '../../service/monitoring/status-cache';
 import type { PrinterState } from '../../service/printers/driver';
@@ -25,7 +24,7 @@ describe('StatusCache', () => {
     const empty = cache.get('p1');
     expect(empty).toEqual({ temperatures: { nozzle: 0, bed: 0, nozzle_target: 0, bed_target: 0 }, progress: 0, layer_current: null, layer_total: null, remaining_seconds: null });
     expect(cache.has('p1')).toBe(false);
-    cache.set('p1', { progress: 5 });
+    cache.report('p1', state(200, job(5)));
     expect(cache.get('p2')).toEqual(empty);
     expect(cache.get('p2').progress).toBe(0);
   });
@@ -43,12 +42,12 @@ describe('StatusCache', () => {
     expect(entry).toMatchObject({ progress: 0, layer_current: null, layer_total: null, remaining_seconds: null });
   });
 
-  it('changes only what a patch carries', () => {
+  it('forgets a deleted printer', () => {
     const cache = new StatusCache();
     cache.report('p1', state(200, job(40)));
-    cache.set('p1', { progress: 41 });
-    expect(cache.get('p1')).toMatchObject({ temperatures: { nozzle: 200 }, progress: 41, layer_current: 12 });
+    expect(cache.has('p1')).toBe(true);
     cache.delete('p1');
     expect(cache.has('p1')).toBe(false);
+    expect(cache.get('p1').progress).toBe(0);
   });
 });
