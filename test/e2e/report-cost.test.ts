@@ -89,7 +89,12 @@ async function cost(reports: Buffer[]): Promise<Counts> {
   const bed = ++marker;
   const end = stringify({ print: { command: 'push_status', msg: 1, bed_temper: bed } });
   try {
-    for (const payload of reports) await peer.raw(payload);
+    // One report a loop turn, as a printer's reports come (seconds apart): a burst read at once would let the job
+    // tracker fold several percents into one write, which is right there but not what is counted here.
+    for (const payload of reports) {
+      await peer.raw(payload);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
     await peer.raw(end);
     await ws.next((f) => f.type === 'printer_status' && (f.data.temperatures as { bed?: number } | undefined)?.bed === bed, 10_000);
   } finally {

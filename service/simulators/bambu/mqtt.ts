@@ -4,8 +4,14 @@
  * password refused with CONNACK 5 ("not authorized", as the printer's
  * mosquitto answers). Requests on `device/{serial}/request` go to the
  * printer; the printer publishes on `device/{serial}/report`.
+ *
+ * What the printer publishes is written to its subscribers at once, as the
+ * printer's broker does. aedes would hold every QoS 0 delivery until the
+ * event loop's next check phase (setImmediate); in a process that simulates
+ * many printers, all reports of one timer pass then left together, at its
+ * end: a burst no farm of separate printers sends.
  */
-import { Aedes, type AuthenticateError } from 'aedes';
+import { Aedes, type AuthenticateError, type Client } from 'aedes';
 import type tls from 'node:tls';
 import { GatedTlsListener, StallGate, type LinkMode } from './gate';
 import type { Json } from './printer';
@@ -24,6 +30,8 @@ export class SimMqtt {
   private readonly gates = new Set<StallGate>();
   private mode: LinkMode = 'online';
   private closed = false;
+  /** Who subscribed to what (topic filters, as granted). */
+  private readonly subscribers = new Map<Client, Set<string>>();
 
   private constructor(
     private readonly broker: Aedes,
@@ -71,6 +79,15 @@ export class SimMqtt {
       broker.handle(gate);
     });
     sim = new SimMqtt(broker, listener);
+    const subscribers = sim.subscribers;
+    broker.on('subscribe', (subscriptions, client) => {
+      let filters = subscribers.get(client);
+      if (!filters) subscribers.set(client, (filters = new Set()));
+      // 128: refused (aedes sets the granted QoS here).
+      for (const s of subscriptions) if ((s.qos as number) !== 128) filters.add(s.topic);
+    });
+    broker.on('unsubscribe', (topics, client) => topics.forEach((topic) => subscribers.get(client)?.delete(topic)));
+    broker.on('clientDisconnect', (client) => subscribers.delete(client));
     await listener.listen(0);
     return sim;
   }
@@ -84,18 +101,24 @@ export class SimMqtt {
   }
 
   publish(topic: string, message: Json): Promise<void> {
-    if (this.closed) return Promise.resolve();
-    return new Promise((resolve) => {
-      this.broker.publish({ cmd: 'publish', topic, payload: Buffer.from(JSON.stringify(message)), qos: 0, retain: false, dup: false }, () => resolve());
-    });
+    return this.publishRaw(topic, JSON.stringify(message));
   }
 
-  /** Publishes bytes as they are (fault injection: broken or hostile reports). */
+  /** Publishes bytes as they are (fault injection: broken or hostile reports). QoS 0: written now, to every subscriber. */
   publishRaw(topic: string, payload: Buffer | string): Promise<void> {
     if (this.closed) return Promise.resolve();
-    return new Promise((resolve) => {
-      this.broker.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos: 0, retain: false, dup: false }, () => resolve());
-    });
+    let packet: Buffer | null = null;
+    for (const [client, filters] of this.subscribers) {
+      if (!client.connected || client.closed) continue;
+      for (const filter of filters) {
+        if (!topicMatches(filter, topic)) continue;
+        packet ??= publishPacket(topic, Buffer.from(payload));
+        // A stalled link holds it (StallGate), as a printer's socket buffer would.
+        client.conn.write(packet);
+        break;
+      }
+    }
+    return Promise.resolve();
   }
 
   async setMode(mode: LinkMode): Promise<void> {
@@ -111,4 +134,29 @@ export class SimMqtt {
     await this.listener.close();
     await new Promise<void>((resolve) => this.broker.close(() => resolve()));
   }
+}
+
+/** Whether an MQTT topic filter (`+` one level, `#` the rest) takes `topic`. */
+export function topicMatches(filter: string, topic: string): boolean {
+  if (filter === topic) return true;
+  const want = filter.split('/');
+  const levels = topic.split('/');
+  for (let i = 0; i < want.length; i++) {
+    if (want[i] === '#') return true;
+    if (i >= levels.length || (want[i] !== '+' && want[i] !== levels[i])) return false;
+  }
+  return want.length === levels.length;
+}
+
+/** A QoS 0 PUBLISH packet (MQTT 3.1.1, section 3.3): fixed header, remaining length, topic, payload. */
+export function publishPacket(topic: string, payload: Buffer): Buffer {
+  const name = Buffer.from(topic, 'utf8');
+  let remaining = 2 + name.length + payload.length;
+  const header = [0x30];
+  do {
+    const digit = remaining % 128;
+    remaining = Math.floor(remaining / 128);
+    header.push(remaining > 0 ? digit | 0x80 : digit);
+  } while (remaining > 0);
+  return Buffer.concat([Buffer.from(header), Buffer.from([name.length >> 8, name.length & 0xff]), name, payload]);
 }
