@@ -234,8 +234,10 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
     this.lastSent = snapshot;
     this.printer.reported();
     const sequence = ++this.sequence;
+    const payload = JSON.stringify({ print: { ...body, command: 'push_status', msg: full ? 0 : 1, sequence_id: String(sequence) } });
+    // Told once the report is made, as it is written: its making (and a collection it sets off) is not its trip.
     this.options.onReport?.({ id: this.id, serial: this.serial, sequence, full, nozzle: snapshot.nozzle_temper as number });
-    await this.mqtt.publish(this.reportTopic, { print: { ...body, command: 'push_status', msg: full ? 0 : 1, sequence_id: String(sequence) } });
+    await this.mqtt.publishRaw(this.reportTopic, payload);
   }
 
   versionInfo(sequenceId: unknown): Json {

@@ -71,7 +71,7 @@ export interface BambuSimulatorOptions {
   benchFullEvery?: number;
   /** Full reports carry everything a real X1C sends (bambu/real-size.ts), 6-10 KB with four loaded AMS units. */
   realSizeReports?: boolean;
-  /** Called just before each push_status report is published (periodic and full). */
+  /** Called for each push_status report (periodic and full) once it is serialised, just before it is written. */
   onReport?: (report: SimReportInfo) => void;
 }
 
