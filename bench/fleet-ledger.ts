@@ -31,6 +31,8 @@ export class Ledger {
   framesInWindow = 0;
   latencies: number[] = [];
   unmatched = 0;
+  /** Each matched report of the window as [sent (ms after the window opened), latency (ms), printer id], when asked for (--latencies). */
+  each: Array<[number, number, string]> | null = null;
 
   onReport(info: SimReportInfo, at?: number): void {
     const now = at ?? performance.now();
@@ -41,7 +43,7 @@ export class Ledger {
     // A frame of this report already came (it left the simulator before the batch saying so reached us).
     if (arrived && arrived >= now - 1 && arrived - now < MATCH_WINDOW_MS) {
       this.early.get(info.id)![slot] = 0;
-      this.match(now, arrived);
+      this.match(now, arrived, info.id);
       return;
     }
     this.slots(this.sent, info.id)[slot] = now;
@@ -72,11 +74,13 @@ export class Ledger {
       return;
     }
     slots![slot] = 0; // one frame per report
-    this.match(sentAt, now);
+    this.match(sentAt, now, id);
   }
 
-  private match(sentAt: number, arrivedAt: number): void {
-    if (sentAt >= this.windowStart && sentAt < this.windowEnd) this.latencies.push(arrivedAt - sentAt);
+  private match(sentAt: number, arrivedAt: number, id: string): void {
+    if (sentAt < this.windowStart || sentAt >= this.windowEnd) return;
+    this.latencies.push(arrivedAt - sentAt);
+    this.each?.push([sentAt - this.windowStart, arrivedAt - sentAt, id]);
   }
 
   private slots(map: Map<string, Float64Array>, id: string): Float64Array {
@@ -91,6 +95,7 @@ export class Ledger {
     this.reportsInWindow = 0;
     this.framesInWindow = 0;
     this.latencies = [];
+    if (this.each) this.each = [];
     this.unmatched = 0;
   }
 }

@@ -28,6 +28,8 @@ export interface Options {
   /** Klipper printers instead of Bambu Lab ones (--klipper N). */
   klipper?: boolean;
   report: ReportMode;
+  /** --latencies: where each side's reports of the window go (bench/fleet.ts). */
+  latencies?: string;
 }
 
 

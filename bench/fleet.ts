@@ -23,10 +23,15 @@
  *          --klipper N: N simulated Klipper (Moonraker) printers instead, deltas at 2 Hz unless
  *          --interval says otherwise, against a bare WebSocket relay (bench/fleet-klipper.ts);
  *          target: service CPU per update at most 1.5x the relay's, p99 under 50 ms.
+ *          --latencies PREFIX: writes each side's reports of the window to PREFIX-service.json and
+ *          PREFIX-relay.json ({window_start_monotonic_ms, reports: [[sent ms after the window opened,
+ *          latency ms, printer id], ...]}): which reports make the tail, and when (on the clock of
+ *          process.hrtime, which --cpu-prof's timestamps use too).
  *
  * The machine is shared: the load average is printed with every figure, and
  * the latency tail moves with whatever else runs on the cores.
  */
+import fs from 'node:fs';
 import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { WebSocket } from 'ws';
@@ -93,13 +98,18 @@ function parseArgs(argv: string[]): Options {
         options.sizes = [number('--klipper')];
         options.klipper = true;
         break;
+      case '--latencies':
+        if (!value) throw new Error('--latencies needs a file prefix');
+        options.latencies = value;
+        i++;
+        break;
       case '--report':
         if (value !== 'delta' && value !== 'full' && value !== 'mixed') throw new Error('--report needs delta, full or mixed');
         options.report = value;
         i++;
         break;
       default:
-        throw new Error(`unknown option ${argv[i]} (options: --sizes 50,200 --window 15 --warmup 3 --interval 1000 --report delta|full|mixed --klipper N)`);
+        throw new Error(`unknown option ${argv[i]} (options: --sizes 50,200 --window 15 --warmup 3 --interval 1000 --report delta|full|mixed --klipper N --latencies PREFIX)`);
     }
   }
   if (options.klipper && !intervalGiven) options.intervalMs = 500; // Moonraker pushes deltas at 2 Hz and more
@@ -172,6 +182,7 @@ async function window(sides: Side[], options: Options, n: number): Promise<{ res
     const after = slices[slices.length - 1][i];
     const ledger = side.ledger;
     const sorted = Float64Array.from(ledger.latencies).sort();
+    if (options.latencies) writeLatencies(`${options.latencies}-${side.mode}.json`, ledger);
     const reports = ledger.reportsInWindow;
     const frames = ledger.framesInWindow;
     ledger.open(Infinity, Infinity);
@@ -197,6 +208,12 @@ async function window(sides: Side[], options: Options, n: number): Promise<{ res
     };
   });
   return { results, slices };
+}
+
+function writeLatencies(file: string, ledger: Ledger): void {
+  // performance.now() -> the machine's monotonic clock, in ms.
+  const windowStart = Number(process.hrtime.bigint()) / 1e6 - (performance.now() - ledger.windowStart);
+  fs.writeFileSync(file, JSON.stringify({ window_start_monotonic_ms: windowStart, reports: ledger.each ?? [] }));
 }
 
 /** Length of the slices the CPU ratio is also given for (the spread says how steady the machine was). */
@@ -248,6 +265,10 @@ export async function main(argv: string[]): Promise<void> {
   const rows: Array<{ service: Measurement; relay: Measurement }> = [];
   for (const n of options.sizes) {
     const ledgers = { relay: new Ledger(), service: new Ledger() };
+    if (options.latencies) {
+      ledgers.relay.each = [];
+      ledgers.service.each = [];
+    }
     const both = { onReport: (info: SimReportInfo, at?: number) => (ledgers.relay.onReport(info, at), ledgers.service.onReport(info, at)) };
     const t0 = Date.now();
     const { host, fleet } = await RemoteSims.start(n, options, both);
