@@ -64,8 +64,9 @@ export class BambuSession {
       const size = packets.feed(chunk);
       if (size !== null && !this.ended) events.fault(`the printer sent an MQTT packet of ${size} bytes (limit ${MAX_PACKET_BYTES})`);
     }));
-    const timeout = new DriverError('TIMEOUT', `no MQTT answer from ${where} within ${Math.round(p.connectTimeoutMs / 1000)} s`);
-    this.connectTimer = setTimeout(guard(() => this.fail(timeout)), p.connectTimeoutMs);
+    // The error is made when it happens: made up front, it and its stack stayed in this closure for the session's life.
+    const timedOut = () => this.fail(new DriverError('TIMEOUT', `no MQTT answer from ${where} within ${Math.round(p.connectTimeoutMs / 1000)} s`));
+    this.connectTimer = setTimeout(guard(timedOut), p.connectTimeoutMs);
     client.on('connect', guard(() => this.onConnack()));
     client.on('message', guard((topic: string, payload: Buffer) => this.onMessage(topic, payload)));
     client.on(
