@@ -109,7 +109,11 @@ export class SimMqtt {
     if (this.closed) return Promise.resolve();
     let packet: Buffer | null = null;
     for (const [client, filters] of this.subscribers) {
-      if (!client.connected || client.closed) continue;
+      if (client.closed) {
+        this.subscribers.delete(client);
+        continue;
+      }
+      if (!client.connected) continue;
       for (const filter of filters) {
         if (!topicMatches(filter, topic)) continue;
         packet ??= publishPacket(topic, Buffer.from(payload));
