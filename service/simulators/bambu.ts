@@ -32,8 +32,6 @@ import type { LinkMode } from './bambu/gate';
 import { MAX_AMS_UNITS, parseMaterials, SimMaterials } from './bambu/materials';
 import { SimMqtt } from './bambu/mqtt';
 import {
-  BENCH_NOZZLE_BASE,
-  BENCH_NOZZLE_STEPS,
   randomDigits,
   selfSignedTls,
   serialFor,
@@ -45,8 +43,7 @@ import {
 import { decideProjectFile, plainStartRecord, type StartRecord } from './bambu/print-start';
 import { SimPrinter, type CommandResult, type Json, type StartOptions } from './bambu/printer';
 import { cameraPort, openPrinterCamera, type PrinterCamera } from './bambu/printer-camera';
-import { CORE_KEYS, diffReport } from './bambu/reports';
-import { realSizeReport } from './bambu/real-size';
+import { ReportStream } from './bambu/reports';
 import { handleRequest, type RequestTarget } from './bambu/requests';
 import { stateView, statusWord, type SimStatus } from './bambu/state-view';
 import { versionInfo } from './bambu/version';
@@ -81,15 +78,13 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
   camera: PrinterCamera | null = null;
   private timer: NodeJS.Timeout | null = null;
   private lastTick = Date.now();
-  private lastSent: Json | null = null;
-  private sequence = 0;
+  private readonly reports: ReportStream;
   private linkMode: LinkMode = 'online';
   private endedBy: 'cancel' | null = null;
   private readonly reportIntervalMs: number;
   private readonly hasAms: boolean;
   private readonly options: BambuSimulatorOptions;
   private startTimer: NodeJS.Timeout | null = null;
-  private benchStep = 0;
   private closed = false;
 
   private constructor(options: BambuSimulatorOptions) {
@@ -110,6 +105,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
     // Its seed 3MF is sliced for this very model.
     this.storage = SimStorage.seeded(new Date(), this.model);
     this.reportIntervalMs = options.reportIntervalMs ?? Math.min(1000, Math.max(100, Math.round(1000 / this.speed)));
+    this.reports = new ReportStream(options);
     this.printer = new SimPrinter(this.model, {
       materials: this.materials,
       nozzleDiameter: this.nozzleDiameter,
@@ -227,17 +223,11 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
 
   private async sendReport(full: boolean): Promise<void> {
     if (this.closed || this.linkMode !== 'online' || !this.mqtt) return;
-    const snapshot = this.printer.snapshot();
-    if (this.options.benchReports) snapshot.nozzle_temper = BENCH_NOZZLE_BASE + (this.benchStep++ % BENCH_NOZZLE_STEPS);
-    full ||= (this.sequence + 1) % (this.options.benchFullEvery || Infinity) === 0;
-    const body = full ? (this.options.realSizeReports ? realSizeReport(snapshot) : snapshot) : diffReport(this.lastSent, snapshot, this.faults.partial_reports ? [] : CORE_KEYS);
-    this.lastSent = snapshot;
+    const out = this.reports.next(this.printer.snapshot(), full, this.faults.partial_reports);
     this.printer.reported();
-    const sequence = ++this.sequence;
-    const payload = JSON.stringify({ print: { ...body, command: 'push_status', msg: full ? 0 : 1, sequence_id: String(sequence) } });
     // Told once the report is made, as it is written: its making (and a collection it sets off) is not its trip.
-    this.options.onReport?.({ id: this.id, serial: this.serial, sequence, full, nozzle: snapshot.nozzle_temper as number });
-    await this.mqtt.publishRaw(this.reportTopic, payload);
+    this.options.onReport?.({ id: this.id, serial: this.serial, sequence: out.sequence, full: out.full, nozzle: out.nozzle });
+    await this.mqtt.publishRaw(this.reportTopic, out.payload);
   }
 
   versionInfo(sequenceId: unknown): Json {

@@ -3,9 +3,12 @@
  * whole object each time, a P1/A1 sends only what changed. The simulator's
  * normal `msg:1` report carries the core status keys plus whatever changed;
  * the `partial_reports` fault sends strictly the changed keys, with AMS units
- * and trays diffed by id (so the client must merge).
+ * and trays diffed by id (so the client must merge). ReportStream keeps what a
+ * printer sent last and numbers its reports.
  */
+import { BENCH_NOZZLE_BASE, BENCH_NOZZLE_STEPS, type BambuSimulatorOptions } from './options';
 import type { Json } from './printer';
+import { realSizeReport } from './real-size';
 
 /** Keys a normal periodic report always carries. */
 export const CORE_KEYS = [
@@ -97,4 +100,35 @@ export function diffReport(prev: Json | null, next: Json, always: readonly strin
     } else if (!same(prev[k], v)) out[k] = v;
   }
   return out;
+}
+
+/** One push_status made ready to write, and what the bench is told about it. */
+export interface ReportOut {
+  payload: string;
+  sequence: number;
+  full: boolean;
+  nozzle: number;
+}
+
+/**
+ * A printer's stream of push_status reports: what it sent last (deltas are made against it), the
+ * sequence_id, and in benchmark mode the nozzle sawtooth and the full-report cadence.
+ */
+export class ReportStream {
+  private lastSent: Json | null = null;
+  private sequence = 0;
+  private benchStep = 0;
+
+  constructor(private readonly options: Pick<BambuSimulatorOptions, 'benchReports' | 'benchFullEvery' | 'realSizeReports'>) {}
+
+  /** The next report of `snapshot`: full (`msg:0`) or periodic (`msg:1`, only what changed when `partial`). */
+  next(snapshot: Json, full: boolean, partial: boolean): ReportOut {
+    if (this.options.benchReports) snapshot.nozzle_temper = BENCH_NOZZLE_BASE + (this.benchStep++ % BENCH_NOZZLE_STEPS);
+    full ||= (this.sequence + 1) % (this.options.benchFullEvery || Infinity) === 0;
+    const body = full ? (this.options.realSizeReports ? realSizeReport(snapshot) : snapshot) : diffReport(this.lastSent, snapshot, partial ? [] : CORE_KEYS);
+    this.lastSent = snapshot;
+    const sequence = ++this.sequence;
+    const payload = JSON.stringify({ print: { ...body, command: 'push_status', msg: full ? 0 : 1, sequence_id: String(sequence) } });
+    return { payload, sequence, full, nozzle: snapshot.nozzle_temper as number };
+  }
 }
