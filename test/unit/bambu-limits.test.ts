@@ -1,9 +1,9 @@
 /**
  * Bounds on what a Bambu printer may send: depth and size measured without
- * recursion, only the keys the service reads kept, MQTT packets refused by
- * their declared length.
+ * recursion, only the keys the service reads kept (MQTT packets refused by
+ * their declared length: mqtt-packets.test.ts).
  */
-import { checkReport, MAX_LIST_ENTRIES, MAX_OBJECT_KEYS, MqttPacketGuard, pickUsedKeys, takeUsedKeys } from '../../service/printers/bambu/limits';
+import { checkReport, MAX_LIST_ENTRIES, MAX_OBJECT_KEYS, pickUsedKeys, takeUsedKeys } from '../../service/printers/bambu/limits';
 import { BambuReports } from '../../service/printers/bambu/reports';
 import { ingestReport, type BambuTracked } from '../../service/printers/bambu/state';
 
@@ -99,15 +99,5 @@ describe('Bambu report limits', () => {
     expect(trays()).toEqual([{ id: '1', tray_type: 'PETG', remain: 50 }]);
     tracked = ingestReport(tracked, { msg: 1, ams: { ams: [{ id: '0', tray: [{ id: '1' }] }] } });
     expect(trays()).toEqual([{ id: '1' }]);
-  });
-
-  it('refuses an MQTT packet by its declared length, across chunk boundaries', () => {
-    const guard = new MqttPacketGuard(1000);
-    // PUBLISH of 200 body bytes (0x30, length 0xC8 0x01), split into pieces, then one declaring 2 MB.
-    const small = Buffer.concat([Buffer.from([0x30, 0xc8, 0x01]), Buffer.alloc(200)]);
-    for (let i = 0; i < small.length; i += 7) expect(guard.feed(small.subarray(i, i + 7))).toBeNull();
-    expect(guard.feed(Buffer.from([0x30]))).toBeNull();
-    expect(guard.feed(Buffer.from([0x80, 0x80, 0x80]))).toBeNull();
-    expect(guard.feed(Buffer.from([0x01]))).toBe(5 + 2 ** 21);
   });
 });

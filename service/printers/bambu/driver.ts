@@ -130,7 +130,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
       return;
     }
     this.log?.debug({ printer: this.config.id, address: this.where }, 'bambu: connecting');
-    const options = mqttOptions(this.config, this.serial, this.mqttPort, { keepaliveSeconds: this.keepaliveSeconds, connectTimeoutMs: this.connectTimeoutMs });
+    const options = mqttOptions(this.config, this.serial, this.mqttPort, { keepaliveSeconds: this.keepaliveSeconds });
     // The handlers name their own session: a late event of an ended session never touches a newer link.
     const session: BambuSession = new BambuSession(options, {
       where: this.where,

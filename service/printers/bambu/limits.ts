@@ -4,7 +4,7 @@
  * values; anything far beyond that is hostile or broken and must cost the
  * service neither its stack nor its memory:
  * - MQTT packets are refused by their declared length before they are buffered
- *   (MqttPacketGuard), since mqtt.js only enforces a maximum for MQTT 5;
+ *   (MAX_PACKET_BYTES, enforced by mqtt-packets.ts PacketReader);
  * - a parsed report is measured without recursion (checkReport), the keys the
  *   service reads as they are kept (takeUsedKeys), so it is walked once;
  * - only the keys the service reads are kept and merged (down to the six
@@ -319,45 +319,4 @@ export function takeUsedKeys(print: Json, prev: Json | null, count: ReportCount)
 /** takeUsedKeys without a previous report (a report on its own). */
 export function pickUsedKeys(print: Json): Json {
   return takeUsedKeys(print, null, { values: 1 });
-}
-
-/**
- * Watches the bytes of an MQTT connection and says when a packet declares a
- * length above the limit, before the client buffers it. It follows the fixed
- * header of each packet (type byte, 1-4 length bytes) and skips the body.
- */
-export class MqttPacketGuard {
-  /** Bytes of the current packet's body still to skip. */
-  private skip = 0;
-  /** Fixed-header bytes of the next packet seen so far. */
-  private header: number[] = [];
-
-  constructor(private readonly maxBytes = MAX_PACKET_BYTES) {}
-
-  /** Returns the declared size of the first packet over the limit, or null while every packet is within it. */
-  feed(chunk: Buffer): number | null {
-    let at = 0;
-    while (at < chunk.length) {
-      if (this.skip > 0) {
-        const n = Math.min(this.skip, chunk.length - at);
-        this.skip -= n;
-        at += n;
-        continue;
-      }
-      this.header.push(chunk[at++]);
-      if (this.header.length < 2) continue;
-      const last = this.header[this.header.length - 1];
-      if (last & 0x80) {
-        if (this.header.length >= 5) return Number.MAX_SAFE_INTEGER; // a length field longer than MQTT allows
-        continue;
-      }
-      let length = 0;
-      for (let i = this.header.length - 1; i >= 1; i--) length = length * 128 + (this.header[i] & 0x7f);
-      const total = this.header.length + length;
-      this.header = [];
-      if (total > this.maxBytes) return total;
-      this.skip = length;
-    }
-    return null;
-  }
 }

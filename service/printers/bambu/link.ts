@@ -5,46 +5,41 @@
  */
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
-import type tls from 'node:tls';
-import type { IClientOptions } from 'mqtt';
 import { DriverError, type DriverConfig } from '../driver';
 import type { ReconnectOptions } from '../reconnects';
+import { MAX_PACKET_BYTES } from './limits';
+import type { MqttConnectionOptions } from './mqtt-connection';
 
 export function mqttOptions(
   config: DriverConfig,
   serial: string | null,
   port: number,
-  timings: { keepaliveSeconds: number; connectTimeoutMs: number },
-): IClientOptions & tls.ConnectionOptions {
-  const options: IClientOptions & tls.ConnectionOptions = {
-    protocol: 'mqtts',
+  timings: { keepaliveSeconds: number },
+): MqttConnectionOptions {
+  return {
     host: config.ip_address,
     port,
     username: 'bblp',
     password: config.access_code ?? '',
     clientId: `printfarm_${randomBytes(6).toString('hex')}`,
-    protocolVersion: 4,
-    clean: true,
-    keepalive: timings.keepaliveSeconds,
-    // The driver reconnects on its own terms (backoff, jitter, slow retry after a refused code).
-    reconnectPeriod: 0,
-    connectTimeout: timings.connectTimeoutMs + 5000,
-    resubscribe: false,
-    // The printer presents a certificate from Bambu's private "BBL CA" for CN = serial, not
-    // the IP; the LAN access code is the authentication, as in Bambu Studio's LAN mode and
-    // most third-party clients (PROTOCOLS.md §1). Pinning the CA would need Bambu's bundle.
-    rejectUnauthorized: false,
-    // Some firmware never answers a TLS 1.3 ClientHello (PROTOCOLS.md §1).
-    maxVersion: 'TLSv1.2',
+    keepaliveSeconds: timings.keepaliveSeconds,
+    maxPacketBytes: MAX_PACKET_BYTES,
+    tls: {
+      // The printer presents a certificate from Bambu's private "BBL CA" for CN = serial, not
+      // the IP; the LAN access code is the authentication, as in Bambu Studio's LAN mode and
+      // most third-party clients (PROTOCOLS.md §1). Pinning the CA would need Bambu's bundle.
+      rejectUnauthorized: false,
+      // Some firmware never answers a TLS 1.3 ClientHello (PROTOCOLS.md §1).
+      maxVersion: 'TLSv1.2',
+      ...(serial && net.isIP(serial) === 0 ? { servername: serial } : {}),
+    },
   };
-  if (serial && net.isIP(serial) === 0) options.servername = serial;
-  return options;
 }
 
-/** A refused access code (CONNACK 4/5, MQTT 5 134/135) or else the network fault behind a client error. */
+/** A refused access code (CONNACK 4/5) or else the network fault behind a connection error. */
 export function mqttErrorOf(err: Error & { code?: unknown }, where: string): DriverError {
   const code = err.code;
-  if (code === 4 || code === 5 || code === 134 || code === 135) return new DriverError('AUTH', `access code rejected (MQTT CONNACK ${code})`);
+  if (code === 4 || code === 5) return new DriverError('AUTH', `access code rejected (MQTT CONNACK ${code})`);
   if (typeof code === 'string' && ['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'ENOTFOUND', 'EPIPE'].includes(code))
     return new DriverError('OFFLINE', `printer unreachable at ${where} (${code})`);
   if (code === 'ETIMEDOUT') return new DriverError('TIMEOUT', `printer at ${where} did not answer (ETIMEDOUT)`);

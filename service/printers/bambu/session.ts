@@ -2,20 +2,15 @@
  * One MQTT session with a Bambu printer: the client of one connection attempt
  * and, once the printer accepted it, the link it becomes (PROTOCOLS.md §1).
  *
- * The session owns everything tied to that one client: the packet-size guard,
+ * The session owns everything tied to that one client (mqtt-connection.ts):
  * the connect deadline, the report subscription and the report watchdog. It
  * tells the driver what happened through `events`; the driver decides about
  * link state, backoff and retries. After end() a session reports nothing
  * more, so late events of an old client can never touch a newer link.
  */
-import { connect as mqttConnect, type IClientOptions, type MqttClient } from 'mqtt';
-import { settledWithin } from '../../util/time';
 import { DriverError } from '../driver';
-import { MAX_PACKET_BYTES, MqttPacketGuard } from './limits';
 import { mqttErrorOf } from './link';
-
-/** How long end() waits for the client's own close before it lets go. */
-const END_WAIT_MS = 2000;
+import { MqttConnection, type MqttConnectionOptions } from './mqtt-connection';
 
 type Guard = <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
 
@@ -46,45 +41,40 @@ export interface SessionParams {
 }
 
 export class BambuSession {
-  private readonly client: MqttClient;
+  private readonly client: MqttConnection;
   private ended = false;
   private linkUp = false;
   private connectTimer: NodeJS.Timeout | null = null;
   private watchdog: NodeJS.Timeout | null = null;
   private lastMessageAt = 0;
 
-  constructor(options: IClientOptions, private readonly p: SessionParams) {
+  constructor(options: MqttConnectionOptions, private readonly p: SessionParams) {
     const { guard, events, where } = p;
-    const client = mqttConnect(options);
-    this.client = client;
     let lastError: DriverError | null = null;
-    // mqtt.js enforces no packet size for MQTT 3.1.1: refuse an oversized packet by its header, before it is buffered.
-    const packets = new MqttPacketGuard(MAX_PACKET_BYTES);
-    client.stream?.on('data', guard((chunk: Buffer) => {
-      const size = packets.feed(chunk);
-      if (size !== null && !this.ended) events.fault(`the printer sent an MQTT packet of ${size} bytes (limit ${MAX_PACKET_BYTES})`);
-    }));
     // The error is made when it happens: made up front, it and its stack stayed in this closure for the session's life.
     const timedOut = () => this.fail(new DriverError('TIMEOUT', `no MQTT answer from ${where} within ${Math.round(p.connectTimeoutMs / 1000)} s`));
     this.connectTimer = setTimeout(guard(timedOut), p.connectTimeoutMs);
-    client.on('connect', guard(() => this.onConnack()));
-    client.on('message', guard((topic: string, payload: Buffer) => this.onMessage(topic, payload)));
-    client.on(
-      'error',
-      guard((err: Error & { code?: unknown }) => {
-        if (this.ended) return;
-        const mapped = mqttErrorOf(err, where);
-        if (mapped.code === 'AUTH') this.fail(mapped);
-        else lastError = mapped;
-      }),
-    );
-    client.on(
-      'close',
-      guard(() => {
-        if (this.ended) return;
-        if (this.linkUp) events.lost(lastError?.message ?? 'connection lost');
-        else this.fail(lastError ?? new DriverError('OFFLINE', `connection to ${where} closed before the printer accepted it`));
-      }),
+    this.client = new MqttConnection(
+      options,
+      {
+        connack: (returnCode) => {
+          if (returnCode === 0) this.onConnack();
+          else if (!this.ended) this.fail(mqttErrorOf(Object.assign(new Error(`CONNACK ${returnCode}`), { code: returnCode }), where));
+        },
+        message: (topic, payload) => this.onMessage(topic, payload),
+        error: (err) => {
+          if (!this.ended) lastError = mqttErrorOf(err, where);
+        },
+        refused: (err) => {
+          if (!this.ended) events.fault(`the printer sent ${err.message}`);
+        },
+        close: () => {
+          if (this.ended) return;
+          if (this.linkUp) events.lost(lastError?.message ?? 'connection lost');
+          else this.fail(lastError ?? new DriverError('OFFLINE', `connection to ${where} closed before the printer accepted it`));
+        },
+      },
+      guard,
     );
   }
 
@@ -94,7 +84,7 @@ export class BambuSession {
   }
 
   publish(topic: string, body: string, qos: 0 | 1, sent?: (err?: Error) => void): void {
-    this.client.publish(topic, body, { qos }, sent);
+    this.client.publish(topic, body, qos, sent);
   }
 
   /** Ends the client and every timer; no event is reported after this. */
@@ -104,16 +94,7 @@ export class BambuSession {
     this.clearConnectTimer();
     if (this.watchdog) clearTimeout(this.watchdog);
     this.watchdog = null;
-    const ended = new Promise<void>((resolve) => {
-      try {
-        this.client.end(true, {}, () => resolve());
-      } catch {
-        resolve();
-      }
-    });
-    // A forced end waits for the socket's 'close'; mqtt.js never calls back when that socket had
-    // already closed (mqttjs/MQTT.js#710), so the wait is bounded.
-    return settledWithin(ended, END_WAIT_MS).then(() => undefined);
+    return this.client.end();
   }
 
   private fail(err: DriverError): void {
@@ -123,9 +104,9 @@ export class BambuSession {
   private onConnack(): void {
     if (this.ended) return;
     const { reportTopic: topic, guard } = this.p;
-    this.client.subscribe(topic, { qos: 0 }, guard((err: Error | null, granted?: Array<{ qos: number }>) => {
+    this.client.subscribe(topic, 0, guard((err: Error | null, granted?: number[]) => {
       if (this.ended) return;
-      if (err || !granted || granted.some((g) => g.qos === 128)) {
+      if (err || !granted || granted.some((code) => code === 0x80)) {
         this.fail(new DriverError('PROTOCOL', `the printer refused the subscription to ${topic}`));
         return;
       }
