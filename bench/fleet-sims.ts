@@ -9,6 +9,7 @@ import { BambuSimulator, type SimReportInfo, type SimTlsCredentials } from '../s
 import { KlipperSimulator } from '../service/simulators/klipper';
 import type { ReportSink } from './fleet-ledger';
 import { klipperBenchPrinter } from './fleet-klipper';
+import type { RelayClient } from './fleet-relay';
 import type { BenchPrinter } from './fleet-worker';
 import { pool } from './pool';
 
@@ -30,6 +31,8 @@ export interface Options {
   report: ReportMode;
   /** --latencies: where each side's reports of the window go (bench/fleet.ts). */
   latencies?: string;
+  /** --relay-client: the relay's MQTT client (bench/fleet-relay.ts; default the driver's). */
+  relayClient?: RelayClient;
 }
 
 

@@ -10,6 +10,7 @@ import { WebSocket } from 'ws';
 import type { Ledger } from './fleet-ledger';
 import type { PrinterConfigSource } from './fleet-sims';
 import { pool } from './pool';
+import type { RelayClient } from './fleet-relay';
 import type { BenchPrinter, WorkerCommand, WorkerEvent } from './fleet-worker';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -22,7 +23,10 @@ export class Worker<C extends { cmd: string } = WorkerCommand> {
   private exited = false;
 
   constructor(script = 'fleet-worker.js') {
-    this.child = fork(path.join(__dirname, script), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    // BENCH_WORKER_ARGS: node flags for the measured processes only, to profile them
+    // (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" or "--trace-gc"; docs/measurements.md).
+    const execArgv = process.env.BENCH_WORKER_ARGS ? process.env.BENCH_WORKER_ARGS.split(' ').filter(Boolean) : process.execArgv;
+    this.child = fork(path.join(__dirname, script), [], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     this.child.on('message', (raw) => {
       const e = raw as WorkerEvent;
       if (e.ev === 'error') {
@@ -51,8 +55,8 @@ export class Worker<C extends { cmd: string } = WorkerCommand> {
     });
   }
 
-  start(mode: 'service' | 'relay', printers: BenchPrinter[]): Promise<Extract<WorkerEvent, { ev: 'ready' }>> {
-    return this.ask({ cmd: 'start', mode, printers }, 'ready');
+  start(mode: 'service' | 'relay', printers: BenchPrinter[], relayClient?: RelayClient): Promise<Extract<WorkerEvent, { ev: 'ready' }>> {
+    return this.ask({ cmd: 'start', mode, printers, relayClient }, 'ready');
   }
 
   sample(): Promise<Extract<WorkerEvent, { ev: 'sample' }>> {

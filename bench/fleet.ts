@@ -11,9 +11,9 @@
  *   (printer_id, temperatures.nozzle) to the report that caused it;
  *
  * against a baseline measured side by side with it, over the same window and
- * the same reports: a bare MQTT relay (plain mqtt.js clients connected to the
+ * the same reports: a bare MQTT relay (the driver's MQTT connection to the
  * same simulators, one small frame per report to a /ws client of its own, see
- * fleet-worker.ts). The CPU ratio is also given per 2 s slice of the window.
+ * fleet-relay.ts). The CPU ratio is also given per 2 s slice of the window.
  *
  * Processes: this one runs the simulators and the /ws client (so the send and
  * receive times come from one clock); the service or the relay runs in a
@@ -27,6 +27,10 @@
  *          PREFIX-relay.json ({window_start_monotonic_ms, reports: [[sent ms after the window opened,
  *          latency ms, printer id], ...]}): which reports make the tail, and when (on the clock of
  *          process.hrtime, which --cpu-prof's timestamps use too).
+ *          --relay-client driver|mqtt.js: the relay's MQTT client (default: the driver's own,
+ *          service/printers/bambu/mqtt-connection.ts; mqtt.js, which the driver used before 2026-11-26,
+ *          for comparison with the figures measured then).
+ * Environment: BENCH_WORKER_ARGS: node flags for the measured processes only (--cpu-prof, --trace-gc).
  *
  * The machine is shared: the load average is printed with every figure, and
  * the latency tail moves with whatever else runs on the cores.
@@ -103,13 +107,18 @@ function parseArgs(argv: string[]): Options {
         options.latencies = value;
         i++;
         break;
+      case '--relay-client':
+        if (value !== 'driver' && value !== 'mqtt.js') throw new Error('--relay-client needs driver or mqtt.js');
+        options.relayClient = value;
+        i++;
+        break;
       case '--report':
         if (value !== 'delta' && value !== 'full' && value !== 'mixed') throw new Error('--report needs delta, full or mixed');
         options.report = value;
         i++;
         break;
       default:
-        throw new Error(`unknown option ${argv[i]} (options: --sizes 50,200 --window 15 --warmup 3 --interval 1000 --report delta|full|mixed --klipper N --latencies PREFIX)`);
+        throw new Error(`unknown option ${argv[i]} (options: --sizes 50,200 --window 15 --warmup 3 --interval 1000 --report delta|full|mixed --klipper N --latencies PREFIX --relay-client driver|mqtt.js)`);
     }
   }
   if (options.klipper && !intervalGiven) options.intervalMs = 500; // Moonraker pushes deltas at 2 Hz and more
@@ -129,11 +138,11 @@ interface Side {
   ledger: Ledger;
 }
 
-async function openSide(mode: 'service' | 'relay', sims: SimFleet, ledger: Ledger): Promise<Side> {
+async function openSide(mode: 'service' | 'relay', sims: SimFleet, ledger: Ledger, options: Options): Promise<Side> {
   const side: Side = { mode, worker: new Worker(), ws: null, ledger };
   try {
     const n = sims.printers.length;
-    const { port } = await side.worker.start(mode, sims.printers);
+    const { port } = await side.worker.start(mode, sims.printers, options.relayClient);
     const base = `http://127.0.0.1:${port}`;
     side.ws = await connectWs(port, ledger);
     const connectMs = 30_000 + n * 30;
@@ -221,7 +230,7 @@ const SLICE_S = 2;
 
 /** One process alone (bench/nodered.ts measures the service this way). */
 export async function measure(mode: 'service' | 'relay', sims: BenchSim[], options: Options, ledger: Ledger): Promise<Measurement> {
-  const side = await openSide(mode, fleetOf(sims), ledger);
+  const side = await openSide(mode, fleetOf(sims), ledger, options);
   try {
     await sleep(options.warmupS * 1000);
     return (await window([side], options, sims.length)).results[0];
@@ -237,10 +246,10 @@ export async function measure(mode: 'service' | 'relay', sims: BenchSim[], optio
  * process's CPU.
  */
 export async function measurePair(sims: SimFleet, options: Options, ledgers: { relay: Ledger; service: Ledger }): Promise<{ relay: Measurement; service: Measurement; sliceRatios: number[] }> {
-  const relay = await openSide('relay', sims, ledgers.relay);
+  const relay = await openSide('relay', sims, ledgers.relay, options);
   let service: Side | null = null;
   try {
-    service = await openSide('service', sims, ledgers.service);
+    service = await openSide('service', sims, ledgers.service, options);
     await sleep(options.warmupS * 1000);
     const { results, slices } = await window([relay, service], options, sims.printers.length);
     const sliceRatios: number[] = [];
