@@ -14,6 +14,11 @@ import { connectPacket, DISCONNECT, MqttProtocolError, PacketReader, PINGREQ, pu
 
 /** How long end() waits for the socket's close after DISCONNECT before it destroys it. */
 const END_WAIT_MS = 1000;
+/**
+ * Most bytes left unsent before the broker counts as not reading: what the service writes is small (commands,
+ * pings, and a PUBACK per QoS 1 message), so a broker that sends and never reads cannot make it buffer without end.
+ */
+const MAX_UNSENT_BYTES = 1024 * 1024;
 
 type Guard = <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
 
@@ -34,7 +39,7 @@ export interface MqttConnectionEvents {
   /** CONNACK: 0 accepted, else the broker's refusal (4 bad user name or password, 5 not authorised). */
   connack(returnCode: number): void;
   message(topic: string, payload: Buffer): void;
-  /** A socket error, or no PINGRESP within a keepalive period (code ETIMEDOUT); a close follows. */
+  /** A socket error, no PINGRESP within a keepalive period (code ETIMEDOUT) or a broker that stopped reading; a close follows. */
   error(err: Error & { code?: unknown }): void;
   /** The broker sent a packet over the size limit or one that is not MQTT; the connection is closed. */
   refused(err: MqttProtocolError): void;
@@ -166,6 +171,12 @@ export class MqttConnection {
   private write(bytes: Buffer, written?: (err?: Error) => void): void {
     if (this.closed || !this.socket.writable) {
       written?.(new Error('connection closed'));
+      return;
+    }
+    if (this.socket.writableLength > MAX_UNSENT_BYTES) {
+      written?.(new Error('connection closed'));
+      this.events.error(new Error(`the printer stopped reading (over ${MAX_UNSENT_BYTES} bytes unsent)`));
+      this.socket.destroy();
       return;
     }
     this.socket.write(bytes, written ? (err?: Error | null) => written(err ?? undefined) : undefined);
