@@ -132,4 +132,26 @@ describe('PacketReader', () => {
   ])('refuses %s', (_name, bytes) => {
     expect(() => readHere(bytes)).toThrow(MqttProtocolError);
   });
+
+  it('random bytes either frame as packets or are refused as MqttProtocolError, nothing else', () => {
+    // A seeded generator: the same bytes on every run.
+    let seed = 0x2f6b1d;
+    const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0);
+    let refused = 0;
+    for (let round = 0; round < 3000; round++) {
+      const bytes = Buffer.from(Array.from({ length: 1 + (next() % 64) }, () => next() & 0xff));
+      const reader = new PacketReader(1024);
+      try {
+        for (let at = 0; at < bytes.length; ) {
+          const step = 1 + (next() % 8);
+          reader.feed(bytes.subarray(at, at + step), () => undefined);
+          at += step;
+        }
+      } catch (err) {
+        expect(err).toBeInstanceOf(MqttProtocolError);
+        refused++;
+      }
+    }
+    expect(refused).toBeGreaterThan(0);
+  });
 });
