@@ -186,7 +186,10 @@ export class QueueRepository {
     return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
   }
 
-  /** The dispatches of each item, oldest first. */
+  /**
+   * The dispatches of each item, oldest first. Two copies claimed in one pass can share a millisecond, and ids are
+   * random: within the same created_at, the attempt number (1, 2, ... per item, in claim order) says which came first.
+   */
   async dispatchesOf(itemIds: readonly string[]): Promise<Map<string, DispatchRecord[]>> {
     const out = new Map<string, DispatchRecord[]>(itemIds.map((id) => [id, []]));
     if (itemIds.length === 0) return out;
@@ -195,6 +198,7 @@ export class QueueRepository {
       .selectAll()
       .where('item_id', 'in', [...itemIds])
       .orderBy('created_at', 'asc')
+      .orderBy('attempt', 'asc')
       .orderBy('id', 'asc')
       .execute();
     for (const row of rows) out.get(row.item_id)?.push(dispatchRecord(row));
