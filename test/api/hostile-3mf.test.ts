@@ -10,6 +10,7 @@ import { zip } from '../preview/builders';
 import { until } from '../helpers/farm';
 import { healthWhile } from '../helpers/hostile-input';
 import { startService, uploadFile, type Harness } from '../helpers/service';
+import { queueItemRecord } from '../helpers/queue-records';
 
 /** 1 MiB of `<plate>`, stored (a deflated one would be refused for its compression ratio before it is parsed). */
 function plateBomb(): Buffer {
@@ -37,28 +38,8 @@ describe('a hostile 3MF config', () => {
 
   test('after a restart with it queued (stored before the fix), /health keeps answering while the dispatcher reads it', async () => {
     const fileId = await uploadFile(h.base, 'bomb.gcode.3mf', plateBomb());
-    const now = new Date().toISOString();
     const id = randomUUID().replace(/-/g, '').slice(0, 16);
-    await h.service.context.store.queue.insertItem({
-      id,
-      file_id: fileId,
-      name: 'bomb',
-      plate: 1,
-      copies: 1,
-      priority: 0,
-      status: 'queued',
-      waiting_reason: null,
-      failures_in_row: 0,
-      target: null,
-      requirements: null,
-      options: null,
-      start_after: null,
-      files: null,
-      position: 0,
-      finish_by: null,
-      created_at: now,
-      updated_at: now,
-    });
+    await h.service.context.store.queue.insertItem(queueItemRecord({ id, file_id: fileId, name: 'bomb' }));
     h = await h.restart();
     const readByDispatcher = until(async () => {
       const r = await h.get(`/api/v1/queue/${id}`);

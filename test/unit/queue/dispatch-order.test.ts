@@ -8,8 +8,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openStore, type Store } from '../../../service/db';
-import type { QueueItemRecord } from '../../../service/db/repositories/queue';
 import { newDispatch } from '../../../service/queue/queued-start';
+import { queueItemRecord } from '../../helpers/queue-records';
 
 const NOW = '2026-11-26T10:00:00.000Z';
 let dir: string;
@@ -26,26 +26,7 @@ afterAll(async () => {
 });
 
 test('copies claimed in the same millisecond list in claim order, whatever their ids', async () => {
-  const item: QueueItemRecord = {
-    id: 'item-order-1',
-    file_id: 'file-1',
-    name: 'Wear',
-    plate: 1,
-    files: null,
-    position: 0,
-    copies: 3,
-    priority: 0,
-    status: 'queued',
-    waiting_reason: null,
-    failures_in_row: 0,
-    target: null,
-    requirements: null,
-    options: null,
-    start_after: null,
-    finish_by: null,
-    created_at: NOW,
-    updated_at: NOW,
-  };
+  const item = queueItemRecord({ id: 'item-order-1', file_id: 'file-1', name: 'Wear', copies: 3, created_at: NOW, updated_at: NOW });
   await store.queue.insertItem(item);
   const variant = { file_id: 'file-1', plate: 1 };
   // Claimed b, c, a, all at NOW; their ids sort the other way round (z..., y..., x...).
