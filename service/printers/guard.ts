@@ -3,7 +3,10 @@
  * exception goes to `onError` (which marks that printer) and never reaches the
  * process, where it would stop the whole farm.
  */
-export function guardWith(onError: (err: unknown) => void): <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void {
+/** What guardWith returns: wraps a callback so that nothing it throws escapes. */
+export type Guard = <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
+
+export function guardWith(onError: (err: unknown) => void): Guard {
   return (fn) =>
     (...args) => {
       try {

@@ -5,8 +5,7 @@
  * not heal by retrying. One timer at a time; stop() ends it for good.
  */
 import { backoffDelay } from './driver';
-
-type Guard = <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
+import type { Guard } from './guard';
 
 export interface ReconnectTimings {
   backoffBaseMs: number;

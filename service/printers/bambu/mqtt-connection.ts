@@ -11,6 +11,7 @@
 import tls from 'node:tls';
 import { settledWithin } from '../../util/time';
 import { connectPacket, DISCONNECT, MqttProtocolError, PacketReader, PINGREQ, pubackPacket, publishPacket, subscribePacket, type InboundPacket } from './mqtt-packets';
+import type { Guard } from '../guard';
 
 /** How long end() waits for the socket's close after DISCONNECT before it destroys it. */
 const END_WAIT_MS = 1000;
@@ -19,8 +20,6 @@ const END_WAIT_MS = 1000;
  * pings, and a PUBACK per QoS 1 message), so a broker that sends and never reads cannot make it buffer without end.
  */
 const MAX_UNSENT_BYTES = 1024 * 1024;
-
-type Guard = <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
 
 export interface MqttConnectionOptions {
   host: string;

@@ -11,8 +11,7 @@
 import { DriverError } from '../driver';
 import { mqttErrorOf } from './link';
 import { MqttConnection, type MqttConnectionOptions } from './mqtt-connection';
-
-type Guard = <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
+import type { Guard } from '../guard';
 
 export interface SessionEvents {
   /** CONNACK and SUBACK received: reports will flow. */

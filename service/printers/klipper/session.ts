@@ -11,8 +11,7 @@ import { activeSpool } from './spoolman';
 import type { MoonrakerHttp } from './http';
 import type { RpcLink } from './rpc';
 import { mergeStatus, stateChanged, SUBSCRIBED, toState, type KlipperContext, type KlipperStatus } from './state';
-
-type Guard = <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
+import type { Guard } from '../guard';
 
 export interface SessionHooks {
   guard: Guard;
