@@ -35,6 +35,7 @@ import { newDispatch, queuedStart } from './queued-start';
 import { ItemSettler } from './item-settle';
 import { SeenPrinters } from './seen-printers';
 import { copyCounts } from './views';
+import { PassLoop } from './pass-loop';
 
 const SAFETY_PASS_MS = 30_000;
 /** How long a printer that answered 409 (not ready at its screen) is left alone unless its state changes. */
@@ -59,8 +60,10 @@ export interface DispatcherDeps {
 
 export class Dispatcher {
   readonly runner: DispatchRunner;
-  private passing: Promise<void> | null = null;
-  private again = false;
+  private readonly passes = new PassLoop(
+    () => this.pass(),
+    (err, reason) => this.deps.log.error({ err, reason }, 'dispatcher pass failed'),
+  );
   private safety: NodeJS.Timeout | null = null;
   /** Wakes the dispatcher when a waiting start is due (start_after, working hours, stagger). */
   private wakeTimer: NodeJS.Timeout | null = null;
@@ -135,6 +138,7 @@ export class Dispatcher {
   halt(): void {
     this.closed = true;
     this.runner.halt();
+    this.passes.stop();
     if (this.safety) clearInterval(this.safety);
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
     this.stopListening?.();
@@ -142,32 +146,18 @@ export class Dispatcher {
 
   async close(): Promise<void> {
     this.halt();
-    await this.passing;
+    await this.passes.idle();
     await this.runner.close();
   }
 
-  /** Runs a pass soon; passes never overlap, and requests during one make one more. */
+  /** Runs a pass soon (pass-loop.ts: passes never overlap, and the wakes during one or soon after make one more). */
   wake(reason: string): void {
-    if (this.closed) return;
-    if (this.passing) {
-      this.again = true;
-      return;
-    }
-    this.passing = (async () => {
-      do {
-        this.again = false;
-        try {
-          await this.pass();
-        } catch (err) {
-          this.deps.log.error({ err, reason }, 'dispatcher pass failed');
-        }
-      } while (this.again && !this.closed);
-    })().finally(() => (this.passing = null));
+    if (!this.closed) this.passes.wake(reason);
   }
 
   /** Waits until no pass runs (tests). */
   async idle(): Promise<void> {
-    while (this.passing) await this.passing;
+    await this.passes.idle();
   }
 
   /** The dispatch a tracked job belongs to (the job tracker asks before it creates a job). */
@@ -225,6 +215,8 @@ export class Dispatcher {
     }
     const items = await store.queue.itemsIn(['queued']);
     const open = await store.queue.openDispatches();
+    // Nothing waits and nothing is under way: nothing to decide (the records above stay fresh for the reports).
+    if (!items.length && !open.length) return this.armWake(Infinity);
     const claimed = new Set(open.map((d) => d.printer_id));
     await this.resumeInterrupted(open);
     if (!settings.get('queue_dispatch_enabled')) {
