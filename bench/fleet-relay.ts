@@ -18,6 +18,7 @@
 import { WebSocket, WebSocketServer } from 'ws';
 import { connect as mqttConnect } from 'mqtt';
 import { MqttConnection } from '../service/printers/bambu/mqtt-connection';
+import { printerTlsContext } from '../service/printers/bambu/tls-context';
 import type { BenchPrinter } from './fleet-worker';
 
 export type RelayClient = 'driver' | 'mqtt.js';
@@ -30,6 +31,8 @@ interface Link {
 type Handlers = { onReport: (payload: Buffer) => void; subscribed: () => void };
 
 const TLS = { rejectUnauthorized: false, maxVersion: 'TLSv1.2' } as const;
+/** The driver's TLS: the same quirks, in the context all its connections share (tls-context.ts). */
+const DRIVER_TLS = { rejectUnauthorized: false, secureContext: printerTlsContext() };
 
 function driverLink(p: BenchPrinter, topic: string, h: Handlers): Link {
   let conn: MqttConnection | null = null;
@@ -37,7 +40,7 @@ function driverLink(p: BenchPrinter, topic: string, h: Handlers): Link {
   let retry: NodeJS.Timeout | null = null;
   const open = () => {
     const c = new MqttConnection(
-      { host: '127.0.0.1', port: p.mqtt_port, clientId: `relay_${p.id}`, username: 'bblp', password: p.access_code, keepaliveSeconds: 30, maxPacketBytes: 1024 * 1024, tls: TLS },
+      { host: '127.0.0.1', port: p.mqtt_port, clientId: `relay_${p.id}`, username: 'bblp', password: p.access_code, keepaliveSeconds: 30, maxPacketBytes: 1024 * 1024, tls: DRIVER_TLS },
       {
         connack: (code) => code === 0 && c.subscribe(topic, 0, (err) => !err && h.subscribed()),
         message: (_topic, payload) => h.onReport(payload),

@@ -14,6 +14,7 @@ import { stat } from 'node:fs/promises';
 import { Transform } from 'node:stream';
 import { Client, FTPError, type FileInfo } from 'basic-ftp';
 import { DriverError, storageFullCode, type PrinterFile } from '../driver';
+import { printerTlsContext } from './tls-context';
 
 export interface BambuFtpOptions {
   host: string;
@@ -117,7 +118,7 @@ export class BambuFtp {
             password,
             secure: 'implicit',
             // The printer's certificate is signed by Bambu's private CA for CN = serial, not the IP: not verifiable here.
-            secureOptions: { rejectUnauthorized: false },
+            secureOptions: { rejectUnauthorized: false, secureContext: printerTlsContext() },
           });
           return await work(client);
         })();

@@ -8,6 +8,7 @@ import net from 'node:net';
 import { DriverError, type DriverConfig } from '../driver';
 import type { ReconnectOptions } from '../reconnects';
 import { MAX_PACKET_BYTES } from './limits';
+import { printerTlsContext } from './tls-context';
 import type { MqttConnectionOptions } from './mqtt-connection';
 
 export function mqttOptions(
@@ -29,8 +30,8 @@ export function mqttOptions(
       // the IP; the LAN access code is the authentication, as in Bambu Studio's LAN mode and
       // most third-party clients (PROTOCOLS.md §1). Pinning the CA would need Bambu's bundle.
       rejectUnauthorized: false,
-      // Some firmware never answers a TLS 1.3 ClientHello (PROTOCOLS.md §1).
-      maxVersion: 'TLSv1.2',
+      // TLS 1.2 at most (PROTOCOLS.md §1), in the context all printers share.
+      secureContext: printerTlsContext(),
       ...(serial && net.isIP(serial) === 0 ? { servername: serial } : {}),
     },
   };

@@ -31,7 +31,7 @@ export interface MqttConnectionOptions {
   /** Largest packet accepted, header included (bytes). */
   maxPacketBytes: number;
   /** TLS options of the printer's quirks (link.ts). */
-  tls: Pick<tls.ConnectionOptions, 'rejectUnauthorized' | 'maxVersion' | 'servername'>;
+  tls: Pick<tls.ConnectionOptions, 'rejectUnauthorized' | 'maxVersion' | 'servername' | 'secureContext'>;
 }
 
 export interface MqttConnectionEvents {
