@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Migration } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Dialect, type Migration } from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema';
 import { ConfigError } from '../config';
@@ -15,6 +15,8 @@ export interface SqliteConnection<T> {
   /** The raw handle, for pragmas and tests that need to break the database on purpose. */
   sqlite: BetterSqlite3.Database;
   file: string;
+  /** Called with every statement run (SQL and parameters): the query-plan test reads EXPLAIN of each. */
+  queryListeners: QueryListeners;
   /** True while the database answers a trivial query. */
   ping(): Promise<boolean>;
   close(): Promise<void>;
@@ -25,11 +27,23 @@ export interface PostgresConnection<T> {
   db: Kysely<T>;
   pool: pg.Pool;
   /** Called with every statement sent (SQL and parameters): the query-plan test reads EXPLAIN of each. */
-  queryListeners: Set<(sql: string, parameters: readonly unknown[]) => void>;
+  queryListeners: QueryListeners;
   /** The connection string, for a second pool (the statistics reader). */
   url: string;
   ping(): Promise<boolean>;
   close(): Promise<void>;
+}
+
+export type QueryListeners = Set<(sql: string, parameters: readonly unknown[]) => void>;
+
+/** A Kysely on `dialect` that tells `listeners` of every statement it runs. */
+function listenedKysely<T>(dialect: Dialect, listeners: QueryListeners): Kysely<T> {
+  return new Kysely<T>({
+    dialect,
+    log: (event) => {
+      if (event.level === 'query') for (const listener of listeners) listener(event.query.sql, event.query.parameters);
+    },
+  });
 }
 
 export type AnyConnection<T> = SqliteConnection<T> | PostgresConnection<T>;
@@ -74,7 +88,8 @@ export async function openSqlite<T>(file: string, migrations: Record<string, Mig
   sqlite.pragma('synchronous = NORMAL');
   // A second process (or a backup) holding a lock makes writers wait instead of failing at once.
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<T>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const queryListeners: QueryListeners = new Set();
+  const db = listenedKysely<T>(new SqliteDialect({ database: withStatementCache(sqlite) }), queryListeners);
   await migrateOrClose(db, migrations, (err) => unusableDatabase(file, err));
   const ping = async () => {
     try {
@@ -84,7 +99,7 @@ export async function openSqlite<T>(file: string, migrations: Record<string, Mig
       return false;
     }
   };
-  return { dialect: 'sqlite', db, sqlite, file, ping, close: () => db.destroy() };
+  return { dialect: 'sqlite', db, sqlite, file, queryListeners, ping, close: () => db.destroy() };
 }
 
 /** Most statements kept prepared (a list's `IN (?, ?, ...)` makes one SQL text per length). */
@@ -148,13 +163,8 @@ export function postgresPool(url: string, max: number, options: { readOnly?: boo
 /** Connects to PostgreSQL and applies pending migrations (under kysely's migration lock: several processes may start at once). */
 export async function openPostgres<T>(url: string, migrations: Record<string, Migration>, poolMax = 10): Promise<PostgresConnection<T>> {
   const pool = postgresPool(url, poolMax);
-  const queryListeners = new Set<(sql: string, parameters: readonly unknown[]) => void>();
-  const db = new Kysely<T>({
-    dialect: new PostgresDialect({ pool }),
-    log: (event) => {
-      if (event.level === 'query') for (const listener of queryListeners) listener(event.query.sql, event.query.parameters);
-    },
-  });
+  const queryListeners: QueryListeners = new Set();
+  const db = listenedKysely<T>(new PostgresDialect({ pool }), queryListeners);
   await migrateOrClose(db, migrations, (err) => err);
   const ping = async () => {
     try {

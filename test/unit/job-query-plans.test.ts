@@ -21,38 +21,33 @@ interface Planned {
   plan: string[];
 }
 
-/** The plan of every statement `run` sends to SQLite, one line per step. */
-async function sqlitePlans(store: Store, run: () => Promise<unknown>): Promise<Planned[]> {
-  const sqlite = sqliteOf(store.connection);
-  const seen: string[] = [];
-  const prepare = sqlite.prepare.bind(sqlite);
-  const spy = jest.spyOn(sqlite, 'prepare').mockImplementation((source: string) => {
-    seen.push(source);
-    return prepare(source);
-  });
+/** The statements (SQL and parameters) `run` makes the store send. */
+async function statementsOf(store: Store, run: () => Promise<unknown>): Promise<{ sql: string; parameters: readonly unknown[] }[]> {
+  const seen: { sql: string; parameters: readonly unknown[] }[] = [];
+  const listener = (sql: string, parameters: readonly unknown[]) => seen.push({ sql, parameters });
+  store.connection.queryListeners.add(listener);
   try {
     await run();
   } finally {
-    spy.mockRestore();
+    store.connection.queryListeners.delete(listener);
   }
-  return seen.map((source) => {
-    const params = (source.match(/\?/g) ?? []).map(() => 'x');
-    return { sql: source, plan: (sqlite.prepare(`EXPLAIN QUERY PLAN ${source}`).all(...params) as { detail: string }[]).map((r) => r.detail) };
-  });
+  return seen;
+}
+
+/** The plan of every statement `run` sends to SQLite, one line per step. */
+async function sqlitePlans(store: Store, run: () => Promise<unknown>): Promise<Planned[]> {
+  const sqlite = sqliteOf(store.connection);
+  return (await statementsOf(store, run)).map(({ sql, parameters }) => ({
+    sql,
+    plan: (sqlite.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...(parameters as unknown[])) as { detail: string }[]).map((r) => r.detail),
+  }));
 }
 
 /** The plan of every statement `run` sends to PostgreSQL, one line per node, with seq scans and sorts off. */
 async function postgresPlans(store: Store, run: () => Promise<unknown>): Promise<Planned[]> {
   const connection = store.connection;
   if (connection.dialect !== 'postgres') throw new Error('PostgreSQL expected');
-  const seen: { sql: string; parameters: readonly unknown[] }[] = [];
-  const listener = (sql: string, parameters: readonly unknown[]) => seen.push({ sql, parameters });
-  connection.queryListeners.add(listener);
-  try {
-    await run();
-  } finally {
-    connection.queryListeners.delete(listener);
-  }
+  const seen = await statementsOf(store, run);
   const client = await connection.pool.connect();
   try {
     await client.query('SET enable_seqscan = off');
