@@ -106,6 +106,8 @@ describe('merging Bambu reports', () => {
     const fresh = new BambuReports();
     fresh.take(Buffer.from(JSON.stringify({ print: { command: 'push_status', ...fullReport({ nozzle_temper: 221 }) } })), SERIAL);
     expect(second).toEqual(fresh.current);
+    // Every field, in the same order (one object shape for all the states a driver hands out).
+    expect(Object.keys(second)).toEqual(Object.keys(fresh.current!));
     // The same temperatures again: no new state. Progress moves: a new job object.
     expect(take({ ...core, nozzle_temper: 221 })).toMatchObject({ kind: 'taken', state: null });
     take({ ...core, nozzle_temper: 221, mc_percent: 43 });

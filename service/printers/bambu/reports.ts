@@ -7,7 +7,7 @@
 import type { PrinterState } from '../driver';
 import { samePrinterState } from '../state-equality';
 import { checkReport, ReportRefused, type ReportCount } from './limits';
-import { AttentionMemo, ingestReport, onlyTemperaturesChanged, parseVersionInfo, temperaturesOf, toPrinterState, type BambuTracked, type VersionInfo } from './state';
+import { AttentionMemo, ingestReport, onlyTemperaturesChanged, parseVersionInfo, temperaturesOf, toPrinterState, withTemperatures, type BambuTracked, type VersionInfo } from './state';
 import { isObject, type Json } from './values';
 
 export type ReportOutcome =
@@ -74,7 +74,7 @@ export class BambuReports {
     const { current, mappedPrint, tracked } = this;
     if (!current || !mappedPrint || !tracked || this.version !== this.mappedVersion || tracked.cancelled !== this.mappedCancelled) return null;
     if (!onlyTemperaturesChanged(mappedPrint, tracked.print)) return null;
-    return { ...current, temperatures: temperaturesOf(tracked.print) };
+    return withTemperatures(current, temperaturesOf(tracked.print));
   }
 
   private mapped(serial: string | null): PrinterState {

@@ -327,6 +327,27 @@ export function onlyTemperaturesChanged(before: Json, next: Json): boolean {
   return keys === 0;
 }
 
+/**
+ * `last` with new temperatures: its fields in toPrinterState's order, listed rather than spread (a spread of
+ * the state was a tenth of a delta report's cost), so every state a driver hands out has one shape.
+ */
+export function withTemperatures(last: PrinterState, temperatures: PrinterState['temperatures']): PrinterState {
+  return {
+    state: last.state,
+    raw_state: last.raw_state,
+    temperatures,
+    job: last.job,
+    error: last.error,
+    firmware_version: last.firmware_version,
+    model: last.model,
+    capabilities: last.capabilities,
+    nozzle_diameter: last.nozzle_diameter,
+    materials: last.materials,
+    active_slot: last.active_slot,
+    attention: last.attention,
+  };
+}
+
 export function toPrinterState(tracked: BambuTracked, context: MapContext, previous: PreviousMapping | null = null): PrinterState {
   const p = tracked.print;
   const before = previous?.print;
