@@ -290,6 +290,8 @@ export class Dispatcher {
         }
         if (await this.claim(item, printer, fit.variant, fit.mapping, done)) {
           claimed.add(printer.id);
+          // For the copies left over, this printer is busy now (not missing: the reason must not say so).
+          waiting.push({ printer, why: 'busy' });
           remaining--;
           budget--;
           if (settings.get('queue_start_stagger_s') > 0) wakeAt = Math.min(wakeAt, this.lastClaimAt + settings.get('queue_start_stagger_s') * 1000);
