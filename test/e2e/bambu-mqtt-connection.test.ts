@@ -113,6 +113,41 @@ test('a broker that stops answering is noticed by its missing PINGRESP', async (
   }
 });
 
+test('a broker that sends and never reads is dropped once 1 MB waits unsent, not buffered without end', async () => {
+  // A hostile printer: CONNACK, then it stops reading and floods QoS 1 publishes, each of which the client
+  // must answer with a PUBACK that can no longer leave.
+  const flood = Buffer.alloc(9 * 10_000);
+  for (let i = 0; i < 10_000; i++) flood.set([0x32, 0x07, 0x00, 0x01, 0x74, ((i + 1) >> 8) & 0xff, (i + 1) & 0xff, 0x7b, 0x7d], i * 9);
+  const hostile = tls.createServer({ key: credentials.key, cert: credentials.cert }, (socket) => {
+    socket.on('error', () => undefined);
+    socket.once('data', async () => {
+      socket.write(Buffer.from([0x20, 0x02, 0x00, 0x00]));
+      socket.pause();
+      while (!socket.destroyed && !socket.writableEnded) {
+        if (!socket.write(flood)) await new Promise((resolve) => socket.once('drain', resolve).once('close', resolve));
+      }
+    });
+  });
+  await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+  try {
+    let messages = 0;
+    const errors: Error[] = [];
+    let closed = false;
+    const conn = new MqttConnection(
+      { host: '127.0.0.1', port: (hostile.address() as AddressInfo).port, clientId: 'test_flood', username: 'bblp', password: '12345678', keepaliveSeconds: 30, maxPacketBytes: 1024 * 1024, tls: { rejectUnauthorized: false, maxVersion: 'TLSv1.2' } },
+      { connack: () => undefined, message: () => messages++, error: (err) => errors.push(err), refused: (err) => errors.push(err), close: () => (closed = true) },
+      (fn) => fn,
+    );
+    open.push(conn);
+    await until('the close', () => closed, 30_000);
+    expect(errors.map((e) => e.message)).toEqual(['the printer stopped reading (over 1048576 bytes unsent)']);
+    // Every message before it was taken: a PUBACK each, over a megabyte of them waiting.
+    expect(messages).toBeGreaterThan(1024 * 1024 / 4);
+  } finally {
+    await new Promise((resolve) => hostile.close(resolve));
+  }
+});
+
 test('a refused access code is CONNACK 5, then the broker closes', async () => {
   const { seen } = connection('wrong');
   await until('the close', () => seen.closed);
