@@ -115,6 +115,26 @@ describe('merging Bambu reports', () => {
     expect(reports.current!.job?.progress).toBe(43);
   });
 
+  it('writes a report that moves only temperatures into the merged report in place; any other change copies it', () => {
+    const first = ingestReport(null, { ...fullReport(), msg: 0 });
+    const core = { msg: 1, gcode_state: 'RUNNING', mc_percent: 42, layer_num: 12, hms: [], print_error: 0 };
+    const moved = ingestReport(first, { ...core, nozzle_temper: 221, bed_temper: 55.5 });
+    expect(moved.print).toBe(first.print);
+    expect(moved.temperaturesMoved).toBe(true);
+    expect(moved.print).toMatchObject({ nozzle_temper: 221, bed_temper: 55.5, mc_percent: 42 });
+    // A full report (an X1's) that repeats everything else: the same.
+    const full = ingestReport(moved, { ...fullReport(), msg: 0, nozzle_temper: 222, bed_temper: 55.5 });
+    expect(full.print).toBe(first.print);
+    expect(full).toMatchObject({ temperaturesMoved: true, print: { nozzle_temper: 222 } });
+    // Nothing new: the same object, nothing moved.
+    expect(ingestReport(full, { ...core, nozzle_temper: 222 })).toMatchObject({ print: first.print, temperaturesMoved: false });
+    // Progress moves too: a new merged report, the old one left as it was.
+    const progressed = ingestReport(full, { ...core, mc_percent: 43, nozzle_temper: 223 });
+    expect(progressed.print).not.toBe(first.print);
+    expect(progressed).toMatchObject({ temperaturesMoved: false, print: { mc_percent: 43, nozzle_temper: 223 } });
+    expect(first.print).toMatchObject({ mc_percent: 42, nozzle_temper: 222 });
+  });
+
   it('merges AMS units and trays by id instead of replacing the list', () => {
     const merged = mergeReport(fullReport(), { ams: { ams: [{ id: '0', tray: [{ id: '1', remain: 39 }] }] } }) as { ams: { ams: Json[]; tray_now: string } };
     const trays = merged.ams.ams[0].tray as Json[];

@@ -87,9 +87,11 @@ export class BambuReports {
     // Until a report has said what the printer is doing (the pushall answer), a merged delta would read as idle
     // and end the job the printer is still printing.
     if (!this.tracked || typeof this.tracked.print.gcode_state !== 'string') return null;
-    // The merge hands back the same object when a report changed nothing it keeps: nothing to map again.
-    if (this.tracked.print === this.mappedPrint && this.version === this.mappedVersion && this.current) return null;
-    const state = this.temperaturesOnly() ?? this.mapped(serial);
+    // The merge hands back the same object when a report changed nothing it keeps but temperatures (written
+    // into it in place): nothing to map again, at most new temperatures.
+    const same = this.tracked.print === this.mappedPrint && this.version === this.mappedVersion && this.current;
+    if (same && !this.tracked.temperaturesMoved) return null;
+    const state = same ? withTemperatures(this.current!, temperaturesOf(this.tracked.print)) : (this.temperaturesOnly() ?? this.mapped(serial));
     this.mappedPrint = this.tracked.print;
     this.mappedVersion = this.version;
     this.mappedCancelled = this.tracked.cancelled;
