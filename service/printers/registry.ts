@@ -12,7 +12,7 @@ import type { JobRecord } from '../db/repositories/jobs';
 import type { EventBus } from '../events';
 import type { StatusCache } from '../monitoring/status-cache';
 import type { CreatePrinterInput, PrinterDetailView, PrinterView, UpdatePrinterInput } from '../schemas/printers';
-import { nowIso } from '../util/time';
+import { creationIso, nowIso } from '../util/time';
 import { capabilitiesOf } from './capabilities';
 import type { PrinterMaterial, PrinterState } from './driver';
 import { isHost } from './host';
@@ -94,7 +94,7 @@ export class PrinterRegistry {
   async create(input: CreatePrinterInput) {
     this.checkConfig(input.type, input);
     const id = input.id ?? (await this.freeId(input.name));
-    const now = nowIso();
+    const now = creationIso();
     const record: PrinterRecord = {
       id,
       name: input.name,

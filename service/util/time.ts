@@ -21,6 +21,17 @@ export function nowIso(): string {
   return isoOf(Date.now());
 }
 
+let lastCreation = 0;
+/**
+ * Now as ISO 8601, at least a millisecond after the last value it returned: a record's creation time, for
+ * lists sorted by it. Records created within one millisecond (the demo farm's printers, one after another)
+ * keep their creation order instead of falling back to the order of their ids.
+ */
+export function creationIso(): string {
+  lastCreation = Math.max(Date.now(), lastCreation + 1);
+  return isoOf(lastCreation);
+}
+
 /** Offset of `timeZone` from UTC at `instant`, in ms (positive east of Greenwich). */
 export function zoneOffset(instant: number, timeZone: string): number {
   const parts = new Intl.DateTimeFormat('en-US', {

@@ -1,4 +1,5 @@
 
+import { CreatePrinterBody } from '../../service/schemas/printers';
 import { describeDialects } from '../helpers/dialects';
 import { bambu, expectError, prusa, startService, type Harness } from '../helpers/service';
 
@@ -22,6 +23,15 @@ describeDialects('printers API', (db) => {
       created_at: expect.any(String),
     });
     expect(Date.parse(res.body.created_at)).not.toBeNaN();
+  });
+
+  test('the list keeps the creation order of printers created within one millisecond', async () => {
+    // Ids that sort the other way round, created back to back (the demo farm registers its printers so).
+    const ids = ['mk4-05', 'mk4-04', 'mk4-03', 'mk4-02', 'mk4-01'];
+    for (const id of ids) await h.service.context.printers.create(CreatePrinterBody.parse(prusa(id, { is_active: false })));
+    const listed = (await h.get('/api/v1/printers')).body.printers as { id: string; created_at: string }[];
+    expect(listed.map((p) => p.id)).toEqual(ids);
+    expect(new Set(listed.map((p) => p.created_at)).size).toBe(ids.length);
   });
 
   test('the list has every printer without access codes, with counts and filters', async () => {

@@ -1,4 +1,4 @@
-import { calendarDate, dayStart, isDateOnly, isoOf, isValidTimeZone, nowIso, rangeEnd, rangeStart, settledWithin } from '../../service/util/time';
+import { calendarDate, creationIso, dayStart, isDateOnly, isoOf, isValidTimeZone, nowIso, rangeEnd, rangeStart, settledWithin } from '../../service/util/time';
 
 const iso = (d: Date) => d.toISOString();
 const HOUR = 3_600_000;
@@ -161,4 +161,13 @@ describe('settledWithin', () => {
     expect(await settledWithin(Promise.reject(new Error('no')), 1000)).toBe(true);
     expect(await settledWithin(new Promise(() => undefined), 20)).toBe(false);
   });
+});
+
+test('creationIso: each value after the last, even within one millisecond, and never behind the clock', () => {
+  const before = Date.now();
+  const values = Array.from({ length: 1000 }, () => creationIso());
+  for (let i = 1; i < values.length; i++) expect(values[i] > values[i - 1]).toBe(true);
+  expect(Date.parse(values[0])).toBeGreaterThanOrEqual(before);
+  // Caught up with the clock again a little later.
+  expect(Date.parse(creationIso())).toBeGreaterThan(Date.parse(values[values.length - 1]));
 });
