@@ -119,7 +119,9 @@ describe('printers that drop off or hang (service in process)', () => {
       expect((await simState(control_url)).status).toMatch(/^(finished|complete)$/i);
       expect((await jobsOf(h, printer.id))[0].status).toBe('printing');
       await control(control_url, 'online');
-      const done = await until(async () => (await jobsOf(h, printer.id)).find((j) => j.status === 'completed'), 'completed after coming back');
+      // Reconnecting (backoff, the printer's info, the WebSocket and its subscription) then ending the job: on a
+      // loaded CI machine this step alone has taken over 10 s for the Klipper printer.
+      const done = await until(async () => (await jobsOf(h, printer.id)).find((j) => j.status === 'completed'), 'completed after coming back', 20_000);
       expect(done).toMatchObject({ id: job.id, progress: 100, end_time: expect.any(String) });
       await until(async () => (await printerOf(h, printer.id)).status === 'online', 'printer online and idle');
       await settled(h);
