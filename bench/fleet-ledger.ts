@@ -49,32 +49,23 @@ export class Ledger {
     this.slots(this.sent, info.id)[slot] = now;
   }
 
-  onFrame(text: string): void {
-    const now = performance.now();
-    let frame: { type?: string; data?: { printer_id?: string; temperatures?: { nozzle?: number } } };
-    try {
-      frame = JSON.parse(text);
-    } catch {
-      return;
-    }
-    if (frame.type !== 'printer_status') return;
-    if (now >= this.windowStart && now < this.windowEnd) this.framesInWindow++;
-    const id = frame.data?.printer_id;
-    const nozzle = frame.data?.temperatures?.nozzle;
-    const slot = typeof nozzle === 'number' ? nozzle - BENCH_NOZZLE_BASE : -1;
-    if (!id || !Number.isInteger(slot) || slot < 0 || slot >= BENCH_NOZZLE_STEPS) {
+  /** A printer_status frame of `printerId` showing `nozzle`, arrived at `at` (this process's performance.now()). */
+  onFrame(printerId: string, nozzle: number, at: number): void {
+    if (at >= this.windowStart && at < this.windowEnd) this.framesInWindow++;
+    const slot = nozzle - BENCH_NOZZLE_BASE;
+    if (!Number.isInteger(slot) || slot < 0 || slot >= BENCH_NOZZLE_STEPS) {
       this.unmatched++;
       return;
     }
-    const slots = this.sent.get(id);
+    const slots = this.sent.get(printerId);
     const sentAt = slots ? slots[slot] : 0;
-    if (!sentAt || now - sentAt > MATCH_WINDOW_MS) {
+    if (!sentAt || at - sentAt > MATCH_WINDOW_MS) {
       // Not heard of yet: the report's batch may still be on its way.
-      this.slots(this.early, id)[slot] = now;
+      this.slots(this.early, printerId)[slot] = at;
       return;
     }
     slots![slot] = 0; // one frame per report
-    this.match(sentAt, now, id);
+    this.match(sentAt, at, printerId);
   }
 
   private match(sentAt: number, arrivedAt: number, id: string): void {

@@ -1,13 +1,14 @@
 /**
  * bench/fleet's side of a bench worker: the forked process (Worker, serving
  * worker-ipc.ts's protocol), the /ws client that reads its frames into a
- * Ledger, and the REST calls that register and count printers. bench/camera.ts
+ * Ledger (in a thread of its own, fleet-receiver.ts), and the REST calls that register and count printers. bench/camera.ts
  * and bench/nodered.ts use them too.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { WebSocket } from 'ws';
+import { Worker as Thread } from 'node:worker_threads';
 import type { Ledger } from './fleet-ledger';
+import type { ReceiverData, ReceiverEvent } from './fleet-receiver';
 import type { PrinterConfigSource } from './fleet-sims';
 import { pool } from './pool';
 import type { RelayClient } from './fleet-relay';
@@ -74,31 +75,61 @@ export class Worker<C extends { cmd: string } = WorkerCommand> {
   }
 }
 
-/** The /ws clients the bench closed itself (any other close is the service dropping the client). */
-const closedByBench = new WeakSet<WebSocket>();
+/**
+ * A measured process's /ws client, read in a thread of its own (fleet-receiver.ts): each frame is timed as it
+ * arrives there and handed to `ledger` with that time.
+ */
+export class FrameReceiver {
+  private readonly thread: Thread;
+  /** This thread's performance.now() minus the monotonic clock, both in ms (the receiver times frames on the latter). */
+  private readonly offset = performance.now() - Number(process.hrtime.bigint()) / 1e6;
+  private readonly exited: Promise<void>;
 
-export async function connectWs(port: number, ledger: Ledger): Promise<WebSocket> {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`);
-  ws.on('message', (data: Buffer) => ledger.onFrame(data.toString('utf8')));
-  // A client the service drops (it read too slowly: the machine is overloaded) loses every later frame: say so.
-  ws.on('close', (code: number) => {
-    if (!closedByBench.has(ws)) process.stderr.write(`bench/fleet: the /ws client was disconnected (code ${code}); its later frames count as lost\n`);
-  });
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
-  return ws;
-}
+  private constructor(port: number, ledger: Ledger, opened: (err?: Error) => void) {
+    this.thread = new Thread(path.join(__dirname, 'fleet-receiver.js'), { workerData: { port } satisfies ReceiverData });
+    this.exited = new Promise((resolve) => this.thread.once('exit', () => resolve()));
+    this.thread.on('message', (e: ReceiverEvent) => {
+      switch (e.ev) {
+        case 'open':
+          return opened();
+        case 'frames':
+          for (let i = 0; i < e.ids.length; i++) ledger.onFrame(e.ids[i], e.nozzles[i], e.at[i] + this.offset);
+          return;
+        case 'unmatched':
+          ledger.unmatched += e.count;
+          return;
+        case 'dropped':
+          // A client the service drops (it read too slowly: the machine is overloaded) loses every later frame: say so.
+          process.stderr.write(`bench/fleet: the /ws client was disconnected (code ${e.code}); its later frames count as lost\n`);
+          return;
+        case 'error':
+          return opened(new Error(`/ws client: ${e.message}`));
+      }
+    });
+    this.thread.once('error', (err) => opened(err));
+    this.thread.once('exit', () => opened(new Error('/ws client thread exited')));
+  }
 
-export async function closeWs(ws: WebSocket): Promise<void> {
-  closedByBench.add(ws);
-  if (ws.readyState === WebSocket.CLOSED) return;
-  const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
-  ws.close();
-  const cut = setTimeout(() => ws.terminate(), 2000);
-  await closed;
-  clearTimeout(cut);
+  static async connect(port: number, ledger: Ledger): Promise<FrameReceiver> {
+    let receiver: FrameReceiver | null = null;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        receiver = new FrameReceiver(port, ledger, (err) => (err ? reject(err) : resolve()));
+      });
+      return receiver!;
+    } catch (err) {
+      await (receiver as FrameReceiver | null)?.close();
+      throw err;
+    }
+  }
+
+  /** Closes the client; its last frames reach the ledger first. */
+  async close(): Promise<void> {
+    this.thread.postMessage({ cmd: 'close' });
+    const cut = setTimeout(() => void this.thread.terminate(), 5000);
+    await this.exited;
+    clearTimeout(cut);
+  }
 }
 
 export async function waitFor(what: string, probe: () => Promise<boolean>, ms: number): Promise<void> {

@@ -12,12 +12,15 @@
  *
  * against a baseline measured side by side with it, over the same window and
  * the same reports: a bare MQTT relay (the driver's MQTT connection to the
- * same simulators, one small frame per report to a /ws client of its own, see
+ * same simulators, the service's printer_status frame per report to a /ws client of its own, see
  * fleet-relay.ts). The CPU ratio is also given per 2 s slice of the window.
  *
- * Processes: this one runs the simulators and the /ws client (so the send and
- * receive times come from one clock); the service or the relay runs in a
- * forked child, so its CPU is measured alone. Loopback only.
+ * Processes: the simulators run in a process of their own (fleet-sims-worker.ts); the service and the
+ * relay each in a forked child, so that each one's CPU is measured alone; this process keeps the ledger
+ * and reads each side's /ws frames in a thread per side (fleet-receiver.ts), so that timing one side's
+ * frames never waits for the other's. Send and receive times are taken on the machine's monotonic
+ * clock. A simulator writes each report to the two sides in turn, each first every other report
+ * (service/simulators/bambu/mqtt.ts). Loopback only.
  *
  * Options: --sizes 50,200,500,1000  --window 15 (s)  --warmup 3 (s)  --interval 1000 (ms)
  *          --klipper N: N simulated Klipper (Moonraker) printers instead, deltas at 2 Hz unless
@@ -38,13 +41,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import type { WebSocket } from 'ws';
 import type { SimReportInfo } from '../service/simulators/bambu';
 import { Ledger, percentile } from './fleet-ledger';
 import { fleetOf, RemoteSims, startSimulators, type BenchSim, type Options, type ReportMode, type SimFleet } from './fleet-sims';
 import { describe, describeSlices, f2, table, verdict } from './fleet-report';
 import type { WorkerEvent } from './fleet-worker';
-import { closeWs, connectedViaApi, connectWs, registerPrinters, sleep, waitFor, Worker } from './fleet-worker-client';
+import { connectedViaApi, FrameReceiver, registerPrinters, sleep, waitFor, Worker } from './fleet-worker-client';
 
 // Kept importable from here (bench/nodered.ts and bench/camera.ts use them).
 export { connectedViaApi, describe, fleetOf, Ledger, percentile, registerPrinters, startSimulators, waitFor, Worker, type Options, type ReportMode };
@@ -134,17 +136,17 @@ function parseArgs(argv: string[]): Options {
 interface Side {
   mode: 'service' | 'relay';
   worker: Worker;
-  ws: WebSocket | null;
+  receiver: FrameReceiver | null;
   ledger: Ledger;
 }
 
 async function openSide(mode: 'service' | 'relay', sims: SimFleet, ledger: Ledger, options: Options): Promise<Side> {
-  const side: Side = { mode, worker: new Worker(), ws: null, ledger };
+  const side: Side = { mode, worker: new Worker(), receiver: null, ledger };
   try {
     const n = sims.printers.length;
     const { port } = await side.worker.start(mode, sims.printers, options.relayClient);
     const base = `http://127.0.0.1:${port}`;
-    side.ws = await connectWs(port, ledger);
+    side.receiver = await FrameReceiver.connect(port, ledger);
     const connectMs = 30_000 + n * 30;
     if (mode === 'service') {
       await registerPrinters(base, sims.sources);
@@ -160,7 +162,7 @@ async function openSide(mode: 'service' | 'relay', sims: SimFleet, ledger: Ledge
 }
 
 async function closeSide(side: Side): Promise<void> {
-  if (side.ws) await closeWs(side.ws);
+  if (side.receiver) await side.receiver.close();
   await side.worker.close();
 }
 

@@ -87,3 +87,32 @@ test('every subscriber whose filter takes the topic gets every payload, whole an
   await new Promise((r) => setTimeout(r, 100));
   expect(exact.got).toHaveLength(payloads.length);
 });
+
+test('with several subscribers, the one written first turns with each publish (none always comes last)', async () => {
+  const first = await subscriber(topic);
+  const second = await subscriber(topic);
+  const start = first.got.length;
+  // Which connection each write went to, in order: the broker's own view (aedes' client.conn).
+  const subscribers = (broker as unknown as { subscribers: Map<{ id: string; conn: { write: (b: Buffer) => boolean } }, Set<string>> }).subscribers;
+  const order: string[] = [];
+  const restore: Array<() => void> = [];
+  for (const client of subscribers.keys()) {
+    const write = client.conn.write;
+    client.conn.write = (b: Buffer) => (order.push(client.id), write.call(client.conn, b));
+    restore.push(() => (client.conn.write = write));
+  }
+  try {
+    for (let i = 0; i < 4; i++) void broker.publishRaw(topic, Buffer.from(`{"n":${i}}`));
+    await until('four payloads at both', () => first.got.length === start + 4 && second.got.length === start + 4);
+  } finally {
+    restore.forEach((r) => r());
+  }
+  // Only these two: the earlier test's wildcard subscriber is still there (three receivers turn alike).
+  const ours = new Set([first.client.options.clientId, second.client.options.clientId]);
+  const pairs = order.filter((id) => ours.has(id));
+  expect(pairs).toHaveLength(8);
+  const leads = [pairs[0], pairs[2], pairs[4], pairs[6]];
+  expect(new Set(pairs)).toEqual(ours);
+  // Of three receivers, the first written moves one along per publish: ours lead each other in turn.
+  expect(new Set(leads)).toEqual(ours);
+});

@@ -32,6 +32,8 @@ export class SimMqtt {
   private closed = false;
   /** Who subscribed to what (topic filters, as granted). */
   private readonly subscribers = new Map<Client, Set<string>>();
+  /** Messages published to more than one subscriber (which of them is written first turns with it). */
+  private published = 0;
 
   private constructor(
     private readonly broker: Aedes,
@@ -104,23 +106,28 @@ export class SimMqtt {
     return this.publishRaw(topic, JSON.stringify(message));
   }
 
-  /** Publishes bytes as they are (fault injection: broken or hostile reports). QoS 0: written now, to every subscriber. */
+  /**
+   * Publishes bytes as they are (fault injection: broken or hostile reports). QoS 0: written now, to every
+   * subscriber. With several subscribers, each publish starts one further along the list: whoever is written
+   * first gets the message a write earlier, and no subscriber (bench/fleet's service and its baseline, both
+   * subscribed to every printer) is always the one written last.
+   */
   publishRaw(topic: string, payload: Buffer | string): Promise<void> {
     if (this.closed) return Promise.resolve();
     let packet: Buffer | null = null;
+    const receivers: Client[] = [];
     for (const [client, filters] of this.subscribers) {
       if (client.closed) {
         this.subscribers.delete(client);
         continue;
       }
-      if (!client.connected) continue;
-      for (const filter of filters) {
-        if (!topicMatches(filter, topic)) continue;
-        packet ??= publishPacket(topic, Buffer.from(payload));
-        // A stalled link holds it (StallGate), as a printer's socket buffer would.
-        client.conn.write(packet);
-        break;
-      }
+      if (client.connected && [...filters].some((filter) => topicMatches(filter, topic))) receivers.push(client);
+    }
+    const first = receivers.length > 1 ? this.published++ % receivers.length : 0;
+    for (let i = 0; i < receivers.length; i++) {
+      packet ??= publishPacket(topic, Buffer.from(payload));
+      // A stalled link holds it (StallGate), as a printer's socket buffer would.
+      receivers[(first + i) % receivers.length].conn.write(packet);
     }
     return Promise.resolve();
   }
