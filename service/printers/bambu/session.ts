@@ -112,24 +112,26 @@ export class BambuSession {
       this.clearConnectTimer();
       this.linkUp = true;
       this.lastMessageAt = Date.now();
-      this.watchdog = setTimeout(guard(() => this.onWatchdog()), this.p.watchdogMs);
+      this.watchdog = setTimeout(guard(() => this.onWatchdog()), watchdogLookMs(this.p.watchdogMs));
       this.p.events.up();
     }));
   }
 
   private onMessage(topic: string, payload: Buffer): void {
     if (this.ended) return;
-    // The watchdog is not re-armed per message (that costs a timer-list insert per report): when it fires it
-    // looks at the last message's time and waits out the rest.
+    // The watchdog is not re-armed per message (that costs a timer-list insert per report): it looks at the last
+    // message's time when it fires.
     this.lastMessageAt = Date.now();
     this.p.events.message(topic, payload);
   }
 
   private onWatchdog(): void {
-    if (this.ended || !this.linkUp) return;
+    if (this.ended || !this.linkUp || !this.watchdog) return;
     const quietMs = Date.now() - this.lastMessageAt;
     if (quietMs < this.p.watchdogMs) {
-      this.watchdog = setTimeout(this.p.guard(() => this.onWatchdog()), this.p.watchdogMs - quietMs);
+      // The same timer again, for the same period: no new timer, and every printer's in one timer list (a new
+      // delay for each printer made a timer and a timer list per printer, kept for the watchdog period).
+      this.watchdog.refresh();
       return;
     }
     this.p.events.silent(Math.round(quietMs / 1000));
@@ -139,4 +141,12 @@ export class BambuSession {
     if (this.connectTimer) clearTimeout(this.connectTimer);
     this.connectTimer = null;
   }
+}
+
+/**
+ * How often the report watchdog looks: a quarter of its period, so a silence is seen between watchdogMs and a
+ * quarter later.
+ */
+export function watchdogLookMs(watchdogMs: number): number {
+  return Math.max(1, Math.ceil(watchdogMs / 4));
 }
