@@ -50,7 +50,7 @@ export function table(rows: Array<{ service: Measurement; relay: Measurement }>)
 export function verdict(rows: Array<{ service: Measurement; relay: Measurement }>): boolean {
   process.stdout.write('\nRatios (service / relay, side by side over the same window):\n');
   for (const { service: s, relay: r } of rows) {
-    process.stdout.write(`  N=${s.n}: CPU per report ${f2(perReport(s) / perReport(r))}x (${f1(perReport(s))} / ${f1(perReport(r))} µs), p99 ${f2(s.p99 / r.p99)}x (${f1(s.p99)} / ${f1(r.p99)} ms), framed ${s.matched}/${s.reports}\n`);
+    process.stdout.write(`  N=${s.n}: CPU per report ${f2(perReport(s) / perReport(r))}x (${f1(perReport(s))} / ${f1(perReport(r))} µs), latency p50 ${f2(s.p50 / r.p50)}x, p90 ${f2(s.p90 / r.p90)}x, p99 ${f2(s.p99 / r.p99)}x (${f1(s.p99)} / ${f1(r.p99)} ms), framed ${s.matched}/${s.reports}\n`);
   }
   const big = rows.reduce<(typeof rows)[number] | null>((a, b) => (!a || b.service.n > a.service.n ? b : a), null);
   if (!big) return false;
