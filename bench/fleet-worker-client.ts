@@ -1,8 +1,9 @@
 /**
  * bench/fleet's side of a bench worker: the forked process (Worker, serving
  * worker-ipc.ts's protocol), the /ws client that reads its frames into a
- * Ledger (in a thread of its own, fleet-receiver.ts), and the REST calls that register and count printers. bench/camera.ts
- * and bench/nodered.ts use them too.
+ * Ledger (in a thread of its own, fleet-receiver.ts), and the REST calls that
+ * register and count printers. bench/camera.ts and bench/nodered.ts use them
+ * too.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';

@@ -121,7 +121,7 @@ export class SimMqtt {
         this.subscribers.delete(client);
         continue;
       }
-      if (client.connected && [...filters].some((filter) => topicMatches(filter, topic))) receivers.push(client);
+      if (client.connected && takes(filters, topic)) receivers.push(client);
     }
     const first = receivers.length > 1 ? this.published++ % receivers.length : 0;
     for (let i = 0; i < receivers.length; i++) {
@@ -145,6 +145,12 @@ export class SimMqtt {
     await this.listener.close();
     await new Promise<void>((resolve) => this.broker.close(() => resolve()));
   }
+}
+
+/** Whether any of a subscriber's filters takes `topic`. */
+function takes(filters: Set<string>, topic: string): boolean {
+  for (const filter of filters) if (topicMatches(filter, topic)) return true;
+  return false;
 }
 
 /** Whether an MQTT topic filter (`+` one level, `#` the rest) takes `topic`. */
