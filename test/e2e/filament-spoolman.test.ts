@@ -59,7 +59,12 @@ describe('filament: Spoolman mode', () => {
     expect(spoolman.view(1)).toMatchObject({ location: 'X1C #07 slot 0' });
     expect((await h.put('/api/v1/printers/x1c-s/slots/1', { spool_id: 2 })).status).toBe(200);
     expect((await h.put('/api/v1/printers/x1c-s/slots/2', { spool_id: 99 })).status).toBe(404);
-    const materials = (await h.get('/api/v1/printers/x1c-s')).body.materials;
+    // Read once the printer's state is there: on a loaded machine the test service's short watchdog can drop and
+    // renew the link, and until the next report a printer shows no materials (one local failure, 2026-11-26).
+    const materials = await until(async () => {
+      const m = (await h.get('/api/v1/printers/x1c-s')).body.materials as Array<{ spool_id: number | null }>;
+      return m.length >= 2 && m[1].spool_id !== null ? m : null;
+    }, 'the materials with their spools');
     expect(materials).toEqual([expect.objectContaining({ slot: 0, spool_id: 1, remaining_weight_g: 1000 }), expect.objectContaining({ slot: 1, spool_id: 2, remaining_weight_g: 1000 })]);
 
     const job = await print('Duo.gcode.3mf', 10.5, 4.25);
