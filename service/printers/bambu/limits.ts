@@ -301,17 +301,39 @@ function keyCount(object: Json): number {
 }
 
 /**
+ * One used key whose kept value is known without reading it (`known`: repeated-ams.ts), or is to be recorded
+ * as it is kept: the value and the values it was measured to hold.
+ */
+export interface KeptKey {
+  readonly key: string;
+  known: boolean;
+  value: unknown;
+  values: number;
+}
+
+/**
  * The keys of a push_status the service reads (print at depth 1 of the message), cut to their bounds and
  * measured; each keeps `prev`'s value where it holds the same data (pass the merged report for a full
- * snapshot, null for a delta, which carries only what changed). Throws ReportRefused.
+ * snapshot, null for a delta, which carries only what changed). `kept`: a key given or recorded (KeptKey). Throws
+ * ReportRefused.
  */
-export function takeUsedKeys(print: Json, prev: Json | null, count: ReportCount): Json {
+export function takeUsedKeys(print: Json, prev: Json | null, count: ReportCount, kept: KeptKey | null = null): Json {
   const out: Json = {};
   for (const key of USED_PRINT_KEYS) {
     if (!(key in print)) continue;
+    if (kept !== null && key === kept.key && kept.known) {
+      if ((count.values += kept.values) > MAX_REPORT_VALUES) throw tooMany();
+      out[key] = kept.value;
+      continue;
+    }
     const shaped = SHAPED_PRINT_KEYS.get(key);
     const before = prev ? prev[key] : undefined;
+    const start = count.values;
     out[key] = shaped ? keepShaped(before, print[key], shaped, 2, count) : keep(before, print[key], 2, count);
+    if (kept !== null && key === kept.key) {
+      kept.value = out[key];
+      kept.values = count.values - start;
+    }
   }
   return out;
 }

@@ -7,7 +7,7 @@
  * - except `ams.ams[]` (units) and `ams.ams[].tray[]`, merged by `id`; a tray
  *   that arrives with only its `id` is an emptied slot and replaces the old one.
  */
-import { MAX_LIST_ENTRIES, MAX_OBJECT_KEYS, takeUsedKeys, type ReportCount } from './limits';
+import { MAX_LIST_ENTRIES, MAX_OBJECT_KEYS, takeUsedKeys, type KeptKey, type ReportCount } from './limits';
 import { isObject, num, sameJson, str, type Json } from './values';
 
 /** print_error 0x0300400C: the print was stopped by the user (screen, app or a stop command). */
@@ -134,13 +134,14 @@ function replaceKeys(prev: Json | null, full: Json): Json {
 
 /**
  * Takes one push_status into what the driver keeps. `count`: the values the message's other parts already
- * counted (checkReport). Throws ReportRefused before anything is merged when the kept keys exceed the bounds.
+ * counted (checkReport); `given`: see takeUsedKeys. Throws ReportRefused before anything is merged when the kept
+ * keys exceed the bounds.
  */
-export function ingestReport(prev: BambuTracked | null, report: Json, count: ReportCount = { values: 1 }): BambuTracked {
+export function ingestReport(prev: BambuTracked | null, report: Json, count: ReportCount = { values: 1 }, given: KeptKey | null = null): BambuTracked {
   // Only the keys the service reads are merged (limits.ts): the merged state stays small whatever the printer sends.
   // A full snapshot is compared with what is held as it is taken, so what it repeats stays the same object.
   const full = report.msg === 0;
-  const picked = takeUsedKeys(report, full ? (prev?.print ?? null) : null, count);
+  const picked = takeUsedKeys(report, full ? (prev?.print ?? null) : null, count, given);
   const kept = prev ? moveTemperatures(prev.print, picked, full) : 'changed';
   const print = kept !== 'changed' ? prev!.print : full ? replaceKeys(prev?.print ?? null, picked) : mergeReport(prev?.print ?? null, picked);
   let cancelled = false;

@@ -6,7 +6,8 @@
  */
 import type { PrinterState } from '../driver';
 import { samePrinterState } from '../state-equality';
-import { checkReport, ReportRefused, type ReportCount } from './limits';
+import { checkReport, ReportRefused, type KeptKey, type ReportCount } from './limits';
+import { RepeatedAms } from './repeated-ams';
 import { AttentionMemo, ingestReport, onlyTemperaturesChanged, parseVersionInfo, temperaturesOf, toPrinterState, withTemperatures, type BambuTracked, type VersionInfo } from './state';
 import { isObject, type Json } from './values';
 
@@ -25,26 +26,27 @@ export class BambuReports {
   private mappedVersion: VersionInfo | null = null;
   private mappedCancelled = false;
   private readonly attention = new AttentionMemo();
+  private readonly repeatedAms = new RepeatedAms();
   version: VersionInfo | null = null;
   current: PrinterState | null = null;
   dropped = 0;
 
   take(payload: Buffer, serial: string | null): ReportOutcome {
-    let message: unknown;
-    try {
-      message = JSON.parse(payload.toString('utf8'));
-    } catch {
-      return { kind: 'ignored' };
-    }
+    const message = this.parse(payload);
     if (!isObject(message)) return { kind: 'ignored' };
     const status = isObject(message.print) && message.print.command === 'push_status' ? message.print : null;
     // The status report's kept keys are measured as ingestReport takes them: one walk over a full report.
     const count = { values: 1 };
-    const refused = checkReport(message, status, count) ?? (status ? this.ingest(status, count) : null);
+    // A full report's AMS is recorded as it is kept, to stand for the same bytes next time (repeated-ams.ts).
+    const ams = this.repeatedAms;
+    const full = status !== null && status.msg === 0 && !ams.known;
+    const refused = checkReport(message, status, count) ?? (status ? this.ingest(status, count, ams.known || full ? ams : null) : null);
     if (refused) {
       this.dropped++;
+      ams.forget();
       return { kind: 'refused', reason: refused };
     }
+    if (full) ams.remember(payload);
     let reply: Json | null = null;
     let changed = status !== null;
     if (!status && isObject(message.print)) reply = message.print;
@@ -55,10 +57,16 @@ export class BambuReports {
     return { kind: 'taken', reply, state: changed ? this.newState(serial) : null };
   }
 
+  /** The parsed message (undefined when it is not JSON), its AMS standing in when its bytes are the remembered ones. */
+  private parse(payload: Buffer): unknown {
+    const message = parseJson(this.repeatedAms.textOf(payload));
+    return this.repeatedAms.accepts(message) ? message : parseJson(payload.toString('utf8'));
+  }
+
   /** Merges a status report; returns why it is refused (nothing merged then), or null. */
-  private ingest(status: Json, count: ReportCount): string | null {
+  private ingest(status: Json, count: ReportCount, kept: KeptKey | null): string | null {
     try {
-      this.tracked = ingestReport(this.tracked, status, count);
+      this.tracked = ingestReport(this.tracked, status, count, kept);
       return null;
     } catch (err) {
       if (err instanceof ReportRefused) return err.message;
@@ -98,5 +106,13 @@ export class BambuReports {
     if (samePrinterState(state, this.current)) return null;
     this.current = state;
     return state;
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
   }
 }
