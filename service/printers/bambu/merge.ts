@@ -149,7 +149,11 @@ export function ingestReport(prev: BambuTracked | null, report: Json, count: Rep
     const error = num(print.print_error);
     cancelled = error === CANCELLED_PRINT_ERROR || (prev !== null && prev.cancelled && gcodeStateOf(prev.print) === 'FAILED');
   }
-  return { print, cancelled, temperaturesMoved: kept === 'temperatures' };
+  const temperaturesMoved = kept === 'temperatures';
+  // Report after report of a printer only moves temperatures: then what is kept is prev, not an equal copy (one per
+  // printer alive until its next report, which every scavenge would copy).
+  if (prev !== null && prev.print === print && prev.cancelled === cancelled && prev.temperaturesMoved === temperaturesMoved) return prev;
+  return { print, cancelled, temperaturesMoved };
 }
 
 /**
