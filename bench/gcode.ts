@@ -272,6 +272,7 @@ async function main(): Promise<void> {
       `Target for readGcodeMetadata on a path (warm): speed >= 0.5 x wc -l and peak RSS < 100 MB: ${pass ? 'met' : 'NOT met'}. MB/s only for scans that read the whole file; "speed vs wc -l" is wc's time / the scan's time.`,
     ];
     process.stdout.write(out.join('\n') + '\n');
+    if (!pass) process.exitCode = 1;
   } finally {
     if (!o.keep && !o.dir) rmSync(dir, { recursive: true, force: true });
     else if (!o.keep) rmSync(file, { force: true });

@@ -205,6 +205,8 @@ export async function main(argv: string[]): Promise<void> {
   process.stdout.write(`\n${lines.join('\n')}\n`);
   const met = rows.every(({ nodeRed: r, service: s }) => r.p99 <= 2 * s.p99 && perReport(r) <= 2 * perReport(s));
   process.stdout.write(`\nTarget (p99 and CPU per report within 2x of the service alone): ${met ? 'met' : 'NOT met'}\n`);
+  // A missed target fails the command, as every bench does (so a slide cannot hide in a log).
+  if (!met) process.exitCode = 1;
 }
 
 if (require.main === module) {
