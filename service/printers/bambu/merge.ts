@@ -7,7 +7,7 @@
  * - except `ams.ams[]` (units) and `ams.ams[].tray[]`, merged by `id`; a tray
  *   that arrives with only its `id` is an emptied slot and replaces the old one.
  */
-import { MAX_LIST_ENTRIES, MAX_OBJECT_KEYS, takeUsedKeys, type KeptKey, type ReportCount } from './limits';
+import { MAX_LIST_ENTRIES, MAX_OBJECT_KEYS, MAX_REPORT_VALUES, takeUsedKeys, USED_PRINT_KEYS, type KeptKey, type ReportCount } from './limits';
 import { isObject, num, sameJson, str, type Json } from './values';
 
 /** print_error 0x0300400C: the print was stopped by the user (screen, app or a stop command). */
@@ -154,6 +154,39 @@ export function ingestReport(prev: BambuTracked | null, report: Json, count: Rep
   // printer alive until its next report, which every scavenge would copy).
   if (prev !== null && prev.print === print && prev.cancelled === cancelled && prev.temperaturesMoved === temperaturesMoved) return prev;
   return { print, cancelled, temperaturesMoved };
+}
+
+/**
+ * The common P1 and A1 delta, a message of nothing but a `print` of scalars in which every kept value is the
+ * held one but temperatures, taken without picking, measuring or merging: the temperatures are written into
+ * the held report as moveTemperatures does. Null for anything else (an object or a list anywhere, another kept
+ * value changed, a full report), which goes the general way (checkReport, ingestReport); for the reports taken
+ * here that way gives the same result (for an unchanged report `cancelled` stays what it was).
+ */
+export function takeScalarDelta(prev: BambuTracked, message: Json, status: Json): BambuTracked | null {
+  for (const key in message) if (key !== 'print') return null;
+  if (status.msg === 0) return null;
+  const held = prev.print;
+  let values = 2;
+  let moved = false;
+  for (const key in status) {
+    const value = status[key];
+    // Objects and lists are measured and merged; so many values are refused (limits.ts).
+    if ((typeof value === 'object' && value !== null) || ++values > MAX_REPORT_VALUES) return null;
+    if (value === null || !USED_PRINT_KEYS.has(key)) continue;
+    const before = held[key];
+    if (value === before) continue;
+    if (TEMPERATURE_KEYS.has(key) && typeof value === 'number' && typeof before === 'number') moved = true;
+    // Another value changed, or a string longer than the bound (held cut): the general way.
+    else return null;
+  }
+  if (moved) {
+    for (const key of TEMPERATURE_KEYS) {
+      const value = status[key];
+      if (typeof value === 'number') held[key] = value;
+    }
+  }
+  return prev.temperaturesMoved === moved ? prev : { print: held, cancelled: prev.cancelled, temperaturesMoved: moved };
 }
 
 /**

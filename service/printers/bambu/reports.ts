@@ -8,7 +8,7 @@ import type { PrinterState } from '../driver';
 import { samePrinterState } from '../state-equality';
 import { checkReport, ReportRefused, type KeptKey, type ReportCount } from './limits';
 import { RepeatedAms } from './repeated-ams';
-import { AttentionMemo, ingestReport, onlyTemperaturesChanged, parseVersionInfo, temperaturesOf, toPrinterState, withTemperatures, type BambuTracked, type VersionInfo } from './state';
+import { AttentionMemo, ingestReport, onlyTemperaturesChanged, parseVersionInfo, takeScalarDelta, temperaturesOf, toPrinterState, withTemperatures, type BambuTracked, type VersionInfo } from './state';
 import { isObject, type Json } from './values';
 
 export type ReportOutcome =
@@ -35,6 +35,12 @@ export class BambuReports {
     const message = this.parse(payload);
     if (!isObject(message)) return { kind: 'ignored' };
     const status = isObject(message.print) && message.print.command === 'push_status' ? message.print : null;
+    // Most reports are a P1's or A1's delta of scalars, temperatures moved and nothing else.
+    const delta = status && this.tracked ? takeScalarDelta(this.tracked, message, status) : null;
+    if (delta) {
+      this.tracked = delta;
+      return { kind: 'taken', reply: null, state: this.newState(serial) };
+    }
     // The status report's kept keys are measured as ingestReport takes them: one walk over a full report.
     const count = { values: 1 };
     // A full report's AMS is recorded as it is kept, to stand for the same bytes next time (repeated-ams.ts).

@@ -15,7 +15,7 @@ import { isObject, num, str, type Json } from './values';
 export * from './model';
 export * from './values';
 
-export { CANCELLED_PRINT_ERROR, ingestReport, isStatusReport, mergeReport, TEMPERATURE_KEYS, type BambuTracked } from './merge';
+export { CANCELLED_PRINT_ERROR, ingestReport, isStatusReport, mergeReport, takeScalarDelta, TEMPERATURE_KEYS, type BambuTracked } from './merge';
 
 // ---------------------------------------------------------------------------
 // Mapping
