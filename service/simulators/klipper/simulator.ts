@@ -15,6 +15,7 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { pipeline } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { BENCH_NOZZLE_BASE, BENCH_NOZZLE_STEPS } from '../bambu/options';
 import { klipperGcode } from '../seed-files';
@@ -325,7 +326,9 @@ export class KlipperSimulator {
         return reply(res, 401, { error: { code: 401, message: 'Unauthorized' } });
       }
       const throttled = this.faults.transfer_bytes_per_sec > 0 && req.method === 'POST' ? new Throttle(this.faults.transfer_bytes_per_sec) : null;
-      await route(this, throttled ? (Object.assign(req.pipe(throttled), { headers: req.headers, method: req.method }) as unknown as http.IncomingMessage) : req, res, url);
+      // pipeline, not pipe: an upload cut off (the client gone) ends the throttle and its timer with it.
+      if (throttled) pipeline(req, throttled, () => {});
+      await route(this, throttled ? (Object.assign(throttled, { headers: req.headers, method: req.method }) as unknown as http.IncomingMessage) : req, res, url);
     } catch (err) {
       if (res.headersSent) return void res.destroy();
       const status = err instanceof HttpFail ? err.status : 500;
