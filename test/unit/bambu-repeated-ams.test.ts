@@ -79,14 +79,16 @@ describe('a repeated AMS in Bambu full reports', () => {
     const ams = print().ams;
     // The remembered bytes first under an ignored key, while the report's own AMS changed.
     const decoy = payload({ print: { decoy: { ams }, ...print({ remain: 30 }) } });
+    // The same under a top-level key before print: at the same depth as print.ams, but not print's.
+    const topDecoy = payload({ decoy: { ams }, print: print({ remain: 30, nozzle: 232 }) });
     const command = payload({ print: { command: 'ams_filament_setting', ams, result: 'success' } });
-    const payloads = [first, command, first, decoy, full({ nozzle: 230 }), full({ nozzle: 231 })];
+    const payloads = [first, command, first, decoy, full({ nozzle: 230 }), full({ nozzle: 231 }), topDecoy, full({ nozzle: 233 }), full({ nozzle: 234 })];
     const { outcomes, parsed } = takeBoth(reports, reference, payloads);
     expect(outcomes[1]).toEqual({ kind: 'taken', reply: { command: 'ams_filament_setting', ams, result: 'success' }, state: null });
     // The command and the decoy are parsed again whole. The decoy's bytes are not remembered for its own AMS:
     // the next report, whose AMS is those bytes, is parsed whole too (and shows them, as the reference does).
-    expect(parsed).toEqual(['whole', 'stood in, whole', 'whole', 'stood in, whole', 'whole', 'stood in']);
-    expect(outcomes.map((o) => (o.kind === 'taken' ? o.state?.materials?.at(-1)?.remaining_percent : undefined))).toEqual([80, undefined, undefined, 30, 80, 80]);
+    expect(parsed).toEqual(['whole', 'stood in, whole', 'whole', 'stood in, whole', 'whole', 'stood in', 'stood in, whole', 'whole', 'stood in']);
+    expect(outcomes.map((o) => (o.kind === 'taken' ? o.state?.materials?.at(-1)?.remaining_percent : undefined))).toEqual([80, undefined, undefined, 30, 80, 80, 30, 80, 80]);
   });
 
   it('counts the values it stands for: the bound falls where it falls for the whole report, and a refusal forgets it', () => {

@@ -167,6 +167,7 @@ export function takeScalarDelta(prev: BambuTracked, message: Json, status: Json)
   for (const key in message) if (key !== 'print') return null;
   if (status.msg === 0) return null;
   const held = prev.print;
+  // The message and its print key, counted as checkReport counts them.
   let values = 2;
   let moved = false;
   for (const key in status) {

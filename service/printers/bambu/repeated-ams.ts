@@ -15,8 +15,6 @@ const MARKER = '\u0000repeated ams';
 const MARKER_JSON = JSON.stringify(MARKER);
 /** Largest AMS remembered (a real one of four units is about 10 KB): the memory one printer may hold here. */
 const MAX_REMEMBERED_BYTES = 64 * 1024;
-/** Most bytes scanned for the end of the AMS (a hostile report must not cost a long scan). */
-const MAX_SCAN_BYTES = MAX_REMEMBERED_BYTES;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -67,12 +65,8 @@ export class RepeatedAms implements KeptKey {
   remember(payload: Buffer): void {
     this.bytes = null;
     const at = keyAt(payload);
-    // The bytes found must be the ones the value was kept from: those of print.ams, not of a key elsewhere.
-    if (at < 0 || !inPrintAt(payload, at)) return;
-    const start = at + KEY.length - 1;
-    const end = valueEnd(payload, start);
-    if (end < 0 || end - start > MAX_REMEMBERED_BYTES) return;
-    this.bytes = Buffer.from(payload.subarray(start, end));
+    const end = at < 0 ? -1 : printAmsEnd(payload, at);
+    if (end >= 0) this.bytes = Buffer.from(payload.subarray(at + KEY.length - 1, end));
   }
 
   /** A refused or unreadable report: what was recorded may not stand for anything. */
@@ -86,8 +80,8 @@ export class RepeatedAms implements KeptKey {
 
 /**
  * Where `"ams":{` starts as a key, or -1. Only at a key's start (after `{` or `,`): a quote there is never
- * inside a string, so the key is exactly `ams` and the `{` opens its value. Which object holds it is checked
- * after parsing (placed).
+ * inside a string, so the key is exactly `ams` and the `{` opens its value. Which object holds it is read by
+ * printAmsEnd (remember) and checked after parsing (accepts).
  */
 function keyAt(payload: Buffer): number {
   const at = payload.indexOf(KEY);
@@ -97,45 +91,29 @@ function keyAt(payload: Buffer): number {
 }
 
 /**
- * Whether the key starting at `at` is one of the print object's own (`{"print":{...,"ams":`), read from the
- * payload's start: depth and strings followed byte by byte, the last key met at the top level remembered.
+ * The end (exclusive) of the value of the key starting at `at` when that key is the print object's own
+ * (`{"print":{...,"ams":{`), else -1; also -1 when the value runs over MAX_REMEMBERED_BYTES. The payload is
+ * read from its start, depth and strings followed byte by byte, the last key met at the top level remembered.
  */
-function inPrintAt(payload: Buffer, at: number): boolean {
+function printAmsEnd(payload: Buffer, at: number): number {
+  const stop = Math.min(payload.length, at + KEY.length - 1 + MAX_REMEMBERED_BYTES);
   let depth = 0;
   let inString = false;
   let keyStart = -1;
   let topKey = -1;
-  for (let i = 0; i < at; i++) {
+  for (let i = 0; i < stop; i++) {
+    if (i === at && !(depth === 2 && topKey >= 0 && payload.toString('latin1', topKey, topKey + PRINT_KEY.length) === PRINT_KEY)) return -1;
     const c = payload[i];
     if (inString) {
       if (c === BACKSLASH) i++;
       else if (c === QUOTE) inString = false;
-      continue;
-    }
-    if (c === QUOTE) {
+    } else if (c === QUOTE) {
       inString = true;
       // A string at the top level right after `{` or `,` is a key (any other, a value or a spaced key, is not read).
       if (depth === 1) keyStart = payload[i - 1] === OPEN_BRACE || payload[i - 1] === COMMA ? i : -1;
     } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
       if (++depth === 2) topKey = keyStart;
-    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth--;
-  }
-  return depth === 2 && topKey >= 0 && payload.toString('latin1', topKey, topKey + PRINT_KEY.length) === PRINT_KEY;
-}
-
-/** The end (exclusive) of the JSON object or array starting at `start`, or -1 when it does not end in time. */
-function valueEnd(payload: Buffer, start: number): number {
-  const stop = Math.min(payload.length, start + MAX_SCAN_BYTES);
-  let depth = 0;
-  let inString = false;
-  for (let i = start; i < stop; i++) {
-    const c = payload[i];
-    if (inString) {
-      if (c === BACKSLASH) i++;
-      else if (c === QUOTE) inString = false;
-    } else if (c === QUOTE) inString = true;
-    else if (c === OPEN_BRACE || c === OPEN_BRACKET) depth++;
-    else if ((c === CLOSE_BRACE || c === CLOSE_BRACKET) && --depth === 0) return i + 1;
+    } else if ((c === CLOSE_BRACE || c === CLOSE_BRACKET) && --depth === 2 && i > at) return i + 1;
   }
   return -1;
 }
