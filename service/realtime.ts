@@ -25,8 +25,6 @@ interface Client {
   corked: Duplex | null;
   /** Frames held in the current batch. */
   held: number;
-  /** A frame of this turn has been written already: the next ones of the turn are held (see batch()). */
-  wroteThisTurn: boolean;
   alive: boolean;
   printerIds: Set<string> | null;
 }
@@ -57,8 +55,7 @@ export class RealtimeHub {
   readonly path: string;
   private readonly admit: NonNullable<RealtimeOptions['admit']>;
   private readonly maxBuffered: number;
-  /** The clients that wrote a frame in this turn of the event loop. */
-  private turn: Client[] = [];
+  private corked: Client[] = [];
   private flush: NodeJS.Immediate | null = null;
 
   constructor(
@@ -104,7 +101,7 @@ export class RealtimeHub {
   }
 
   private accept(socket: WebSocket): void {
-    const client: Client = { socket, corked: null, held: 0, wroteThisTurn: false, alive: true, printerIds: null };
+    const client: Client = { socket, corked: null, held: 0, alive: true, printerIds: null };
     this.clients.add(client);
     socket.on('pong', () => (client.alive = true));
     socket.on('message', (raw, isBinary) => this.receive(client, isBinary ? null : raw.toString()));
@@ -154,10 +151,8 @@ export class RealtimeHub {
   }
 
   /**
-   * The first frame of a turn of the event loop leaves at once: a lone report (the common case) is written as
-   * soon as its frame is made, before the rest of the turn's work (its report listeners, other sockets' reads).
-   * The frames after it in the same turn are held until the turn ends (setImmediate) or until BATCH_MAX of them
-   * wait, so that a burst of reports leaves in few writes.
+   * Holds a client's frames until the end of this turn of the event loop (setImmediate) or until BATCH_MAX
+   * of them wait, so that the frames of the reports read in one turn leave in few writes.
    */
   private batch(client: Client): void {
     if (client.corked) {
@@ -171,27 +166,21 @@ export class RealtimeHub {
       client.held = 1;
       return;
     }
-    if (!client.wroteThisTurn) {
-      // Its next frame in this turn is held; when the turn ends, it may write at once again.
-      client.wroteThisTurn = true;
-      this.turn.push(client);
-      this.flush ??= setImmediate(() => this.uncork());
-      return;
-    }
     client.held = 1;
     // ws has no public cork; its socket is the TCP socket it writes to (ws 8).
     const raw = (client.socket as unknown as { _socket?: Duplex })._socket;
     if (!raw || raw.destroyed || typeof raw.cork !== 'function') return;
     raw.cork();
     client.corked = raw;
+    this.corked.push(client);
+    this.flush ??= setImmediate(() => this.uncork());
   }
 
   private uncork(): void {
     this.flush = null;
-    const turn = this.turn;
-    this.turn = [];
-    for (const client of turn) {
-      client.wroteThisTurn = false;
+    const corked = this.corked;
+    this.corked = [];
+    for (const client of corked) {
       const raw = client.corked;
       client.corked = null;
       if (raw && !raw.destroyed) raw.uncork();

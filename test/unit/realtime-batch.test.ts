@@ -1,8 +1,7 @@
 /**
- * The /ws hub writes the first frame of an event-loop turn at once and holds
- * the turn's later frames, to send them in few socket writes (a report's frame
- * is small; the write is what costs): at most BATCH_MAX frames wait, in order,
- * and it flushes what it holds when it closes.
+ * The /ws hub holds the frames of one event-loop turn and sends them in few
+ * socket writes (a report's frame is small; the write is what costs): at most
+ * BATCH_MAX frames wait, in order, and it flushes what it holds when it closes.
  */
 import http from 'node:http';
 import net from 'node:net';
@@ -53,19 +52,17 @@ describe('/ws frames of one turn', () => {
 
   const status = (i: number) => ({ printer_id: `p-${i}`, change: 'state' as const, status: 'online', connection_status: 'connected', progress: i % 100, temperatures: { nozzle: 200 + i, bed: 60 } });
 
-  test("a turn's first frame leaves at once; the rest of the turn's frames leave in one write when the turn ends", async () => {
-    const n = BATCH_MAX;
-    bus.emit('printer_status', status(0));
-    expect(writes.count).toBe(1); // a lone report's frame is not held
-    for (let i = 1; i < n; i++) bus.emit('printer_status', status(i));
-    expect(writes.count).toBe(1); // the others are held until the turn ends
+  test('the frames of a quiet turn leave in one write when the turn ends', async () => {
+    const n = BATCH_MAX - 1;
+    for (let i = 0; i < n; i++) bus.emit('printer_status', status(i));
+    expect(writes.count).toBe(0); // held until the turn ends
     await client!.next((f) => f.data.printer_id === `p-${n - 1}`);
     expect(client!.frames.map((f) => f.data.printer_id)).toEqual(Array.from({ length: n }, (_, i) => `p-${i}`));
-    expect(writes.count).toBe(2);
-    // The next turn's first frame leaves at once again, after these.
+    expect(writes.count).toBe(1);
+    // The next turn's frames go out in a write of their own, after these.
     bus.emit('printer_status', status(n));
-    expect(writes.count).toBe(3);
     await client!.next((f) => f.data.printer_id === `p-${n}`);
+    expect(writes.count).toBe(2);
   });
 
   test('a busy turn does not hold its first frames to its end: at most BATCH_MAX wait, in order', async () => {
@@ -75,10 +72,9 @@ describe('/ws frames of one turn', () => {
     const last = await client!.next((f) => f.data.printer_id === 'p-199');
     expect(last.data).toMatchObject({ temperatures: { nozzle: 399, bed: 60 } });
     expect(client!.frames.map((f) => f.data.printer_id)).toEqual(Array.from({ length: 200 }, (_, i) => `p-${i}`));
-    // The first frame alone, then one write per BATCH_MAX frames at the most (fewer when the kernel still holds
-    // a write and the rest queue up).
+    // One write per BATCH_MAX frames at the most (fewer when the kernel still holds a write and the rest queue up).
     expect(writes.count).toBeGreaterThanOrEqual(2);
-    expect(writes.count).toBeLessThanOrEqual(1 + Math.ceil(199 / BATCH_MAX));
+    expect(writes.count).toBeLessThanOrEqual(Math.ceil(200 / BATCH_MAX));
   });
 
   test('frames held when the hub closes are sent before the close frame', async () => {
