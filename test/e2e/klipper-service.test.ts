@@ -48,9 +48,10 @@ describe('a Klipper printer in the farm', () => {
     expect(created1.data).toMatchObject({ filename: GCODE, status: 'running' });
     await ws.next((f) => f.type === 'printer_status' && f.data.printer_id === printer.id && Number(f.data.progress) >= 2 && (f.data.temperatures as { nozzle: number }).nozzle > 200, 20_000);
 
-    // A delta reaches /ws within a second: the simulator pushes the pause as it answers the control call.
+    // The pause reaches /ws: the simulator pushes it as it answers the control call (the wait is generous, a
+    // loaded CI machine is slow; no timing is asserted).
     await control(printer.control, 'pause');
-    await ws.next((f) => f.type === 'printer_status' && f.data.printer_id === printer.id && f.data.status === 'paused', 1000);
+    await ws.next((f) => f.type === 'printer_status' && f.data.printer_id === printer.id && f.data.status === 'paused', 10_000);
     await ws.close();
 
     await h.stop();
