@@ -159,7 +159,7 @@ export function ingestReport(prev: BambuTracked | null, report: Json, count: Rep
 /**
  * The common P1 and A1 delta, a message of nothing but a `print` of scalars in which every kept value is the
  * held one but temperatures, taken without picking, measuring or merging: the temperatures are written into
- * the held report as moveTemperatures does. Null for anything else (an object or a list anywhere, another kept
+ * the held report as by moveTemperatures (writeTemperatures). Null for anything else (an object or a list anywhere, another kept
  * value changed, a full report), which goes the general way (checkReport, ingestReport); for the reports taken
  * here that way gives the same result (for an unchanged report `cancelled` stays what it was).
  */
@@ -181,12 +181,7 @@ export function takeScalarDelta(prev: BambuTracked, message: Json, status: Json)
     // Another value changed, or a string longer than the bound (held cut): the general way.
     else return null;
   }
-  if (moved) {
-    for (const key of TEMPERATURE_KEYS) {
-      const value = status[key];
-      if (typeof value === 'number') held[key] = value;
-    }
-  }
+  if (moved) writeTemperatures(held, status);
   return prev.temperaturesMoved === moved ? prev : { print: held, cancelled: prev.cancelled, temperaturesMoved: moved };
 }
 
@@ -213,11 +208,16 @@ function moveTemperatures(print: Json, picked: Json, full: boolean): 'same' | 't
     if (full || mergeValue(key, before, value) !== before) return 'changed';
   }
   if (!moved) return 'same';
+  writeTemperatures(print, picked);
+  return 'temperatures';
+}
+
+/** The temperatures `from` gives, written into the held report in place. */
+function writeTemperatures(print: Json, from: Json): void {
   for (const key of TEMPERATURE_KEYS) {
-    const value = picked[key];
+    const value = from[key];
     if (typeof value === 'number') print[key] = value;
   }
-  return 'temperatures';
 }
 
 function gcodeStateOf(print: Json): string {
