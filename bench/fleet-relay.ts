@@ -30,6 +30,9 @@ interface Link {
 
 type Handlers = { onReport: (payload: Buffer) => void; subscribed: () => void };
 
+/** Two relays may follow the same printers (bench/fleet.ts --calibrate): a broker drops a client whose id connects again. */
+const clientIdOf = (p: BenchPrinter) => `relay_${process.pid}_${p.id}`;
+
 const TLS = { rejectUnauthorized: false, maxVersion: 'TLSv1.2' } as const;
 /** The driver's TLS: the same quirks, in the context all its connections share (tls-context.ts). */
 const DRIVER_TLS = { rejectUnauthorized: false, secureContext: printerTlsContext() };
@@ -40,7 +43,7 @@ function driverLink(p: BenchPrinter, topic: string, h: Handlers): Link {
   let retry: NodeJS.Timeout | null = null;
   const open = () => {
     const c = new MqttConnection(
-      { host: '127.0.0.1', port: p.mqtt_port, clientId: `relay_${p.id}`, username: 'bblp', password: p.access_code, keepaliveSeconds: 30, maxPacketBytes: 1024 * 1024, tls: DRIVER_TLS },
+      { host: '127.0.0.1', port: p.mqtt_port, clientId: clientIdOf(p), username: 'bblp', password: p.access_code, keepaliveSeconds: 30, maxPacketBytes: 1024 * 1024, tls: DRIVER_TLS },
       {
         connack: (code) => code === 0 && c.subscribe(topic, 0, (err) => !err && h.subscribed()),
         message: (_topic, payload) => h.onReport(payload),
@@ -71,7 +74,7 @@ function mqttJsLink(p: BenchPrinter, topic: string, h: Handlers): Link {
     port: p.mqtt_port,
     username: 'bblp',
     password: p.access_code,
-    clientId: `relay_${p.id}`,
+    clientId: clientIdOf(p),
     protocolVersion: 4,
     clean: true,
     keepalive: 30,

@@ -23,10 +23,10 @@ export function describe(m: Measurement): string {
 }
 
 /** The CPU ratio of each slice of the window: how steady it was while both sides were measured. */
-export function describeSlices(ratios: number[], sliceS: number): string {
+export function describeSlices(ratios: number[], sliceS: number, measured: Measurement['mode'] = 'service'): string {
   if (!ratios.length) return '  CPU ratio per slice: n/a';
   const sorted = [...ratios].sort((a, b) => a - b);
-  return `  CPU ratio service/relay per ${sliceS} s slice: min ${f2(sorted[0])}, median ${f2(sorted[Math.floor((sorted.length - 1) / 2)])}, max ${f2(sorted[sorted.length - 1])} (${ratios.map(f2).join(' ')})`;
+  return `  CPU ratio ${measured}/relay per ${sliceS} s slice: min ${f2(sorted[0])}, median ${f2(sorted[Math.floor((sorted.length - 1) / 2)])}, max ${f2(sorted[sorted.length - 1])} (${ratios.map(f2).join(' ')})`;
 }
 
 export function table(rows: Array<{ service: Measurement; relay: Measurement }>): string {
@@ -40,6 +40,18 @@ export function table(rows: Array<{ service: Measurement; relay: Measurement }>)
     );
   }
   return lines.join('\n');
+}
+
+/**
+ * A calibration (--calibrate): the second relay against the first. Equal sides differ only by chance, so these
+ * ratios are the spread any service/relay ratio of this machine carries; no target is checked.
+ */
+export function calibration(rows: Array<{ service: Measurement; relay: Measurement }>): void {
+  process.stdout.write('\nCalibration (relay-b / relay: the same relay twice, side by side over the same window):\n');
+  for (const { service: b, relay: a } of rows) {
+    process.stdout.write(`  N=${b.n}: CPU per report ${f2(perReport(b) / perReport(a))}x (${f1(perReport(b))} / ${f1(perReport(a))} µs), latency p50 ${f2(b.p50 / a.p50)}x, p90 ${f2(b.p90 / a.p90)}x, p99 ${f2(b.p99 / a.p99)}x (${f1(b.p99)} / ${f1(a.p99)} ms), framed ${b.matched}/${b.reports} and ${a.matched}/${a.reports}\n`);
+  }
+  process.stdout.write('bench/fleet: calibration only, no targets checked\n');
 }
 
 /**

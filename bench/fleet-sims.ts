@@ -33,6 +33,8 @@ export interface Options {
   latencies?: string;
   /** --relay-client: the relay's MQTT client (bench/fleet-relay.ts; default the driver's). */
   relayClient?: RelayClient;
+  /** --calibrate: the relay against a second relay instead of the service (bench/fleet.ts). */
+  calibrate?: boolean;
 }
 
 

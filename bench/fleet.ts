@@ -33,6 +33,9 @@
  *          --relay-client driver|mqtt.js: the relay's MQTT client (default: the driver's own,
  *          service/printers/bambu/mqtt-connection.ts; mqtt.js, which the driver used before 2026-11-26,
  *          for comparison with the figures measured then).
+ *          --calibrate: the relay against a second, identical relay instead of the service (an A/A run):
+ *          the ratios two equal sides reach by chance on this machine, the floor under which a service/relay
+ *          ratio says nothing. Prints the ratios and exits 0; no targets.
  * Environment: BENCH_WORKER_ARGS: node flags for the measured processes only (--cpu-prof, --trace-gc).
  *
  * The machine is shared: the load average is printed with every figure, and
@@ -44,7 +47,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { SimReportInfo } from '../service/simulators/bambu';
 import { Ledger, percentile } from './fleet-ledger';
 import { fleetOf, RemoteSims, startSimulators, type BenchSim, type Options, type ReportMode, type SimFleet } from './fleet-sims';
-import { describe, describeSlices, f2, table, verdict } from './fleet-report';
+import { calibration, describe, describeSlices, f2, table, verdict } from './fleet-report';
 import type { WorkerEvent } from './fleet-worker';
 import { connectedViaApi, FrameReceiver, registerPrinters, sleep, waitFor, Worker } from './fleet-worker-client';
 
@@ -52,7 +55,8 @@ import { connectedViaApi, FrameReceiver, registerPrinters, sleep, waitFor, Worke
 export { connectedViaApi, describe, fleetOf, Ledger, percentile, registerPrinters, startSimulators, waitFor, Worker, type Options, type ReportMode };
 
 export interface Measurement {
-  mode: 'service' | 'relay';
+  /** relay-b: the second relay of a calibration run (--calibrate). */
+  mode: 'service' | 'relay' | 'relay-b';
   n: number;
   wallS: number;
   reports: number;
@@ -114,13 +118,16 @@ function parseArgs(argv: string[]): Options {
         options.relayClient = value;
         i++;
         break;
+      case '--calibrate':
+        options.calibrate = true;
+        break;
       case '--report':
         if (value !== 'delta' && value !== 'full' && value !== 'mixed') throw new Error('--report needs delta, full or mixed');
         options.report = value;
         i++;
         break;
       default:
-        throw new Error(`unknown option ${argv[i]} (options: --sizes 50,200 --window 15 --warmup 3 --interval 1000 --report delta|full|mixed --klipper N --latencies PREFIX --relay-client driver|mqtt.js)`);
+        throw new Error(`unknown option ${argv[i]} (options: --sizes 50,200 --window 15 --warmup 3 --interval 1000 --report delta|full|mixed --klipper N --latencies PREFIX --relay-client driver|mqtt.js --calibrate)`);
     }
   }
   if (options.klipper && !intervalGiven) options.intervalMs = 500; // Moonraker pushes deltas at 2 Hz and more
@@ -134,17 +141,17 @@ function parseArgs(argv: string[]): Options {
 
 /** One process under measurement: its worker, its /ws client and the ledger its frames go to. */
 interface Side {
-  mode: 'service' | 'relay';
+  mode: Measurement['mode'];
   worker: Worker;
   receiver: FrameReceiver | null;
   ledger: Ledger;
 }
 
-async function openSide(mode: 'service' | 'relay', sims: SimFleet, ledger: Ledger, options: Options): Promise<Side> {
+async function openSide(mode: Measurement['mode'], sims: SimFleet, ledger: Ledger, options: Options): Promise<Side> {
   const side: Side = { mode, worker: new Worker(), receiver: null, ledger };
   try {
     const n = sims.printers.length;
-    const { port } = await side.worker.start(mode, sims.printers, options.relayClient);
+    const { port } = await side.worker.start(mode === 'service' ? 'service' : 'relay', sims.printers, options.relayClient);
     const base = `http://127.0.0.1:${port}`;
     side.receiver = await FrameReceiver.connect(port, ledger);
     const connectMs = 30_000 + n * 30;
@@ -251,7 +258,8 @@ export async function measurePair(sims: SimFleet, options: Options, ledgers: { r
   const relay = await openSide('relay', sims, ledgers.relay, options);
   let service: Side | null = null;
   try {
-    service = await openSide('service', sims, ledgers.service, options);
+    // A calibration measures the relay against a second relay: the spread of two equal sides.
+    service = await openSide(options.calibrate ? 'relay-b' : 'service', sims, ledgers.service, options);
     await sleep(options.warmupS * 1000);
     const { results, slices } = await window([relay, service], options, sims.printers.length);
     const sliceRatios: number[] = [];
@@ -286,11 +294,15 @@ export async function main(argv: string[]): Promise<void> {
     process.stdout.write(`N=${n}: ${n} simulators started in ${((Date.now() - t0) / 1000).toFixed(1)} s (in a process of their own)\n`);
     try {
       const { relay, service, sliceRatios } = await measurePair(fleet, options, ledgers);
-      process.stdout.write(`${describe(relay)}\n${describe(service)}\n${describeSlices(sliceRatios, SLICE_S)}\n`);
+      process.stdout.write(`${describe(relay)}\n${describe(service)}\n${describeSlices(sliceRatios, SLICE_S, service.mode)}\n`);
       rows.push({ service, relay });
     } finally {
       await host.close();
     }
+  }
+  if (options.calibrate) {
+    calibration(rows);
+    return;
   }
   const missed = verdict(rows);
   process.stdout.write(`\n${table(rows)}\n`);
