@@ -205,14 +205,18 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const filament = new Filament({ store, settings, bus, log, stateOf: (id) => fleet.stateOf(id), spoolman: options.spoolman });
   fleet.onLinkUp((printerId) => tracker.linkUp(printerId));
   const attention = new AttentionBook(bus, () => settings.get('language'));
-  fleet.onReport((printerId, state) => {
-    metrics.report();
-    tracker.report(printerId, state);
-    filament.onReport(printerId, state);
-    attention.report(printerId, state.attention);
-  });
+  fleet.onReport(() => metrics.report());
+  // Jobs, filament and attention never change with a temperature alone: they are spared the reports that moved only that.
+  fleet.onReport(
+    (printerId, state) => {
+      tracker.report(printerId, state);
+      filament.onReport(printerId, state);
+      attention.report(printerId, state.attention);
+    },
+    { telemetry: false },
+  );
   // A removed or deactivated printer needs nothing from anyone.
-  bus.on('printer_status', (e) => (e.change === 'deleted' || (e.change === 'updated' && e.is_active === false)) && attention.forget(e.printer_id));
+  bus.on('printer_status', (e) => (e.change === 'deleted' || (e.change === 'updated' && e.is_active === false)) && attention.forget(e.printer_id), { telemetry: false });
   const webhooks = new WebhookSender(() => settings.get('notify_webhooks'), (result) => metrics.webhook(result), log, options.webhooks);
   const discovery = new DiscoveryService(store, bus, settings, log, { ssdpPort: options.discovery?.ssdpPort ?? config.discovery_ssdp_port, searchTargets: options.discovery?.searchTargets });
   const notifier = new Notifier({ bus, store, settings, log, attentionOf: (id) => attention.of(id), attentionTexts: (id, e) => attention.causeOf(id, e.source, e.code)?.text ?? {}, deliver: (n) => webhooks.send(n) });

@@ -51,19 +51,45 @@ export interface EventMap {
 export type EventType = keyof EventMap;
 export type AnyListener = <K extends EventType>(type: K, data: EventMap[K]) => void;
 
+/**
+ * How a listener is registered. `telemetry: false` says it never acts on telemetry, the printer_status frames
+ * whose only news is a temperature (most frames of a farm: a printer's every report moves one): those frames
+ * then skip it, and it hears every other event.
+ */
+export interface ListenOptions {
+  telemetry?: boolean;
+}
+
+/** One event's listeners in registration order: all of them, and those that also hear telemetry. */
+interface Listeners<L> {
+  all: L[];
+  telemetry: L[];
+}
+
+const NONE: Listeners<never> = { all: [], telemetry: [] };
+
+function adding<L>(list: Listeners<L>, listener: L, options: ListenOptions): Listeners<L> {
+  return { all: [...list.all, listener], telemetry: options.telemetry === false ? list.telemetry : [...list.telemetry, listener] };
+}
+
+function removing<L>(list: Listeners<L>, listener: L): Listeners<L> {
+  return { all: list.all.filter((l) => l !== listener), telemetry: list.telemetry.filter((l) => l !== listener) };
+}
+
 export class EventBus {
   // Listener lists are replaced, never changed in place: an emit goes on over the list it started with, and a
   // listener added or removed meanwhile counts from the next emit (as EventEmitter does). Listeners of one type
   // are kept apart, so an event costs the listeners that want it (events are sent for every printer report).
-  private anyListeners: AnyListener[] = [];
-  private readonly typed = new Map<EventType, Array<(data: never) => void>>();
+  private anyListeners: Listeners<AnyListener> = NONE;
+  private readonly typed = new Map<EventType, Listeners<(data: never) => void>>();
 
   constructor(private readonly onListenerError: (err: unknown, type: EventType) => void = () => {}) {}
 
-  emit<K extends EventType>(type: K, data: EventMap[K]): void {
-    const typed = this.typed.get(type) as Array<(data: EventMap[K]) => void> | undefined;
+  /** Sends an event; `telemetry` when it is a printer_status frame whose only news is a temperature (ListenOptions). */
+  emit<K extends EventType>(type: K, data: EventMap[K], telemetry = false): void {
+    const typed = this.typed.get(type) as Listeners<(data: EventMap[K]) => void> | undefined;
     if (typed) {
-      for (const listener of typed) {
+      for (const listener of telemetry ? typed.telemetry : typed.all) {
         try {
           listener(data);
         } catch (err) {
@@ -71,7 +97,7 @@ export class EventBus {
         }
       }
     }
-    for (const listener of this.anyListeners) {
+    for (const listener of telemetry ? this.anyListeners.telemetry : this.anyListeners.all) {
       try {
         listener(type, data);
       } catch (err) {
@@ -81,18 +107,19 @@ export class EventBus {
   }
 
   /** Listens to every event; returns the function that stops listening. */
-  onAny(listener: AnyListener): () => void {
-    this.anyListeners = [...this.anyListeners, listener];
+  onAny(listener: AnyListener, options: ListenOptions = {}): () => void {
+    this.anyListeners = adding(this.anyListeners, listener, options);
     return () => {
-      this.anyListeners = this.anyListeners.filter((l) => l !== listener);
+      this.anyListeners = removing(this.anyListeners, listener);
     };
   }
 
-  on<K extends EventType>(type: K, listener: (data: EventMap[K]) => void): () => void {
-    this.typed.set(type, [...(this.typed.get(type) ?? []), listener as (data: never) => void]);
+  on<K extends EventType>(type: K, listener: (data: EventMap[K]) => void, options: ListenOptions = {}): () => void {
+    const fn = listener as (data: never) => void;
+    this.typed.set(type, adding(this.typed.get(type) ?? NONE, fn, options));
     return () => {
-      const left = (this.typed.get(type) ?? []).filter((l) => l !== listener);
-      if (left.length) this.typed.set(type, left);
+      const left = removing(this.typed.get(type) ?? NONE, fn);
+      if (left.all.length) this.typed.set(type, left);
       else this.typed.delete(type);
     };
   }

@@ -53,7 +53,7 @@ export class CameraHub {
   constructor(private readonly deps: CameraHubDeps) {
     this.unsubscribe = deps.bus.on('printer_status', (e) => {
       if (e.change === 'deleted' || e.change === 'updated') void this.recheck(e.printer_id);
-    });
+    }, { telemetry: false });
   }
 
   /** `camera` of the printer list and detail: available when a snapshot can be tried and the last try did not fail. */

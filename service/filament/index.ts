@@ -44,7 +44,7 @@ export class Filament {
         if (e.change !== 'deleted' && e.change !== 'created') return;
         this.ams.forget(e.printer_id);
         if (e.change === 'deleted') this.spools.printerRemoved(e.printer_id).catch((err) => log.error({ err, printer_id: e.printer_id }, 'could not take the spools out of a removed printer'));
-      }),
+      }, { telemetry: false }),
     );
   }
 

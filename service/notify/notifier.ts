@@ -43,7 +43,7 @@ export class Notifier {
       } catch (err) {
         deps.log.error({ err, type }, 'notification failed');
       }
-    });
+    }, { telemetry: false });
   }
 
   close(): void {

@@ -24,6 +24,12 @@ export function printerStatusOf(state: MachineState): 'online' | 'printing' | 'p
 }
 
 /**
+ * What a printer_status frame would say against the last one taken: nothing new (no frame), only temperatures
+ * (telemetry: the bus spares the listeners that never act on it, events.ts), or more.
+ */
+export type FrameNews = 'none' | 'telemetry' | 'more';
+
+/**
  * What a printer_status frame shows (state, whole percent, temperatures to 0.5 °C, error): a frame goes out
  * only when this changes. Compared field by field on every report, so it builds no string.
  */
@@ -36,17 +42,16 @@ export class FrameShown {
   private chamber: number | undefined = Number.NaN;
   private error = '';
 
-  /** Takes what a frame would show now; true when it differs from the last one taken. */
-  changed(status: string, connection: string, state: PrinterState | null): boolean {
+  /** Takes what a frame would show now; says what differs from the last one taken. */
+  take(status: string, connection: string, state: PrinterState | null): FrameNews {
     const t = state?.temperatures;
     const progress = Math.floor(state?.job?.progress ?? 0);
     const nozzle = half(t?.nozzle);
     const bed = half(t?.bed);
     const chamber = half(t?.chamber);
     const error = state?.error?.code ?? '';
-    if (status === this.status && connection === this.connection && progress === this.progress && nozzle === this.nozzle && bed === this.bed && chamber === this.chamber && error === this.error) {
-      return false;
-    }
+    const same = status === this.status && connection === this.connection && progress === this.progress && error === this.error;
+    if (same && nozzle === this.nozzle && bed === this.bed && chamber === this.chamber) return 'none';
     this.status = status;
     this.connection = connection;
     this.progress = progress;
@@ -54,7 +59,7 @@ export class FrameShown {
     this.bed = bed;
     this.chamber = chamber;
     this.error = error;
-    return true;
+    return same ? 'telemetry' : 'more';
   }
 }
 

@@ -14,6 +14,7 @@ import type { StatusCache } from '../monitoring/status-cache';
 import type { SettingsService } from '../settings';
 import { nowIso, settledWithin } from '../util/time';
 import { DriverError, type ConnectionChange, type DriverConfig, type PrinterDriver, type PrinterState } from './driver';
+import { sameApartFromTemperatures } from './state-equality';
 import { connectionChanged, driverConfigOf, FrameShown, printerStatusOf, statusEvent, type FleetTimings } from './fleet-status';
 import { LAST_SEEN_WRITE_MS, LastSeenWriter } from './last-seen';
 
@@ -32,6 +33,8 @@ interface Member {
   message: string | null;
   /** What the last printer_status frame showed. */
   shown: FrameShown;
+  /** The state the report listeners were last given (null after a link change: the next report reaches all of them). */
+  reported: PrinterState | null;
   lastSeenWritten: number;
   /** Serialises db writes of one printer so that they land in report order. */
   writes: Promise<unknown>;
@@ -39,9 +42,16 @@ interface Member {
 
 export type ReportListener = (printerId: string, state: PrinterState) => void;
 
+/** `telemetry: false`: the listener never acts on a report that moved only temperatures, and is spared those. */
+export interface ReportListenOptions {
+  telemetry?: boolean;
+}
+
 export class Fleet {
   private readonly members = new Map<string, Member>();
   private readonly reportListeners: ReportListener[] = [];
+  /** The report listeners that also hear reports which moved only temperatures (most reports of a farm). */
+  private readonly telemetryListeners: ReportListener[] = [];
   private readonly linkUpListeners: ((printerId: string) => void)[] = [];
   private closed = false;
   private readonly lastSeen: LastSeenWriter;
@@ -58,9 +68,10 @@ export class Fleet {
     this.lastSeen = new LastSeenWriter(store, log);
   }
 
-  /** Every state a connected printer reports goes to `listener` (the job tracker). */
-  onReport(listener: ReportListener): void {
+  /** Every state a connected printer reports goes to `listener` (the job tracker), but telemetry when it says so. */
+  onReport(listener: ReportListener, options: ReportListenOptions = {}): void {
     this.reportListeners.push(listener);
+    if (options.telemetry !== false) this.telemetryListeners.push(listener);
   }
 
   /** `listener` hears of every printer whose link comes up (connection test passed, reconnect). */
@@ -179,6 +190,7 @@ export class Fleet {
       connection: 'testing',
       message: null,
       shown: new FrameShown(),
+      reported: null,
       lastSeenWritten: 0,
       writes: Promise.resolve(),
     };
@@ -251,6 +263,7 @@ export class Fleet {
     const before = { status: member.status, connection: member.connection };
     member.connection = change.connection;
     member.message = change.message;
+    member.reported = null;
     if (change.connection === 'connected') {
       member.status = member.driver.state ? printerStatusOf(member.driver.state.state) : 'online';
     } else {
@@ -302,7 +315,9 @@ export class Fleet {
     }
     if (patch) this.persist(member, patch);
     this.frame(member, false);
-    for (const listener of this.reportListeners) {
+    const telemetry = member.reported !== null && sameApartFromTemperatures(member.reported, state);
+    member.reported = state;
+    for (const listener of telemetry ? this.telemetryListeners : this.reportListeners) {
       try {
         listener(id, state);
       } catch (err) {
@@ -314,9 +329,10 @@ export class Fleet {
   /** Sends printer_status when what it shows changed (state, whole percent, temperatures to 0.5 °C). */
   private frame(member: Member, force: boolean): void {
     const state = member.driver.state;
-    if (!member.shown.changed(member.status, member.connection, state) && !force) return;
+    const news = member.shown.take(member.status, member.connection, state);
+    if (news === 'none' && !force) return;
     const event = statusEvent(member.record, member.status, member.connection, this.cache.get(member.record.id), state);
-    this.bus.emit('printer_status', event);
+    this.bus.emit('printer_status', event, news === 'telemetry' && !force);
   }
 
   private persist(member: Member, patch: Partial<PrinterRecord>): void {

@@ -47,18 +47,26 @@ export function samePrinterState(a: PrinterState | null, b: PrinterState | null)
   const ta = a.temperatures;
   const tb = b.temperatures;
   return (
-    a.state === b.state &&
-    a.raw_state === b.raw_state &&
     ta.nozzle === tb.nozzle &&
     ta.bed === tb.bed &&
     ta.chamber === tb.chamber &&
     ta.nozzle_target === tb.nozzle_target &&
     ta.bed_target === tb.bed_target &&
+    sameApartFromTemperatures(a, b)
+  );
+}
+
+/** Whether two states show the same but for their temperatures (the Fleet's telemetry: listeners that ignore it are spared). */
+export function sameApartFromTemperatures(a: PrinterState, b: PrinterState): boolean {
+  return (
+    a.state === b.state &&
+    a.raw_state === b.raw_state &&
     sameJob(a.job, b.job) &&
     (a.error === b.error || (a.error?.code === b.error?.code && a.error?.message === b.error?.message)) &&
     a.firmware_version === b.firmware_version &&
     a.model === b.model &&
     a.nozzle_diameter === b.nozzle_diameter &&
+    (a.active_slot ?? null) === (b.active_slot ?? null) &&
     sameCapabilities(a.capabilities, b.capabilities) &&
     sameMaterials(a.materials, b.materials) &&
     // Drivers keep the same attention list while the printer says the same (bambu/state.ts AttentionMemo, prusa/state.ts).

@@ -122,7 +122,7 @@ export class Dispatcher {
       if (e.change === 'state') return;
       this.recordsStale = true;
       this.wake('printer changed');
-    });
+    }, { telemetry: false });
     this.deps.settings.onChange((keys) => {
       if (keys.some((k) => k.startsWith('queue_'))) this.wake('settings changed');
     });

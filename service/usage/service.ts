@@ -92,7 +92,7 @@ export class UsageService {
 
   /** Listens to the bus, counts the start (when opted in) and starts the scheduler. */
   start(): void {
-    this.unsubscribe = this.deps.bus.onAny((type, data) => this.collector.handle(type, data));
+    this.unsubscribe = this.deps.bus.onAny((type, data) => this.collector.handle(type, data), { telemetry: false });
     this.count('app_start');
     this.firstTimer = setTimeout(() => {
       this.firstTimer = undefined;

@@ -4,8 +4,10 @@
  * (frames) that 100 reports cause, for an idle printer and a printing one.
  * A report that changes nothing visible costs no write, no event and no
  * frame; a temperature costs one printer_status frame; a whole percent costs
- * one job write and one job_update. The next slide of the per-report path
- * fails here instead of waiting for `npm run bench -- fleet`.
+ * one job write and one job_update. A report that moved only temperatures
+ * (telemetry) reaches none of the listeners that never act on one (the job
+ * tracker, filament, attention, notifications, usage). The next slide of the
+ * per-report path fails here instead of waiting for `npm run bench -- fleet`.
  *
  * The printer is the simulator's real MQTT-over-TLS broker; the reports are
  * sent as ready bytes, so the only serialisations in the window are the
@@ -23,6 +25,8 @@ interface Counts {
   sql: Record<string, number>;
   events: Partial<Record<EventType, number>>;
   serialisations: number;
+  /** Events heard, and reports taken, by listeners registered with `telemetry: false`. */
+  spared: { events: number; reports: number };
 }
 
 /** Counts every repository call on `store` while `run` runs (each call is at least one SQL statement). */
@@ -52,12 +56,15 @@ let harness: Harness;
 let peer: HostileBambu;
 let ws: WsClient;
 let marker = 100;
+/** Reports given to a report listener that never acts on telemetry, while cost() counts. */
+let sparedReports: number | null = null;
 
 beforeAll(async () => {
   harness = await startService({ driverFactory: driverFactory({ backoffBaseMs: 50, backoffMaxMs: 200 }) });
   peer = await startHostileBambu('cost-01');
   expect((await harness.post('/api/v1/printers', peer.printer)).status).toBe(201);
   await until(async () => (await harness.get('/api/v1/printers/cost-01')).body?.connection_status === 'connected', 'printer connected');
+  harness.service.context.fleet.onReport(() => sparedReports !== null && sparedReports++, { telemetry: false });
   ws = await connectWs(harness.base);
 });
 
@@ -74,13 +81,17 @@ const report = (fields: Record<string, unknown>) => Buffer.from(JSON.stringify({
  * the order), and returns what the reports cost, the marker's frame and event taken off.
  */
 async function cost(reports: Buffer[]): Promise<Counts> {
-  const counts: Counts = { sql: {}, events: {}, serialisations: 0 };
-  // Let the printer's earlier reports settle (job creation, the first last_seen write) before counting.
+  const counts: Counts = { sql: {}, events: {}, serialisations: 0, spared: { events: 0, reports: 0 } };
+  // Let the printer's earlier reports settle (job creation, the first last_seen write, the queue's pass a new
+  // state woke) before counting.
   await harness.service.context.store.ping();
+  await harness.service.context.dispatcher.idle();
   const restoreSql = countRepositoryCalls(harness.service.context.store, counts.sql);
   const stopEvents = harness.service.context.bus.onAny((type) => {
     counts.events[type] = (counts.events[type] ?? 0) + 1;
   });
+  const stopSpared = harness.service.context.bus.onAny(() => counts.spared.events++, { telemetry: false });
+  sparedReports = 0;
   const stringify = JSON.stringify;
   JSON.stringify = function (...args: Parameters<typeof JSON.stringify>) {
     counts.serialisations++;
@@ -100,8 +111,11 @@ async function cost(reports: Buffer[]): Promise<Counts> {
   } finally {
     JSON.stringify = stringify;
     stopEvents();
+    stopSpared();
     restoreSql();
   }
+  counts.spared.reports = sparedReports;
+  sparedReports = null;
   counts.events.printer_status = (counts.events.printer_status ?? 0) - 1;
   counts.serialisations -= 1;
   return counts;
@@ -113,12 +127,12 @@ describe('the cost of a printer report, counted', () => {
   it('an idle printer: 100 reports that change nothing cost no SQL, no event and no frame', async () => {
     await peer.raw(report({ ...IDLE_REPORT, msg: 1, nozzle_temper: 24 }));
     const counts = await cost(times(100, () => report({ nozzle_temper: 24, bed_temper: 23 + 0.1 })));
-    expect(counts).toEqual({ sql: {}, events: { printer_status: 0 }, serialisations: 0 });
+    expect(counts).toEqual({ sql: {}, events: { printer_status: 0 }, serialisations: 0, spared: { events: 0, reports: 0 } });
   });
 
-  it('an idle printer: 100 new temperatures cost one printer_status frame each and no SQL', async () => {
+  it('an idle printer: 100 new temperatures cost one printer_status frame each, no SQL, and reach no listener that ignores telemetry', async () => {
     const counts = await cost(times(100, (i) => report({ nozzle_temper: 30 + i })));
-    expect(counts).toEqual({ sql: {}, events: { printer_status: 100 }, serialisations: 100 });
+    expect(counts).toEqual({ sql: {}, events: { printer_status: 100 }, serialisations: 100, spared: { events: 0, reports: 0 } });
   });
 
   it('a printing printer: temperatures cost a frame each, a whole percent one job write and one job_update', async () => {
@@ -127,12 +141,14 @@ describe('the cost of a printer report, counted', () => {
     await until(async () => (await harness.get('/api/v1/jobs?printer_id=cost-01&status=printing')).body?.jobs?.length === 1, 'the print became a job');
 
     const sameRun = await cost(times(100, (i) => report({ nozzle_temper: 200 + i * 0.5 + 0.5 })));
-    expect(sameRun).toEqual({ sql: {}, events: { printer_status: 100 }, serialisations: 100 });
+    expect(sameRun).toEqual({ sql: {}, events: { printer_status: 100 }, serialisations: 100, spared: { events: 0, reports: 0 } });
 
     // Ten whole percents, each reported with ten temperature changes: ten job writes, ten job_updates.
     const percents = await cost(times(100, (i) => report({ mc_percent: 2 + Math.floor(i / 10), nozzle_temper: 260 + i })));
     expect(percents.events).toEqual({ printer_status: 100, job_update: 10 });
     expect(percents.sql).toEqual({ 'jobs.transition': 10 });
     expect(percents.serialisations).toBe(110);
+    // The ten reports with a new percent, their ten frames and ten job_updates reach every listener; the other 90 none of them.
+    expect(percents.spared).toEqual({ events: 20, reports: 10 });
   });
 });
