@@ -68,7 +68,7 @@ export class Fleet {
     this.lastSeen = new LastSeenWriter(store, log);
   }
 
-  /** Every state a connected printer reports goes to `listener` (the job tracker), but telemetry when it says so. */
+  /** Every state a connected printer reports goes to `listener`, but telemetry when it declines that (`telemetry: false`). */
   onReport(listener: ReportListener, options: ReportListenOptions = {}): void {
     this.reportListeners.push(listener);
     if (options.telemetry !== false) this.telemetryListeners.push(listener);
