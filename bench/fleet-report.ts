@@ -42,15 +42,18 @@ export function table(rows: Array<{ service: Measurement; relay: Measurement }>)
   return lines.join('\n');
 }
 
+/** One size's line of ratios, `b` against `a` over the same window (CPU per report, latency), and how many of b's reports were framed. */
+function ratios(b: Measurement, a: Measurement): string {
+  return `  N=${b.n}: CPU per report ${f2(perReport(b) / perReport(a))}x (${f1(perReport(b))} / ${f1(perReport(a))} µs), latency p50 ${f2(b.p50 / a.p50)}x, p90 ${f2(b.p90 / a.p90)}x, p99 ${f2(b.p99 / a.p99)}x (${f1(b.p99)} / ${f1(a.p99)} ms), framed ${b.matched}/${b.reports}`;
+}
+
 /**
  * A calibration (--calibrate): the second relay against the first. Equal sides differ only by chance, so these
  * ratios are the spread any service/relay ratio of this machine carries; no target is checked.
  */
 export function calibration(rows: Array<{ service: Measurement; relay: Measurement }>): void {
   process.stdout.write('\nCalibration (relay-b / relay: the same relay twice, side by side over the same window):\n');
-  for (const { service: b, relay: a } of rows) {
-    process.stdout.write(`  N=${b.n}: CPU per report ${f2(perReport(b) / perReport(a))}x (${f1(perReport(b))} / ${f1(perReport(a))} µs), latency p50 ${f2(b.p50 / a.p50)}x, p90 ${f2(b.p90 / a.p90)}x, p99 ${f2(b.p99 / a.p99)}x (${f1(b.p99)} / ${f1(a.p99)} ms), framed ${b.matched}/${b.reports} and ${a.matched}/${a.reports}\n`);
-  }
+  for (const { service: b, relay: a } of rows) process.stdout.write(`${ratios(b, a)} and ${a.matched}/${a.reports}\n`);
   process.stdout.write('bench/fleet: calibration only, no targets checked\n');
 }
 
@@ -61,9 +64,7 @@ export function calibration(rows: Array<{ service: Measurement; relay: Measureme
  */
 export function verdict(rows: Array<{ service: Measurement; relay: Measurement }>): boolean {
   process.stdout.write('\nRatios (service / relay, side by side over the same window):\n');
-  for (const { service: s, relay: r } of rows) {
-    process.stdout.write(`  N=${s.n}: CPU per report ${f2(perReport(s) / perReport(r))}x (${f1(perReport(s))} / ${f1(perReport(r))} µs), latency p50 ${f2(s.p50 / r.p50)}x, p90 ${f2(s.p90 / r.p90)}x, p99 ${f2(s.p99 / r.p99)}x (${f1(s.p99)} / ${f1(r.p99)} ms), framed ${s.matched}/${s.reports}\n`);
-  }
+  for (const { service: s, relay: r } of rows) process.stdout.write(`${ratios(s, r)}\n`);
   const big = rows.reduce<(typeof rows)[number] | null>((a, b) => (!a || b.service.n > a.service.n ? b : a), null);
   if (!big) return false;
   const { service: s, relay: r } = big;
