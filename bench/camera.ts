@@ -210,7 +210,7 @@ async function main(argv: string[]): Promise<number> {
           tls,
           ftps: false,
           control: false,
-          reportOffsetMs: Math.round((i / o.printers) * 1000),
+          reportPhaseMs: Math.round((i / o.printers) * 1000),
           cameraSize: { width: o.width, height: o.height },
           cameraStamp: true,
         }),

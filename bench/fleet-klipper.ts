@@ -26,7 +26,7 @@ export function startKlipperSimulators(n: number, intervalMs: number, ledger: Re
         control: false,
         files: [],
         // Independent printers: spread evenly over the interval.
-        bench: { intervalMs, offsetMs: Math.round((i / n) * intervalMs), onReport: (info) => ledger.onReport({ id: info.id, serial: '', sequence: 0, full: false, nozzle: info.nozzle }) },
+        bench: { intervalMs, phaseMs: Math.round((i / n) * intervalMs), onReport: (info) => ledger.onReport({ id: info.id, serial: '', sequence: 0, full: false, nozzle: info.nozzle }) },
       }),
   );
 }

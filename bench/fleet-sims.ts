@@ -52,7 +52,7 @@ export function benchReporting(i: number, n: number, intervalMs: number, tls: Si
   return {
     reportIntervalMs: intervalMs,
     // Independent printers: spread evenly over the report interval, not all in the same millisecond.
-    reportOffsetMs: Math.round((i / n) * intervalMs),
+    reportPhaseMs: Math.round((i / n) * intervalMs),
     tls,
     ftps: false,
     control: false,

@@ -47,6 +47,7 @@ import { ReportStream } from './bambu/reports';
 import { handleRequest, type RequestTarget } from './bambu/requests';
 import { stateView, statusWord, type SimStatus } from './bambu/state-view';
 import { versionInfo } from './bambu/version';
+import { startReportClock, type ReportClock } from './report-clock';
 
 export { BENCH_NOZZLE_BASE, BENCH_NOZZLE_STEPS, type BambuFaults, type BambuPrinterConfig, type BambuSimulatorOptions, type SimReportInfo, type SimTlsCredentials } from './bambu/options';
 
@@ -76,7 +77,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
   private control: BambuControlServer | null = null;
   /** The model's camera: port-6000 "JPEG over TLS" (A1 / P1) or RTSPS (X1 / H2 / P2); null with `camera: false`. */
   camera: PrinterCamera | null = null;
-  private timer: NodeJS.Timeout | null = null;
+  private clock: ReportClock | null = null;
   private lastTick = Date.now();
   private readonly reports: ReportStream;
   private linkMode: LinkMode = 'online';
@@ -84,7 +85,6 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
   private readonly reportIntervalMs: number;
   private readonly hasAms: boolean;
   private readonly options: BambuSimulatorOptions;
-  private startTimer: NodeJS.Timeout | null = null;
   private closed = false;
 
   private constructor(options: BambuSimulatorOptions) {
@@ -154,19 +154,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
       await this.control.listen();
     }
     this.lastTick = Date.now();
-    const startTicking = () => {
-      this.startTimer = null;
-      if (this.closed) return;
-      this.timer = setInterval(() => this.tick(), this.reportIntervalMs);
-    };
-    if (this.options.reportOffsetMs === undefined) startTicking();
-    else {
-      // The first report after the offset, then one per interval.
-      this.startTimer = setTimeout(() => {
-        startTicking();
-        this.tick();
-      }, Math.max(0, this.options.reportOffsetMs));
-    }
+    this.clock = startReportClock(this.reportIntervalMs, this.options.reportPhaseMs, () => this.tick());
   }
 
   get mqttPort(): number {
@@ -382,10 +370,8 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    if (this.startTimer) clearTimeout(this.startTimer);
-    this.startTimer = null;
+    this.clock?.stop();
+    this.clock = null;
     await Promise.all([this.control?.close(), this.mqtt?.close(), this.ftps?.close(), this.camera?.close()]);
   }
 }

@@ -59,8 +59,12 @@ export interface BambuSimulatorOptions {
   cameraIntervalMs?: number;
   /** Benchmarks: every port-6000 camera frame carries the time it was sent in a JPEG comment (bambu/camera.ts cameraFrameStamp). */
   cameraStamp?: boolean;
-  /** Delay of the first periodic report in ms (default: one report interval); spreads many printers over the second. */
-  reportOffsetMs?: number;
+  /**
+   * Where in each report interval the periodic reports fall (ms, on the process's monotonic clock; see
+   * report-clock.ts): spreads many printers over the second and keeps them apart. Default: every interval
+   * from the start.
+   */
+  reportPhaseMs?: number;
   /**
    * Benchmark mode (default false): every report carries a new nozzle temperature, a 1 °C
    * sawtooth 200, 201 … 299, 200 …, so that every report changes what the service shows.

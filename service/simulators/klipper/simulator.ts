@@ -28,6 +28,7 @@ import { ALL_OBJECTS, objectStatus } from './objects';
 import { HttpFail, reply, route } from './routes';
 import { handleRpc, RpcError, type SimClient } from './rpc';
 import { Throttle } from './throttle';
+import { startReportClock, type ReportClock } from '../report-clock';
 
 export interface KlipperSimulatorOptions {
   /** Moonraker API key; none: every client is trusted. */
@@ -51,10 +52,11 @@ export interface KlipperSimulatorOptions {
   /** Benchmarks: no control API (default true: one). */
   control?: boolean;
   /**
-   * Benchmarks: instead of the 4 Hz ticker, a delta every `intervalMs` (first after `offsetMs`) that sets a new
-   * extruder temperature (BENCH_NOZZLE_BASE + a sawtooth step); `onReport` says when each one leaves.
+   * Benchmarks: instead of the 4 Hz ticker, a delta every `intervalMs` (at `phaseMs` of each interval, see
+   * report-clock.ts) that sets a new extruder temperature (BENCH_NOZZLE_BASE + a sawtooth step); `onReport`
+   * says when each one leaves.
    */
-  bench?: { intervalMs: number; offsetMs: number; onReport(info: { id: string; nozzle: number }): void };
+  bench?: { intervalMs: number; phaseMs: number; onReport(info: { id: string; nozzle: number }): void };
   /** Moonraker's [spoolman] integration, with this active spool (default none: no Spoolman). */
   spool?: SimSpool | null;
 }
@@ -101,7 +103,7 @@ export class KlipperSimulator {
   private readonly controlSockets = new Set<Socket>();
   private readonly tokens = new Map<string, number>();
   private readonly started = Date.now();
-  private ticker: NodeJS.Timeout | null = null;
+  private ticker: ReportClock | null = null;
   private offline = false;
   private closed = false;
   private nextClient = 1;
@@ -204,7 +206,7 @@ export class KlipperSimulator {
   private startTicker(): void {
     const bench = this.options.bench;
     if (!bench) {
-      this.ticker = setInterval(() => this.pushNow(), 250);
+      this.ticker = startReportClock(250, undefined, () => this.pushNow());
       return;
     }
     let step = 0;
@@ -214,10 +216,7 @@ export class KlipperSimulator {
         bench.onReport({ id: this.printerConfig().id, nozzle: this.machine.nozzle });
       });
     };
-    this.ticker = setTimeout(() => {
-      report();
-      this.ticker = setInterval(report, bench.intervalMs);
-    }, bench.offsetMs);
+    this.ticker = startReportClock(bench.intervalMs, bench.phaseMs, report);
   }
 
   /** Sends every subscribed client the fields that changed (after `change`, a benchmark's new temperature). */
@@ -280,7 +279,7 @@ export class KlipperSimulator {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.ticker) clearTimeout(this.ticker); // clears an interval too
+    this.ticker?.stop();
     for (const c of this.clients) c.ws.terminate();
     this.clients.clear();
     this.wss.close();
