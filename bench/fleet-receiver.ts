@@ -32,51 +32,6 @@ export type ReceiverEvent =
 /** How often the frames noted so far go to the main thread (their times are taken as they arrive). */
 const FLUSH_MS = 20;
 
-const STATUS_FRAME = Buffer.from('{"type":"printer_status"');
-const PRINTER_ID = Buffer.from('"data":{"printer_id":"');
-const NOZZLE = Buffer.from('"temperatures":{"nozzle":');
-
-/**
- * A printer_status frame's printer id and nozzle temperature, read off its bytes as the service and the relay
- * write it (fleet-status.ts statusEvent, fleet-relay.ts frameOf); the frame parsed whole when it is shaped
- * otherwise. 'other' for another type of frame, null for a printer_status without an id or a numeric nozzle
- * temperature. Parsing every frame whole made each reader scavenge about once a second for up to 4 ms, and
- * a reader's pause delays the arrival times of its side's frames only.
- */
-export function readStatusFrame(data: Buffer): { id: string; nozzle: number } | 'other' | null {
-  if (data.length > STATUS_FRAME.length && data.compare(STATUS_FRAME, 0, STATUS_FRAME.length, 0, STATUS_FRAME.length) === 0) {
-    const idAt = data.indexOf(PRINTER_ID);
-    const idEnd = idAt < 0 ? -1 : data.indexOf(0x22, idAt + PRINTER_ID.length);
-    const nozzleAt = data.indexOf(NOZZLE);
-    // An id with an escape in it is left to the parser.
-    const escape = idAt < 0 ? -1 : data.indexOf(0x5c, idAt + PRINTER_ID.length);
-    if (idEnd > 0 && nozzleAt > 0 && (escape < 0 || escape > idEnd)) {
-      const nozzle = numberAt(data, nozzleAt + NOZZLE.length);
-      if (nozzle !== null) return { id: data.toString('latin1', idAt + PRINTER_ID.length, idEnd), nozzle };
-    }
-  }
-  let frame: { type?: string; data?: { printer_id?: unknown; temperatures?: { nozzle?: unknown } } };
-  try {
-    frame = JSON.parse(data.toString('utf8'));
-  } catch {
-    return 'other';
-  }
-  if (frame?.type !== 'printer_status') return 'other';
-  const id = frame.data?.printer_id;
-  const nozzle = frame.data?.temperatures?.nozzle;
-  return typeof id === 'string' && typeof nozzle === 'number' ? { id, nozzle } : null;
-}
-
-/** A JSON number of at most 24 characters starting at `at`, up to the next `,` or `}`; null otherwise. */
-function numberAt(data: Buffer, at: number): number | null {
-  let end = at;
-  while (end < data.length && end - at <= 24 && data[end] !== 0x2c && data[end] !== 0x7d) end++;
-  if (end === at || end >= data.length || end - at > 24) return null;
-  const text = data.toString('latin1', at, end);
-  const value = Number(text);
-  return text.trim() === text && Number.isFinite(value) ? value : null;
-}
-
 function run(port: number): void {
   const parent = parentPort!;
   let batch: { ids: string[]; nozzles: number[]; at: number[] } = { ids: [], nozzles: [], at: [] };
@@ -93,14 +48,21 @@ function run(port: number): void {
   ws.on('open', () => parent.postMessage({ ev: 'open' } satisfies ReceiverEvent));
   ws.on('message', (data: Buffer) => {
     const at = Number(process.hrtime.bigint()) / 1e6;
-    const frame = readStatusFrame(data);
-    if (frame === 'other') return;
-    if (!frame) {
+    let frame: { type?: string; data?: { printer_id?: unknown; temperatures?: { nozzle?: unknown } } };
+    try {
+      frame = JSON.parse(data.toString('utf8'));
+    } catch {
+      return;
+    }
+    if (frame.type !== 'printer_status') return;
+    const id = frame.data?.printer_id;
+    const nozzle = frame.data?.temperatures?.nozzle;
+    if (typeof id !== 'string' || typeof nozzle !== 'number') {
       unmatched++;
       return;
     }
-    batch.ids.push(frame.id);
-    batch.nozzles.push(frame.nozzle);
+    batch.ids.push(id);
+    batch.nozzles.push(nozzle);
     batch.at.push(at);
   });
   ws.on('error', (err) => parent.postMessage({ ev: 'error', message: err.message } satisfies ReceiverEvent));
