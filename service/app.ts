@@ -205,7 +205,6 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const filament = new Filament({ store, settings, bus, log, stateOf: (id) => fleet.stateOf(id), spoolman: options.spoolman });
   fleet.onLinkUp((printerId) => tracker.linkUp(printerId));
   const attention = new AttentionBook(bus, () => settings.get('language'));
-  fleet.onReport(() => metrics.report());
   // Jobs, filament and attention never change with a temperature alone: they are spared the reports that moved only that.
   fleet.onReport(
     (printerId, state) => {
@@ -215,6 +214,11 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     },
     { telemetry: false },
   );
+  // Every report is counted, and retries a job update that failed (after the listener above: not twice).
+  fleet.onReport((printerId, state) => {
+    metrics.report();
+    tracker.retryAfterFailure(printerId, state);
+  });
   // A removed or deactivated printer needs nothing from anyone.
   bus.on('printer_status', (e) => (e.change === 'deleted' || (e.change === 'updated' && e.is_active === false)) && attention.forget(e.printer_id), { telemetry: false });
   const webhooks = new WebhookSender(() => settings.get('notify_webhooks'), (result) => metrics.webhook(result), log, options.webhooks);

@@ -80,6 +80,8 @@ export class JobTracker {
   private readonly seenIdle = new Set<string>();
   private readonly pending = new Map<string, PrinterState>();
   private readonly running = new Map<string, Promise<void>>();
+  /** Printers whose last update failed to be handled: their next report of any kind retries (retryAfterFailure). */
+  private readonly failed = new Set<string>();
   /** The print of each printer's last new job: the same print seen again (after a cancel) is no new job and no flood. */
   private readonly lastCreated = new Map<string, Tracked>();
   private readonly gate: NewJobGate;
@@ -112,14 +114,24 @@ export class JobTracker {
         this.pending.delete(printerId);
         try {
           await this.handle(printerId, next);
+          this.failed.delete(printerId);
         } catch (err) {
           // Rule 6: logged, never shown to users, retried with the next update; monitoring goes on.
           this.current.delete(printerId);
+          this.failed.add(printerId);
           this.log.error({ err, printer_id: printerId }, 'job tracking failed; retrying on the next update');
         }
       }
     })().finally(() => this.running.delete(printerId));
     this.running.set(printerId, loop);
+  }
+
+  /**
+   * Any report, even one of temperatures alone (which the tracker is spared), while a failed update waits for
+   * its retry: an idle printer sends nothing else, and a job whose end failed to be written would stay open.
+   */
+  retryAfterFailure(printerId: string, state: PrinterState): void {
+    if (this.failed.has(printerId) && !this.running.has(printerId)) this.report(printerId, state);
   }
 
   /** Links the jobs of queued prints to their dispatches (set once the print queue exists). */

@@ -237,4 +237,29 @@ describeDialects('job tracker', (db) => {
       ['D.gcode', 'printing'],
     ]);
   });
+
+  test('an update that failed is retried on the next report, even one of temperatures alone that the tracker is spared', async () => {
+    await feed(state('printing', 'Cube.gcode', 99));
+    const transition = store.jobs.transition.bind(store.jobs);
+    let failures = 1;
+    store.jobs.transition = (async (...args: Parameters<typeof transition>) => {
+      if (failures-- > 0) throw new Error('database is locked');
+      return transition(...args);
+    }) as typeof transition;
+    const finished = state('finished', 'Cube.gcode', 100);
+    await feed(finished);
+    expect((await jobs()).map((j) => j.status)).toEqual(['printing']);
+    // What the fleet hands every report's listeners after one that moved only temperatures.
+    const cooler = { ...finished, temperatures: { ...finished.temperatures, nozzle: 150 } };
+    clock += 1000;
+    tracker.retryAfterFailure('p1', cooler);
+    await tracker.idle();
+    expect((await jobs()).map((j) => j.status)).toEqual(['completed']);
+    // Once handled, such reports are left alone again: nothing more is read or written.
+    const reads = jest.spyOn(store.jobs, 'activeTrackedForPrinter');
+    tracker.retryAfterFailure('p1', { ...cooler, temperatures: { ...cooler.temperatures, nozzle: 120 } });
+    await tracker.idle();
+    expect(reads).not.toHaveBeenCalled();
+    expect((await jobs()).map((j) => j.status)).toEqual(['completed']);
+  });
 });
