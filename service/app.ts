@@ -214,10 +214,11 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     },
     { telemetry: false },
   );
-  // Every report is counted, and retries a job update that failed (after the listener above: not twice).
+  // Every report is counted, and retries a job update or spool sync that failed (after the listener above: not twice).
   fleet.onReport((printerId, state) => {
     metrics.report();
     tracker.retryAfterFailure(printerId, state);
+    filament.retryAfterFailure(printerId, state);
   });
   // A removed or deactivated printer needs nothing from anyone.
   bus.on('printer_status', (e) => (e.change === 'deleted' || (e.change === 'updated' && e.is_active === false)) && attention.forget(e.printer_id), { telemetry: false });

@@ -32,6 +32,8 @@ export class AmsSync {
   private readonly last = new Map<string, { materials: PrinterState['materials']; active: number | null | undefined }>();
   private readonly pending = new Map<string, PrinterState>();
   private readonly busy = new Map<string, Promise<void>>();
+  /** Printers whose last sync failed: their next report of any kind retries it (retryAfterFailure). */
+  private readonly failed = new Set<string>();
   private closed = false;
 
   constructor(
@@ -58,9 +60,11 @@ export class AmsSync {
         this.pending.delete(printerId);
         try {
           await this.sync(printerId, next.materials ?? []);
+          this.failed.delete(printerId);
         } catch (err) {
-          // Seen again with the next change; a failed sync must not stop monitoring.
+          // Looked at afresh with the next report; a failed sync must not stop monitoring.
           this.forget(printerId);
+          this.failed.add(printerId);
           this.log.error({ err, printer_id: printerId }, 'spool sync from the AMS report failed');
         }
       }
@@ -68,10 +72,19 @@ export class AmsSync {
     this.busy.set(printerId, run);
   }
 
+  /**
+   * Any report, even one of temperatures alone (which filament is spared), while a failed sync waits for its
+   * retry: an idle printer sends nothing else, and its spools would wait for the next change of its AMS.
+   */
+  retryAfterFailure(printerId: string, state: PrinterState): void {
+    if (this.failed.has(printerId) && !this.busy.has(printerId)) this.onReport(printerId, state);
+  }
+
   /** The printer was removed or went away: its next report is looked at afresh. */
   forget(printerId: string): void {
     this.keys.delete(printerId);
     this.last.delete(printerId);
+    this.failed.delete(printerId);
   }
 
   async close(): Promise<void> {

@@ -53,6 +53,11 @@ export class Filament {
     this.ams.onReport(printerId, state);
   }
 
+  /** Every report, even one of temperatures alone: retries a sync that failed (AmsSync.retryAfterFailure). */
+  retryAfterFailure(printerId: string, state: PrinterState): void {
+    this.ams.retryAfterFailure(printerId, state);
+  }
+
   async start(): Promise<void> {
     await this.spools.start();
     await this.usage.start();

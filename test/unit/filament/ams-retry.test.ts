@@ -1,0 +1,82 @@
+/**
+ * A spool sync from the AMS report that failed is retried on the printer's next report of any kind, even
+ * one of temperatures alone, which filament tracking is otherwise spared (service/printers/fleet.ts
+ * telemetry): an idle printer sends nothing else.
+ */
+import fs from 'node:fs';
+import pino from 'pino';
+import { openStore, type Store } from '../../../service/db';
+import { EventBus } from '../../../service/events';
+import { Filament } from '../../../service/filament';
+import type { PrinterState } from '../../../service/printers/driver';
+import { SettingsService } from '../../../service/settings';
+import { tempDir } from '../../helpers/service';
+
+const TAG = 'A1'.repeat(16);
+
+function idle(nozzle: number): PrinterState {
+  return {
+    state: 'idle',
+    raw_state: 'IDLE',
+    temperatures: { nozzle, bed: 25, nozzle_target: 0, bed_target: 0 },
+    job: null,
+    error: null,
+    firmware_version: null,
+    model: 'X1C',
+    capabilities: null,
+    materials: [{ slot: 0, type: 'PLA', color: '#FF0000', remaining_percent: 80, tray_uuid: TAG }],
+    active_slot: null,
+  };
+}
+
+describe('filament: a failed AMS sync', () => {
+  let dir: string;
+  let store: Store;
+  let filament: Filament;
+
+  beforeEach(async () => {
+    dir = tempDir();
+    store = await openStore(dir, { kind: 'sqlite' });
+    const settings = await SettingsService.load(store.settings, {});
+    filament = new Filament({ store, settings, bus: new EventBus(), log: pino({ level: 'silent' }), stateOf: () => undefined });
+    const now = new Date().toISOString();
+    await store.printers.insert({
+      id: 'x1', name: 'X1', type: 'bambu_lab', model: 'X1C', ip_address: '127.0.0.1', serial_number: 'S', access_code: 'A', is_active: true,
+      status: 'online', connection_status: 'connected', status_message: null, firmware_version: null, last_seen: null, created_at: now, updated_at: now,
+      mqtt_port: null, ftps_port: null, http_port: null, power_watts: null, auth_method: null,
+    });
+  });
+  afterEach(async () => {
+    await filament.close();
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const spoolsOfX1 = async () => (await store.spools.list({ printer_id: 'x1', page: 1, limit: 10, order_by: 'id', order_dir: 'asc' })).spools;
+
+  test('is retried by the next report, even one of temperatures alone', async () => {
+    const exists = store.printers.exists.bind(store.printers);
+    let failures = 1;
+    store.printers.exists = (async (id: string) => {
+      if (failures-- > 0) throw new Error('database is locked');
+      return exists(id);
+    }) as typeof exists;
+    filament.onReport('x1', idle(30));
+    await filament.idle();
+    expect(await spoolsOfX1()).toEqual([]);
+    // The fleet hands this one only to the listeners that hear every report.
+    filament.retryAfterFailure('x1', idle(29));
+    await filament.idle();
+    expect(await spoolsOfX1()).toEqual([expect.objectContaining({ rfid_uuid: TAG, slot: 0, material: 'PLA' })]);
+  });
+
+  test('a report of temperatures alone does nothing when no sync failed', async () => {
+    filament.onReport('x1', idle(30));
+    await filament.idle();
+    const lists = jest.spyOn(store.spools, 'list');
+    filament.retryAfterFailure('x1', idle(29));
+    await filament.idle();
+    expect(lists).not.toHaveBeenCalled();
+    expect(await spoolsOfX1()).toHaveLength(1);
+  });
+});
