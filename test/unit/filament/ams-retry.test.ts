@@ -36,7 +36,7 @@ describe('filament: a failed AMS sync', () => {
 
   beforeEach(async () => {
     dir = tempDir();
-    store = await openStore(dir, { kind: 'sqlite' });
+    store = await openStore(dir);
     const settings = await SettingsService.load(store.settings, {});
     filament = new Filament({ store, settings, bus: new EventBus(), log: pino({ level: 'silent' }), stateOf: () => undefined });
     const now = new Date().toISOString();
