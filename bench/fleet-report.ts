@@ -59,10 +59,11 @@ export function calibration(rows: Array<{ service: Measurement; relay: Measureme
 
 /**
  * The ratios first, then whether the targets hold at the largest size measured (the targets are set at 1000
- * printers): service CPU per report at most 1.5x the relay's, p99 at most the relay's, every report framed, and
- * the absolute ones (p99 < 50 ms, under one core). Returns whether any was missed.
+ * printers): service CPU per report at most 1.5x the relay's, p99 at most the relay's (Bambu, issue 30; not
+ * for Klipper, whose targets are the CPU ratio and the absolute p99, issue 27), every report framed, and the
+ * absolute ones (p99 < 50 ms, under one core). Returns whether any was missed.
  */
-export function verdict(rows: Array<{ service: Measurement; relay: Measurement }>): boolean {
+export function verdict(rows: Array<{ service: Measurement; relay: Measurement }>, { p99AtMostRelay }: { p99AtMostRelay: boolean }): boolean {
   process.stdout.write('\nRatios (service / relay, side by side over the same window):\n');
   for (const { service: s, relay: r } of rows) process.stdout.write(`${ratios(s, r)}\n`);
   const big = rows.reduce<(typeof rows)[number] | null>((a, b) => (!a || b.service.n > a.service.n ? b : a), null);
@@ -70,7 +71,7 @@ export function verdict(rows: Array<{ service: Measurement; relay: Measurement }
   const { service: s, relay: r } = big;
   const checks: Array<[string, boolean]> = [
     [`CPU per report at most ${TARGETS.cpuRatio}x the relay's (${f2(perReport(s) / perReport(r))}x)`, perReport(s) <= TARGETS.cpuRatio * perReport(r)],
-    [`p99 at most ${TARGETS.p99Ratio}x the relay's (${f2(s.p99 / r.p99)}x)`, s.p99 <= TARGETS.p99Ratio * r.p99],
+    ...(p99AtMostRelay ? [[`p99 at most ${TARGETS.p99Ratio}x the relay's (${f2(s.p99 / r.p99)}x)`, s.p99 <= TARGETS.p99Ratio * r.p99] as [string, boolean]] : []),
     [`every report framed (${s.lost} without a frame)`, s.lost === 0 && s.reports > 0],
     [`p99 under 50 ms (${f1(s.p99)} ms)`, s.p99 < 50],
     [`under one core (${f2(cores(s))})`, cores(s) < 1],
