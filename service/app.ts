@@ -205,21 +205,17 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const filament = new Filament({ store, settings, bus, log, stateOf: (id) => fleet.stateOf(id), spoolman: options.spoolman });
   fleet.onLinkUp((printerId) => tracker.linkUp(printerId));
   const attention = new AttentionBook(bus, () => settings.get('language'));
-  // Jobs, filament and attention never change with a temperature alone: they are spared the reports that moved only that.
+  // Jobs, filament and attention never change with a temperature alone: they are spared the reports that moved only
+  // that, but a printer's while an update of it that failed waits for its retry (an idle printer sends nothing else).
   fleet.onReport(
     (printerId, state) => {
       tracker.report(printerId, state);
       filament.onReport(printerId, state);
       attention.report(printerId, state.attention);
     },
-    { telemetry: false },
+    { telemetry: (printerId) => tracker.awaitsRetry(printerId) || filament.awaitsRetry(printerId) },
   );
-  // Every report is counted, and retries a job update or spool sync that failed (after the listener above: not twice).
-  fleet.onReport((printerId, state) => {
-    metrics.report();
-    tracker.retryAfterFailure(printerId, state);
-    filament.retryAfterFailure(printerId, state);
-  });
+  fleet.onReport(() => metrics.report());
   // A removed or deactivated printer needs nothing from anyone.
   bus.on('printer_status', (e) => (e.change === 'deleted' || (e.change === 'updated' && e.is_active === false)) && attention.forget(e.printer_id), { telemetry: false });
   const webhooks = new WebhookSender(() => settings.get('notify_webhooks'), (result) => metrics.webhook(result), log, options.webhooks);

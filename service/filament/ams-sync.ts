@@ -32,7 +32,7 @@ export class AmsSync {
   private readonly last = new Map<string, { materials: PrinterState['materials']; active: number | null | undefined }>();
   private readonly pending = new Map<string, PrinterState>();
   private readonly busy = new Map<string, Promise<void>>();
-  /** Printers whose last sync failed: their next report of any kind retries it (retryAfterFailure). */
+  /** Printers whose last sync failed: their next report of any kind retries it (awaitsRetry). */
   private readonly failed = new Set<string>();
   private closed = false;
 
@@ -72,12 +72,9 @@ export class AmsSync {
     this.busy.set(printerId, run);
   }
 
-  /**
-   * Any report, even one of temperatures alone (which filament is spared), while a failed sync waits for its
-   * retry: an idle printer sends nothing else, and its spools would wait for the next change of its AMS.
-   */
-  retryAfterFailure(printerId: string, state: PrinterState): void {
-    if (this.failed.has(printerId) && !this.busy.has(printerId)) this.onReport(printerId, state);
+  /** Whether the printer's last sync failed and waits: its next report, even one of temperatures alone, retries it. */
+  awaitsRetry(printerId: string): boolean {
+    return this.failed.has(printerId) && !this.busy.has(printerId);
   }
 
   /** The printer was removed or went away: its next report is looked at afresh. */

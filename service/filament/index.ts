@@ -53,9 +53,9 @@ export class Filament {
     this.ams.onReport(printerId, state);
   }
 
-  /** Every report, even one of temperatures alone: retries a sync that failed (AmsSync.retryAfterFailure). */
-  retryAfterFailure(printerId: string, state: PrinterState): void {
-    this.ams.retryAfterFailure(printerId, state);
+  /** Whether a spool sync of the printer failed: its next report, even one of temperatures alone, retries it. */
+  awaitsRetry(printerId: string): boolean {
+    return this.ams.awaitsRetry(printerId);
   }
 
   async start(): Promise<void> {

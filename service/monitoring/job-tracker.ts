@@ -80,7 +80,7 @@ export class JobTracker {
   private readonly seenIdle = new Set<string>();
   private readonly pending = new Map<string, PrinterState>();
   private readonly running = new Map<string, Promise<void>>();
-  /** Printers whose last update failed to be handled: their next report of any kind retries (retryAfterFailure). */
+  /** Printers whose last update failed to be handled: their next report of any kind retries (awaitsRetry). */
   private readonly failed = new Set<string>();
   /** The print of each printer's last new job: the same print seen again (after a cancel) is no new job and no flood. */
   private readonly lastCreated = new Map<string, Tracked>();
@@ -126,12 +126,9 @@ export class JobTracker {
     this.running.set(printerId, loop);
   }
 
-  /**
-   * Any report, even one of temperatures alone (which the tracker is spared), while a failed update waits for
-   * its retry: an idle printer sends nothing else, and a job whose end failed to be written would stay open.
-   */
-  retryAfterFailure(printerId: string, state: PrinterState): void {
-    if (this.failed.has(printerId) && !this.running.has(printerId)) this.report(printerId, state);
+  /** Whether an update of the printer failed and waits: its next report, even one of temperatures alone, retries it. */
+  awaitsRetry(printerId: string): boolean {
+    return this.failed.has(printerId) && !this.running.has(printerId);
   }
 
   /** Links the jobs of queued prints to their dispatches (set once the print queue exists). */

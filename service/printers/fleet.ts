@@ -42,9 +42,17 @@ interface Member {
 
 export type ReportListener = (printerId: string, state: PrinterState) => void;
 
-/** `telemetry: false`: the listener never acts on a report that moved only temperatures, and is spared those. */
+/**
+ * Which reports that moved only temperatures (telemetry) a listener hears: all (true, the default), none (false)
+ * or a printer's while the function says so (a failed update waiting for its retry, a queued start watched).
+ */
 export interface ReportListenOptions {
-  telemetry?: boolean;
+  telemetry?: boolean | TelemetryWanted;
+}
+type TelemetryWanted = (printerId: string, state: PrinterState) => boolean;
+interface ChoosyListener {
+  listener: ReportListener;
+  wants: TelemetryWanted;
 }
 
 export class Fleet {
@@ -52,6 +60,8 @@ export class Fleet {
   private readonly reportListeners: ReportListener[] = [];
   /** The report listeners that also hear reports which moved only temperatures (most reports of a farm). */
   private readonly telemetryListeners: ReportListener[] = [];
+  /** The report listeners that hear a printer's telemetry when they ask for it. */
+  private readonly choosyListeners: ChoosyListener[] = [];
   private readonly linkUpListeners: ((printerId: string) => void)[] = [];
   private closed = false;
   private readonly lastSeen: LastSeenWriter;
@@ -68,10 +78,12 @@ export class Fleet {
     this.lastSeen = new LastSeenWriter(store, log);
   }
 
-  /** Every state a connected printer reports goes to `listener`, but telemetry when it declines that (`telemetry: false`). */
+  /** Every state a connected printer reports goes to `listener`, but the telemetry it declines (ReportListenOptions). */
   onReport(listener: ReportListener, options: ReportListenOptions = {}): void {
     this.reportListeners.push(listener);
-    if (options.telemetry !== false) this.telemetryListeners.push(listener);
+    const { telemetry = true } = options;
+    if (typeof telemetry === 'function') this.choosyListeners.push({ listener, wants: telemetry });
+    else if (telemetry) this.telemetryListeners.push(listener);
   }
 
   /** `listener` hears of every printer whose link comes up (connection test passed, reconnect). */
@@ -317,12 +329,16 @@ export class Fleet {
     this.frame(member, false);
     const telemetry = member.reported !== null && sameApartFromTemperatures(member.reported, state);
     member.reported = state;
-    for (const listener of telemetry ? this.telemetryListeners : this.reportListeners) {
-      try {
-        listener(id, state);
-      } catch (err) {
-        this.log.error({ err, printer_id: id }, 'report listener failed');
-      }
+    for (const listener of telemetry ? this.telemetryListeners : this.reportListeners) this.tell(listener, id, state);
+    if (telemetry) for (const { listener, wants } of this.choosyListeners) this.tell(listener, id, state, wants);
+  }
+
+  /** Hands a report to a listener (when it wants it): what a listener throws is logged, never the driver's. */
+  private tell(listener: ReportListener, id: string, state: PrinterState, wants?: TelemetryWanted): void {
+    try {
+      if (!wants || wants(id, state)) listener(id, state);
+    } catch (err) {
+      this.log.error({ err, printer_id: id }, 'report listener failed');
     }
   }
 

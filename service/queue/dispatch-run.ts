@@ -91,6 +91,11 @@ export class DispatchRunner {
     this.uploads = new Slots(() => this.settings.get('queue_max_parallel_uploads'));
   }
 
+  /** Whether a start under way follows the printer's reports: held for it, or watched for its acknowledgement or end. */
+  follows(printerId: string): boolean {
+    return this.holds.has(printerId) || this.watched.has(printerId);
+  }
+
   /** True while the printer is held after a start it has not acknowledged yet (at most queue_printer_hold_s). */
   isHeld(printerId: string): boolean {
     const until = this.holds.get(printerId);

@@ -117,7 +117,7 @@ export class Dispatcher {
       const job = d.job_id !== null ? await this.deps.store.jobs.get(d.job_id) : undefined;
       this.runner.recover(d, job?.progress ?? 0);
     }
-    this.deps.fleet.onReport((id, state) => this.onReport(id, state));
+    this.deps.fleet.onReport((id, state) => this.onReport(id, state), { telemetry: (id, state) => this.followsTelemetry(id, state) });
     this.stopListening = this.deps.bus.on('printer_status', (e) => {
       if (e.change === 'state') return;
       this.recordsStale = true;
@@ -187,6 +187,14 @@ export class Dispatcher {
     // A new pass only when something changed that can let a copy start here.
     const heating = this.deps.settings.get('queue_max_concurrent_heatups') > 0 && isHeating(state);
     if (this.seen.changed(printerId, this.availability(printerId, false), heating, state)) this.wake('printer changed');
+  }
+
+  /**
+   * A report of temperatures alone changes what decides a start only while a start follows the printer, a refusal
+   * waits to clear (both also end with time) or, under a heat-up limit, while it prints (heating or not).
+   */
+  private followsTelemetry(printerId: string, state: PrinterState): boolean {
+    return this.runner.follows(printerId) || this.notReadyUntil.has(printerId) || (state.state === 'printing' && this.deps.settings.get('queue_max_concurrent_heatups') > 0);
   }
 
   /** Whether a start may go to the printer now; `forStart` skips the claim check (the runner's own dispatch holds it). */

@@ -58,6 +58,9 @@ let ws: WsClient;
 let marker = 100;
 /** Reports given to a report listener that never acts on telemetry, while cost() counts. */
 let sparedReports: number | null = null;
+/** The printer whose telemetry a choosy report listener asks for (none: null), and the reports it was given. */
+let askFor: string | null = null;
+let askedReports = 0;
 
 beforeAll(async () => {
   harness = await startService({ driverFactory: driverFactory({ backoffBaseMs: 50, backoffMaxMs: 200 }) });
@@ -65,6 +68,7 @@ beforeAll(async () => {
   expect((await harness.post('/api/v1/printers', peer.printer)).status).toBe(201);
   await until(async () => (await harness.get('/api/v1/printers/cost-01')).body?.connection_status === 'connected', 'printer connected');
   harness.service.context.fleet.onReport(() => sparedReports !== null && sparedReports++, { telemetry: false });
+  harness.service.context.fleet.onReport(() => askedReports++, { telemetry: (id) => id === askFor });
   ws = await connectWs(harness.base);
 });
 
@@ -150,5 +154,39 @@ describe('the cost of a printer report, counted', () => {
     expect(percents.serialisations).toBe(110);
     // The ten reports with a new percent, their ten frames and ten job_updates reach every listener; the other 90 none of them.
     expect(percents.spared).toEqual({ events: 20, reports: 10 });
+  });
+
+  it('a listener that asks for telemetry hears a printer\'s only while it asks', async () => {
+    askedReports = 0;
+    await cost(times(10, (i) => report({ nozzle_temper: 300 + i })));
+    expect(askedReports).toBe(0);
+    askFor = 'cost-01';
+    // The ten reports and cost()'s end marker, each of temperatures alone.
+    await cost(times(10, (i) => report({ nozzle_temper: 320 + i })));
+    expect(askedReports).toBe(11);
+    askFor = null;
+  });
+
+  it('a job update that failed is retried by the next report, even one of temperatures alone; then telemetry is spared again', async () => {
+    const { store, tracker } = harness.service.context;
+    const transition = store.jobs.transition;
+    let failures = 1;
+    store.jobs.transition = async (...args: Parameters<typeof transition>) => {
+      if (failures-- > 0) throw new Error('database is locked');
+      return transition.apply(store.jobs, args);
+    };
+    const printing = async () => (await harness.get('/api/v1/jobs?printer_id=cost-01')).body.jobs.map((j: { status: string }) => j.status);
+    try {
+      await peer.raw(report({ gcode_state: 'FINISH', mc_percent: 100 }));
+      await until(async () => failures < 1 && tracker.awaitsRetry('cost-01'), 'the job update failed');
+      expect(await printing()).toEqual(['printing']);
+      // An idle printer's next reports move only temperatures: the tracker asks for them until the retry.
+      await peer.raw(report({ nozzle_temper: 180 }));
+      await until(async () => (await printing())[0] === 'completed', 'the retry completed the job');
+    } finally {
+      store.jobs.transition = transition;
+    }
+    const after = await cost(times(20, (i) => report({ nozzle_temper: 170 - i })));
+    expect(after).toEqual({ sql: {}, events: { printer_status: 20 }, serialisations: 20, spared: { events: 0, reports: 0 } });
   });
 });

@@ -1,7 +1,8 @@
 /**
  * A spool sync from the AMS report that failed is retried on the printer's next report of any kind, even
  * one of temperatures alone, which filament tracking is otherwise spared (service/printers/fleet.ts
- * telemetry): an idle printer sends nothing else.
+ * telemetry): an idle printer sends nothing else. awaitsRetry is what the fleet asks (app.ts);
+ * test/e2e/report-cost.test.ts follows a failed update through the running service.
  */
 import fs from 'node:fs';
 import pino from 'pino';
@@ -64,19 +65,18 @@ describe('filament: a failed AMS sync', () => {
     filament.onReport('x1', idle(30));
     await filament.idle();
     expect(await spoolsOfX1()).toEqual([]);
-    // The fleet hands this one only to the listeners that hear every report.
-    filament.retryAfterFailure('x1', idle(29));
+    // The fleet asks this before it hands filament a report that moved only temperatures (app.ts).
+    expect(filament.awaitsRetry('x1')).toBe(true);
+    filament.onReport('x1', idle(29));
+    expect(filament.awaitsRetry('x1')).toBe(false); // under way: not handed again meanwhile
     await filament.idle();
     expect(await spoolsOfX1()).toEqual([expect.objectContaining({ rfid_uuid: TAG, slot: 0, material: 'PLA' })]);
   });
 
-  test('a report of temperatures alone does nothing when no sync failed', async () => {
+  test('no sync failed: reports of temperatures alone are spared filament', async () => {
     filament.onReport('x1', idle(30));
     await filament.idle();
-    const lists = jest.spyOn(store.spools, 'list');
-    filament.retryAfterFailure('x1', idle(29));
-    await filament.idle();
-    expect(lists).not.toHaveBeenCalled();
     expect(await spoolsOfX1()).toHaveLength(1);
+    expect(filament.awaitsRetry('x1')).toBe(false);
   });
 });
