@@ -8,7 +8,6 @@ import path from 'node:path';
 import { BambuSimulator, type SimReportInfo, type SimTlsCredentials } from '../service/simulators/bambu';
 import { KlipperSimulator } from '../service/simulators/klipper';
 import type { ReportSink } from './fleet-ledger';
-import { harnessExecArgv } from './harness-gc';
 import { klipperBenchPrinter } from './fleet-klipper';
 import type { RelayClient } from './fleet-relay';
 import type { BenchPrinter } from './fleet-worker';
@@ -104,6 +103,15 @@ type HostEvent =
   | { ev: 'closed' }
   | { ev: 'error'; message: string };
 
+/**
+ * The simulator host collects its garbage on its own thread. It makes a lot: every report is made, serialised
+ * and encrypted twice, about 10 MB between scavenges 40 to 90 ms apart at 1000 printers. With V8's
+ * default, each scavenge ran on both cores of a 2-CPU machine for 4 to 10 ms, and its marking every few
+ * seconds ran helper threads for 80 to 110 ms: the measured processes and their /ws readers lost the cores
+ * together, and those stalls made most of the p99 of both sides (docs/measurements.md, session 18). On its
+ * own thread a collection only delays the host's next reports, which are timed from when they leave.
+ */
+const SIM_HOST_NODE_FLAGS = ['--single-threaded-gc'];
 
 /**
  * The simulator host (bench/fleet-sims-worker.ts) seen from here: it starts the simulators and hands every
@@ -117,7 +125,7 @@ export class RemoteSims {
   private readonly offset = performance.now() - Number(process.hrtime.bigint()) / 1e6;
 
   private constructor(sink: ReportSink) {
-    this.child = fork(path.join(__dirname, 'fleet-sims-worker.js'), [], { execArgv: harnessExecArgv(), stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.child = fork(path.join(__dirname, 'fleet-sims-worker.js'), [], { execArgv: [...process.execArgv, ...SIM_HOST_NODE_FLAGS], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     this.child.on('message', (raw) => {
       const e = raw as HostEvent;
       if (e.ev === 'reports') {

@@ -10,7 +10,6 @@ import path from 'node:path';
 import { Worker as Thread } from 'node:worker_threads';
 import type { Ledger } from './fleet-ledger';
 import type { ReceiverData, ReceiverEvent } from './fleet-receiver';
-import { measuredExecArgv } from './harness-gc';
 import type { PrinterConfigSource } from './fleet-sims';
 import { pool } from './pool';
 import type { RelayClient } from './fleet-relay';
@@ -28,7 +27,7 @@ export class Worker<C extends { cmd: string } = WorkerCommand> {
   constructor(script = 'fleet-worker.js') {
     // BENCH_WORKER_ARGS: node flags for the measured processes only, to profile them
     // (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" or "--trace-gc"; docs/measurements.md).
-    const execArgv = process.env.BENCH_WORKER_ARGS ? process.env.BENCH_WORKER_ARGS.split(' ').filter(Boolean) : measuredExecArgv();
+    const execArgv = process.env.BENCH_WORKER_ARGS ? process.env.BENCH_WORKER_ARGS.split(' ').filter(Boolean) : process.execArgv;
     this.child = fork(path.join(__dirname, script), [], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     this.child.on('message', (raw) => {
       const e = raw as WorkerEvent;

@@ -20,9 +20,7 @@
  * and reads each side's /ws frames in a thread per side (fleet-receiver.ts), so that timing one side's
  * frames never waits for the other's. Send and receive times are taken on the machine's monotonic
  * clock. A simulator writes each report to the two sides in turn, each first every other report
- * (service/simulators/bambu/mqtt.ts). Loopback only. The simulator host and this process (which starts
- * itself again for it) collect garbage on one thread, the measured processes with Node's defaults
- * (harness-gc.ts).
+ * (service/simulators/bambu/mqtt.ts). Loopback only.
  *
  * Options: --sizes 50,200,500,1000  --window 15 (s)  --warmup 3 (s)  --interval 1000 (ms)
  *          --klipper N: N simulated Klipper (Moonraker) printers instead, deltas at 2 Hz unless
@@ -51,7 +49,6 @@ import { Ledger, percentile } from './fleet-ledger';
 import { fleetOf, RemoteSims, startSimulators, type BenchSim, type Options, type ReportMode, type SimFleet } from './fleet-sims';
 import { calibration, describe, describeSlices, f2, table, verdict } from './fleet-report';
 import type { WorkerEvent } from './fleet-worker';
-import { relaunchedWithHarnessFlags } from './harness-gc';
 import { connectedViaApi, FrameReceiver, registerPrinters, sleep, waitFor, Worker } from './fleet-worker-client';
 
 // Kept importable from here (bench/nodered.ts and bench/camera.ts use them).
@@ -312,7 +309,7 @@ export async function main(argv: string[]): Promise<void> {
   if (missed) process.exitCode = 1;
 }
 
-if (require.main === module && !relaunchedWithHarnessFlags()) {
+if (require.main === module) {
   main(process.argv.slice(2)).catch((err) => {
     process.stderr.write(`${(err as Error).stack ?? err}\n`);
     process.exit(1);
