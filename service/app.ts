@@ -317,6 +317,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       await plates.idle();
       await files.close();
       await tracker.idle();
+      tracker.close();
       stopSpoolWake();
       await filament.close();
       // In-flight requests finish; idle keep-alive connections close now, busy ones after their response.

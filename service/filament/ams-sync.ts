@@ -14,6 +14,7 @@
 import type { Logger } from 'pino';
 import type { Store } from '../db';
 import type { PrinterMaterial, PrinterState } from '../printers/driver';
+import { RetryLater, type RetryLaterOptions } from '../util/retry-later';
 import { nowIso } from '../util/time';
 import type { SpoolService } from './spools';
 import type { FilamentUsageService } from './usage';
@@ -32,8 +33,8 @@ export class AmsSync {
   private readonly last = new Map<string, { materials: PrinterState['materials']; active: number | null | undefined }>();
   private readonly pending = new Map<string, PrinterState>();
   private readonly busy = new Map<string, Promise<void>>();
-  /** Printers whose last sync failed: their next report of any kind retries it (awaitsRetry). */
-  private readonly failed = new Set<string>();
+  /** Printers whose last sync failed: their next report of any kind retries it (awaitsRetry), or a timer. */
+  private readonly retries: RetryLater;
   private closed = false;
 
   constructor(
@@ -41,7 +42,10 @@ export class AmsSync {
     private readonly spools: SpoolService,
     private readonly usage: FilamentUsageService,
     private readonly log: Logger,
-  ) {}
+    retry: RetryLaterOptions = {},
+  ) {
+    this.retries = new RetryLater(retry);
+  }
 
   /** Called with every report: a string compare unless the filament part changed. */
   onReport(printerId: string, state: PrinterState): void {
@@ -57,14 +61,15 @@ export class AmsSync {
     if (this.busy.has(printerId)) return;
     const run = (async () => {
       for (let next = this.pending.get(printerId); next && !this.closed; next = this.pending.get(printerId)) {
+        const report = next;
         this.pending.delete(printerId);
         try {
-          await this.sync(printerId, next.materials ?? []);
-          this.failed.delete(printerId);
+          await this.sync(printerId, report.materials ?? []);
+          this.retries.done(printerId);
         } catch (err) {
-          // Looked at afresh with the next report; a failed sync must not stop monitoring.
+          // Looked at afresh with the next report (or later); a failed sync must not stop monitoring.
           this.forget(printerId);
-          this.failed.add(printerId);
+          this.retries.failed(printerId, () => this.busy.has(printerId) || this.onReport(printerId, report));
           this.log.error({ err, printer_id: printerId }, 'spool sync from the AMS report failed');
         }
       }
@@ -74,18 +79,23 @@ export class AmsSync {
 
   /** Whether the printer's last sync failed and waits: its next report, even one of temperatures alone, retries it. */
   awaitsRetry(printerId: string): boolean {
-    return this.failed.has(printerId) && !this.busy.has(printerId);
+    return this.retries.has(printerId) && !this.busy.has(printerId);
   }
 
-  /** The printer was removed or went away: its next report is looked at afresh. */
+  /** The printer was removed or went away: its next report is looked at afresh, and no retry waits. */
   forget(printerId: string): void {
+    this.lookAfresh(printerId);
+    this.retries.done(printerId);
+  }
+
+  private lookAfresh(printerId: string): void {
     this.keys.delete(printerId);
     this.last.delete(printerId);
-    this.failed.delete(printerId);
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    this.retries.close();
     await Promise.all(this.busy.values());
   }
 

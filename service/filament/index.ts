@@ -14,6 +14,7 @@ import { FileGramsCache } from './file-grams';
 import type { SpoolmanOptions } from './spoolman/inventory';
 import { SpoolService } from './spools';
 import { FilamentUsageService } from './usage';
+import type { RetryLaterOptions } from '../util/retry-later';
 
 export interface FilamentDeps {
   store: Store;
@@ -22,6 +23,8 @@ export interface FilamentDeps {
   log: Logger;
   stateOf: (printerId: string) => PrinterState | undefined;
   spoolman?: SpoolmanOptions;
+  /** When a failed spool sync is retried without a report (tests shorten it). */
+  retry?: RetryLaterOptions;
 }
 
 export type LoadedSpoolMaterial = PrinterMaterial & { spool_id: number | null; remaining_weight_g: number | null };
@@ -37,7 +40,7 @@ export class Filament {
     const log = deps.log.child({ component: 'filament' });
     this.spools = new SpoolService(deps.store, deps.settings, deps.bus, log, deps.spoolman);
     this.usage = new FilamentUsageService(deps.store, this.spools, deps.settings, deps.bus, deps.stateOf, this.grams, log);
-    this.ams = new AmsSync(deps.store, this.spools, this.usage, log);
+    this.ams = new AmsSync(deps.store, this.spools, this.usage, log, deps.retry);
     this.unsubscribe.push(
       deps.bus.on('job_update', (e) => this.usage.onJobUpdate(e)),
       deps.bus.on('printer_status', (e) => {

@@ -16,16 +16,15 @@ import type { FileRecord } from '../db/repositories/files';
 import type { JobPatch, JobRecord, NewJob } from '../db/repositories/jobs';
 import type { EventBus, JobUpdateEvent } from '../events';
 import type { MachineState, PrinterState, PrintProgress } from '../printers/driver';
-import { printOutcome, type PrintOutcome } from './print-outcome';
+import { printOutcome } from './print-outcome';
 import type { SettingsService } from '../settings';
+import { RetryLater, type RetryLaterOptions } from '../util/retry-later';
 import { nowIso } from '../util/time';
 import { NewJobGate, type NewJobGateOptions } from './new-job-gate';
 import { normaliseFileName, printFileName, printKey, startMinute } from './print-identity';
 
 const PRINTING: readonly MachineState[] = ['preparing', 'printing', 'paused'];
 const ACTIVE_JOB = ['printing', 'paused'] as const;
-
-type Outcome = PrintOutcome;
 
 interface Tracked {
   jobId: number;
@@ -39,10 +38,6 @@ interface Tracked {
   progress: number;
   estimatedUsage: number | null;
   powerWatts: number | null;
-}
-
-function outcomeOf(state: PrinterState, tracked: Tracked): Outcome {
-  return printOutcome(state.state, tracked.progress);
 }
 
 /** What a file's metadata (from the preview library) tells about the job: settings, material, estimated usage. */
@@ -80,8 +75,8 @@ export class JobTracker {
   private readonly seenIdle = new Set<string>();
   private readonly pending = new Map<string, PrinterState>();
   private readonly running = new Map<string, Promise<void>>();
-  /** Printers whose last update failed to be handled: their next report of any kind retries (awaitsRetry). */
-  private readonly failed = new Set<string>();
+  /** Printers whose last update failed to be handled: their next report of any kind retries, or a timer. */
+  private readonly retries: RetryLater;
   /** The print of each printer's last new job: the same print seen again (after a cancel) is no new job and no flood. */
   private readonly lastCreated = new Map<string, Tracked>();
   private readonly gate: NewJobGate;
@@ -91,9 +86,10 @@ export class JobTracker {
     private readonly settings: SettingsService,
     private readonly bus: EventBus,
     private readonly log: Logger,
-    options: NewJobGateOptions = {},
+    options: NewJobGateOptions & { retry?: RetryLaterOptions } = {},
   ) {
     this.gate = new NewJobGate(options);
+    this.retries = new RetryLater(options.retry);
   }
 
   /** A printer's link came (back) up: what it prints now may have started while it was out of sight. */
@@ -111,14 +107,15 @@ export class JobTracker {
     if (this.running.has(printerId)) return;
     const loop = (async () => {
       for (let next = this.pending.get(printerId); next; next = this.pending.get(printerId)) {
+        const update = next;
         this.pending.delete(printerId);
         try {
-          await this.handle(printerId, next);
-          this.failed.delete(printerId);
+          await this.handle(printerId, update);
+          this.retries.done(printerId);
         } catch (err) {
-          // Rule 6: logged, never shown to users, retried with the next update; monitoring goes on.
+          // Rule 6: logged, never shown to users, retried with the next update (or later); monitoring goes on.
           this.current.delete(printerId);
-          this.failed.add(printerId);
+          this.retries.failed(printerId, () => this.running.has(printerId) || this.report(printerId, update));
           this.log.error({ err, printer_id: printerId }, 'job tracking failed; retrying on the next update');
         }
       }
@@ -128,7 +125,7 @@ export class JobTracker {
 
   /** Whether an update of the printer failed and waits: its next report, even one of temperatures alone, retries it. */
   awaitsRetry(printerId: string): boolean {
-    return this.failed.has(printerId) && !this.running.has(printerId);
+    return this.retries.has(printerId) && !this.running.has(printerId);
   }
 
   /** Links the jobs of queued prints to their dispatches (set once the print queue exists). */
@@ -139,6 +136,11 @@ export class JobTracker {
   /** Waits until every update handed in so far is handled (tests, shutdown). */
   async idle(): Promise<void> {
     while (this.running.size) await Promise.all(this.running.values());
+  }
+
+  /** Shutdown: after idle(), no retry waits. */
+  close(): void {
+    this.retries.close();
   }
 
   /** Forgets the cached jobs (a wiped cache must not duplicate jobs: the database is asked again). */
@@ -361,7 +363,7 @@ export class JobTracker {
   }
 
   private async finish(printerId: string, tracked: Tracked, state: PrinterState): Promise<void> {
-    const outcome = outcomeOf(state, tracked);
+    const outcome = printOutcome(state.state, tracked.progress);
     const now = nowIso();
     const duration = Math.max(0, Math.round((Date.parse(now) - Date.parse(tracked.startTime)) / 1000));
     const job = await this.store.jobs.get(tracked.jobId);

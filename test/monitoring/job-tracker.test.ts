@@ -57,6 +57,7 @@ describeDialects('job tracker', (db) => {
   });
   afterEach(async () => {
     await tracker.idle();
+    tracker.close();
     await store.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
@@ -260,5 +261,25 @@ describeDialects('job tracker', (db) => {
     // Once handled, such reports are spared the tracker again.
     expect(tracker.awaitsRetry('p1')).toBe(false);
     expect((await jobs()).map((j) => j.status)).toEqual(['completed']);
+  });
+
+  test('an update that failed is retried by a timer when no report comes (a printer whose reports change nothing sends none)', async () => {
+    tracker.close();
+    tracker = new JobTracker(store, settings, bus, log, { now: () => clock, retry: { firstMs: 30, maxMs: 60 } });
+    await feed(state('printing', 'Cube.gcode', 99));
+    const transition = store.jobs.transition.bind(store.jobs);
+    let failures = 2;
+    store.jobs.transition = (async (...args: Parameters<typeof transition>) => {
+      if (failures-- > 0) throw new Error('database is locked');
+      return transition(...args);
+    }) as typeof transition;
+    await feed(state('finished', 'Cube.gcode', 100));
+    expect((await jobs()).map((j) => j.status)).toEqual(['printing']);
+    // No report follows: the first retry fails too, the second (a longer wait) ends the job.
+    const deadline = Date.now() + 5000;
+    while ((await jobs())[0].status !== 'completed' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(failures).toBe(-1);
+    expect((await jobs()).map((j) => j.status)).toEqual(['completed']);
+    expect(tracker.awaitsRetry('p1')).toBe(false);
   });
 });

@@ -1,7 +1,8 @@
 /**
  * A spool sync from the AMS report that failed is retried on the printer's next report of any kind, even
  * one of temperatures alone, which filament tracking is otherwise spared (service/printers/fleet.ts
- * telemetry): an idle printer sends nothing else. awaitsRetry is what the fleet asks (app.ts);
+ * telemetry): an idle printer sends nothing else; with no report at all, a timer retries it (util/retry-later.ts).
+ * awaitsRetry is what the fleet asks (app.ts);
  * test/e2e/report-cost.test.ts follows a failed update through the running service.
  */
 import fs from 'node:fs';
@@ -71,6 +72,25 @@ describe('filament: a failed AMS sync', () => {
     expect(filament.awaitsRetry('x1')).toBe(false); // under way: not handed again meanwhile
     await filament.idle();
     expect(await spoolsOfX1()).toEqual([expect.objectContaining({ rfid_uuid: TAG, slot: 0, material: 'PLA' })]);
+  });
+
+  test('is retried by a timer when no report comes', async () => {
+    await filament.close();
+    const settings = await SettingsService.load(store.settings, {});
+    filament = new Filament({ store, settings, bus: new EventBus(), log: pino({ level: 'silent' }), stateOf: () => undefined, retry: { firstMs: 30 } });
+    const exists = store.printers.exists.bind(store.printers);
+    let failures = 1;
+    store.printers.exists = (async (id: string) => {
+      if (failures-- > 0) throw new Error('database is locked');
+      return exists(id);
+    }) as typeof exists;
+    filament.onReport('x1', idle(30));
+    await filament.idle();
+    expect(await spoolsOfX1()).toEqual([]);
+    const deadline = Date.now() + 5000;
+    while ((await spoolsOfX1()).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(await spoolsOfX1()).toEqual([expect.objectContaining({ rfid_uuid: TAG, slot: 0, material: 'PLA' })]);
+    expect(filament.awaitsRetry('x1')).toBe(false);
   });
 
   test('no sync failed: reports of temperatures alone are spared filament', async () => {
