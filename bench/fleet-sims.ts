@@ -40,6 +40,9 @@ export interface Options {
 
 const MODELS = ['X1C', 'P1S', 'A1'];
 
+/** The model of the bench's printer number `i` (from 0; its id is bench-{i + 1}, four digits). */
+export const benchModelOf = (i: number, report: ReportMode): string => (report === 'full' ? 'X1C' : MODELS[i % MODELS.length]);
+
 /** Four AMS units with a spool in every tray: what a full X1C report describes. */
 const FULL_AMS = Array.from({ length: 16 }, (_, slot) => ({ slot, type: ['PLA', 'PETG', 'ABS', 'PLA'][slot % 4], color: ['#FFFFFF', '#000000', '#FF6A13', '#00AE42'][slot % 4] }));
 
@@ -65,7 +68,7 @@ export function benchReporting(i: number, n: number, intervalMs: number, tls: Si
 export async function startSimulators(n: number, options: Options, tls: SimTlsCredentials, ledger: ReportSink): Promise<BambuSimulator[]> {
   const ids = Array.from({ length: n }, (_, i) => i);
   return pool(ids, 50, async (i) => {
-    const model = options.report === 'full' ? 'X1C' : MODELS[i % MODELS.length];
+    const model = benchModelOf(i, options.report);
     const full = options.report !== 'delta' && model === 'X1C';
     const sim = await BambuSimulator.start({
       id: `bench-${String(i + 1).padStart(4, '0')}`,

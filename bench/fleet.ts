@@ -27,9 +27,9 @@
  *          --interval says otherwise, against a bare WebSocket relay (bench/fleet-klipper.ts);
  *          target: service CPU per update at most 1.5x the relay's, p99 under 50 ms.
  *          --latencies PREFIX: writes each side's reports of the window to PREFIX-service.json and
- *          PREFIX-relay.json ({window_start_monotonic_ms, reports: [[sent ms after the window opened,
+ *          PREFIX-relay.json ({window_start_monotonic_ms, report, reports: [[sent ms after the window opened,
  *          latency ms, printer id], ...]}): which reports make the tail, and when (on the clock of
- *          process.hrtime, which --cpu-prof's timestamps use too).
+ *          process.hrtime, which --cpu-prof's timestamps use too). bench/fleet-latencies.ts reads them.
  *          --relay-client driver|mqtt.js: the relay's MQTT client (default: the driver's own,
  *          service/printers/bambu/mqtt-connection.ts; mqtt.js, which the driver used before 2026-11-26,
  *          for comparison with the figures measured then).
@@ -200,7 +200,7 @@ async function window(sides: Side[], options: Options, n: number): Promise<{ res
     const after = slices[slices.length - 1][i];
     const ledger = side.ledger;
     const sorted = Float64Array.from(ledger.latencies).sort();
-    if (options.latencies) writeLatencies(`${options.latencies}-${side.mode}.json`, ledger);
+    if (options.latencies) writeLatencies(`${options.latencies}-${side.mode}.json`, ledger, options.report);
     const reports = ledger.reportsInWindow;
     const frames = ledger.framesInWindow;
     ledger.open(Infinity, Infinity);
@@ -228,10 +228,10 @@ async function window(sides: Side[], options: Options, n: number): Promise<{ res
   return { results, slices };
 }
 
-function writeLatencies(file: string, ledger: Ledger): void {
+function writeLatencies(file: string, ledger: Ledger, report: ReportMode): void {
   // performance.now() -> the machine's monotonic clock, in ms.
   const windowStart = Number(process.hrtime.bigint()) / 1e6 - (performance.now() - ledger.windowStart);
-  fs.writeFileSync(file, JSON.stringify({ window_start_monotonic_ms: windowStart, reports: ledger.each ?? [] }));
+  fs.writeFileSync(file, JSON.stringify({ window_start_monotonic_ms: windowStart, report, reports: ledger.each ?? [] }));
 }
 
 /** Length of the slices the CPU ratio is also given for (the spread says how steady the machine was). */
