@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import { percentile } from './fleet-ledger';
 import { benchModelOf, type ReportMode } from './fleet-sims';
 
-interface LatencyFile {
+export interface LatencyFile {
   report?: ReportMode;
   /** [sent (ms after the window opened), latency (ms), printer id] */
   reports: Array<[number, number, string]>;
@@ -44,24 +44,26 @@ function pairsOf(service: LatencyFile, relay: LatencyFile): Pair[] {
   return pairs;
 }
 
-function quantiles(label: string, pairs: Pair[]): string {
+function quantiles(label: string, pairs: Pair[], sides: string): string {
   const service = sorted(pairs.map((p) => p.service));
   const relay = sorted(pairs.map((p) => p.relay));
   const q = (p: number) => `p${p} ${ms(percentile(service, p))} / ${ms(percentile(relay, p))}`;
-  return `${label} (${pairs.length} reports), service / relay ms: ${q(50)}, ${q(90)}, ${q(99)}`;
+  return `${label} (${pairs.length} reports), ${sides} ms: ${q(50)}, ${q(90)}, ${q(99)}`;
 }
 
-export function describeLatencies(service: LatencyFile, relay: LatencyFile, lateMs: number): string {
+/** `names`: the two sides as the lines call them (a calibration run pairs the relay with its twin, relay-b). */
+export function describeLatencies(service: LatencyFile, relay: LatencyFile, lateMs: number, names: [string, string] = ['service', 'relay']): string {
   const pairs = pairsOf(service, relay);
   if (!pairs.length) return 'no report was framed by both sides';
-  const lines = [quantiles('all', pairs)];
+  const sides = `${names[0]} / ${names[1]}`;
+  const lines = [quantiles('all', pairs, sides)];
   const late = pairs.filter((p) => p.service > lateMs && p.relay > lateMs);
   const rest = pairs.filter((p) => !(p.service > lateMs && p.relay > lateMs));
   const differences = sorted(late.map((p) => p.service - p.relay));
   const serviceLater = late.filter((p) => p.service > p.relay).length;
   lines.push(
     `late on both sides (both over ${lateMs} ms): ${late.length} (${((100 * late.length) / pairs.length).toFixed(2)} %)` +
-      (late.length ? `; the service later in ${serviceLater}, service - relay median ${(percentile(differences, 50) * 1000).toFixed(0)} µs` : ''),
+      (late.length ? `; ${names[0]} later in ${serviceLater}, ${names[0]} - ${names[1]} median ${(percentile(differences, 50) * 1000).toFixed(0)} µs` : ''),
   );
   const restService = percentile(sorted(rest.map((p) => p.service)), 99);
   const restRelay = percentile(sorted(rest.map((p) => p.relay)), 99);
@@ -75,7 +77,7 @@ export function describeLatencies(service: LatencyFile, relay: LatencyFile, late
     if (group) group.push(pair);
     else byModel.set(model, [pair]);
   }
-  for (const [model, group] of byModel) lines.push(quantiles(`${model}`, group));
+  for (const [model, group] of byModel) lines.push(quantiles(model, group, sides));
   return lines.join('\n');
 }
 

@@ -8,7 +8,9 @@
  * - report -> /ws frame latency p50/p99: every report carries a new nozzle
  *   temperature (simulator `benchReports`), the simulator records when each
  *   report leaves (`onReport`), and the /ws client matches each frame by
- *   (printer_id, temperatures.nozzle) to the report that caused it;
+ *   (printer_id, temperatures.nozzle) to the report that caused it; paired report by report with the
+ *   relay's (bench/fleet-latencies.ts), they also say how many reports both sides got late alike (held up
+ *   before either could read them) and each side's p99 without those;
  *
  * against a baseline measured side by side with it, over the same window and
  * the same reports: a bare MQTT relay (the driver's MQTT connection to the
@@ -45,6 +47,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { SimReportInfo } from '../service/simulators/bambu';
+import { describeLatencies, type LatencyFile } from './fleet-latencies';
 import { Ledger, percentile } from './fleet-ledger';
 import { fleetOf, RemoteSims, startSimulators, type BenchSim, type Options, type ReportMode, type SimFleet } from './fleet-sims';
 import { calibration, describe, describeSlices, f2, table, verdict } from './fleet-report';
@@ -179,7 +182,7 @@ type Sample = Extract<WorkerEvent, { ev: 'sample' }>;
  * Measures the sides over the same window: their CPU from each worker's own samples, their latency from each
  * ledger. Every `sliceS` seconds the CPU of each side is sampled again, so the ratio can be given per slice.
  */
-async function window(sides: Side[], options: Options, n: number): Promise<{ results: Measurement[]; slices: Sample[][] }> {
+async function window(sides: Side[], options: Options, n: number): Promise<{ results: Measurement[]; slices: Sample[][]; each: LatencyFile[] }> {
   const loop = monitorEventLoopDelay({ resolution: 10 });
   const slices: Sample[][] = [await Promise.all(sides.map((s) => s.worker.sample()))];
   const loadBefore = process.cpuUsage();
@@ -195,12 +198,14 @@ async function window(sides: Side[], options: Options, n: number): Promise<{ res
   loop.disable();
   // Frames of the window's last reports are still on their way: a report without a frame after this is lost.
   await sleep(1000);
+  const each: LatencyFile[] = [];
   const results = sides.map((side, i): Measurement => {
     const before = slices[0][i];
     const after = slices[slices.length - 1][i];
     const ledger = side.ledger;
     const sorted = Float64Array.from(ledger.latencies).sort();
     if (options.latencies) writeLatencies(`${options.latencies}-${side.mode}.json`, ledger, options.report);
+    each.push({ report: options.report, reports: ledger.each ?? [] });
     const reports = ledger.reportsInWindow;
     const frames = ledger.framesInWindow;
     ledger.open(Infinity, Infinity);
@@ -225,7 +230,7 @@ async function window(sides: Side[], options: Options, n: number): Promise<{ res
       loadAvg: os.loadavg()[0],
     };
   });
-  return { results, slices };
+  return { results, slices, each };
 }
 
 function writeLatencies(file: string, ledger: Ledger, report: ReportMode): void {
@@ -236,6 +241,8 @@ function writeLatencies(file: string, ledger: Ledger, report: ReportMode): void 
 
 /** Length of the slices the CPU ratio is also given for (the spread says how steady the machine was). */
 const SLICE_S = 2;
+/** A report later than this on both sides was held up before either had it (bench/fleet-latencies.ts). */
+const SHARED_LATE_MS = 1.5;
 
 /** One process alone (bench/nodered.ts measures the service this way). */
 export async function measure(mode: 'service' | 'relay', sims: BenchSim[], options: Options, ledger: Ledger): Promise<Measurement> {
@@ -254,21 +261,27 @@ export async function measure(mode: 'service' | 'relay', sims: BenchSim[], optio
  * the host's clock speed) moves both figures alike instead of the one measured later; each counts only its own
  * process's CPU.
  */
-export async function measurePair(sims: SimFleet, options: Options, ledgers: { relay: Ledger; service: Ledger }): Promise<{ relay: Measurement; service: Measurement; sliceRatios: number[] }> {
+export async function measurePair(
+  sims: SimFleet,
+  options: Options,
+  ledgers: { relay: Ledger; service: Ledger },
+): Promise<{ relay: Measurement; service: Measurement; sliceRatios: number[]; shared: string }> {
   const relay = await openSide('relay', sims, ledgers.relay, options);
   let service: Side | null = null;
   try {
     // A calibration measures the relay against a second relay: the spread of two equal sides.
     service = await openSide(options.calibrate ? 'relay-b' : 'service', sims, ledgers.service, options);
     await sleep(options.warmupS * 1000);
-    const { results, slices } = await window([relay, service], options, sims.printers.length);
+    const { results, slices, each } = await window([relay, service], options, sims.printers.length);
     const sliceRatios: number[] = [];
     for (let i = 1; i < slices.length; i++) {
       const [r0, s0] = slices[i - 1];
       const [r1, s1] = slices[i];
       sliceRatios.push((s1.cpuUs - s0.cpuUs) / Math.max(1, r1.cpuUs - r0.cpuUs));
     }
-    return { relay: results[0], service: results[1], sliceRatios };
+    // What the p99s are made of: the reports both sides got late alike, and each side's tail without them.
+    const shared = describeLatencies(each[1], each[0], SHARED_LATE_MS, [service.mode, 'relay']);
+    return { relay: results[0], service: results[1], sliceRatios, shared };
   } finally {
     if (service) await closeSide(service);
     await closeSide(relay);
@@ -284,17 +297,17 @@ export async function main(argv: string[]): Promise<void> {
   const rows: Array<{ service: Measurement; relay: Measurement }> = [];
   for (const n of options.sizes) {
     const ledgers = { relay: new Ledger(), service: new Ledger() };
-    if (options.latencies) {
-      ledgers.relay.each = [];
-      ledgers.service.each = [];
-    }
+    // Every report's latency is kept: the run says how much of its p99 both sides shared.
+    ledgers.relay.each = [];
+    ledgers.service.each = [];
     const both = { onReport: (info: SimReportInfo, at?: number) => (ledgers.relay.onReport(info, at), ledgers.service.onReport(info, at)) };
     const t0 = Date.now();
     const { host, fleet } = await RemoteSims.start(n, options, both);
     process.stdout.write(`N=${n}: ${n} simulators started in ${((Date.now() - t0) / 1000).toFixed(1)} s (in a process of their own)\n`);
     try {
-      const { relay, service, sliceRatios } = await measurePair(fleet, options, ledgers);
+      const { relay, service, sliceRatios, shared } = await measurePair(fleet, options, ledgers);
       process.stdout.write(`${describe(relay)}\n${describe(service)}\n${describeSlices(sliceRatios, SLICE_S, service.mode)}\n`);
+      process.stdout.write(`  latency report by report (bench/fleet-latencies.ts):\n${shared.replace(/^/gm, '    ')}\n`);
       rows.push({ service, relay });
     } finally {
       await host.close();

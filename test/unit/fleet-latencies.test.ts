@@ -22,7 +22,7 @@ describe('fleet latencies', () => {
     const text = describeLatencies({ report: 'mixed', reports: service }, { report: 'mixed', reports: relay }, 1.5);
     const lines = text.split('\n');
     expect(lines[0]).toBe('all (300 reports), service / relay ms: p50 0.300 / 0.200, p90 0.300 / 0.200, p99 3.300 / 3.200');
-    expect(lines[1]).toBe('late on both sides (both over 1.5 ms): 10 (3.33 %); the service later in 10, service - relay median 100 µs');
+    expect(lines[1]).toBe('late on both sides (both over 1.5 ms): 10 (3.33 %); service later in 10, service - relay median 100 µs');
     // Without them, 290 reports: the p99 is the 288th, so the service's one late report of its own (2 ms) is beyond it.
     expect(lines[2]).toBe('without them: p99 0.300 / 0.200 ms (1.50x)');
     expect(lines.slice(3)).toEqual([
@@ -30,6 +30,11 @@ describe('fleet latencies', () => {
       'P1S (100 reports), service / relay ms: p50 0.300 / 0.200, p90 0.300 / 0.200, p99 3.300 / 3.200',
       'A1 (100 reports), service / relay ms: p50 0.300 / 0.200, p90 0.300 / 0.200, p99 3.300 / 3.200',
     ]);
+  });
+
+  test('a calibration run names its sides', () => {
+    const rows: Row[] = [[0, 2, 'bench-0001']];
+    expect(describeLatencies({ reports: rows }, { reports: rows }, 1.5, ['relay-b', 'relay'])).toContain('relay-b later in 0, relay-b - relay median 0 µs');
   });
 
   test('full reports: every printer is an X1C', () => {
