@@ -68,6 +68,16 @@ describeDialects('job tracker', (db) => {
     await tracker.idle();
   };
   const jobs = async () => (await store.jobs.list({ page: 1, limit: 100, order_by: 'created_at', order_dir: 'asc' })).jobs;
+  /** The next `n` job transitions fail (a locked database); returns how many transitions were tried since. */
+  const failTransitions = (n: number) => {
+    const transition = store.jobs.transition.bind(store.jobs);
+    let tried = 0;
+    store.jobs.transition = (async (...args: Parameters<typeof transition>) => {
+      if (++tried <= n) throw new Error('database is locked');
+      return transition(...args);
+    }) as typeof transition;
+    return () => tried;
+  };
 
   test('file name variants normalise to one name', () => {
     const variants = ['cache/Cube.gcode.3mf', '/sdcard/Cube.3mf', 'Cube.gcode', '/usb/CUBE.BGCODE', 'Metadata/../cube.gcode.3mf', 'cube'];
@@ -241,12 +251,7 @@ describeDialects('job tracker', (db) => {
 
   test('an update that failed is retried on the next report, even one of temperatures alone that the tracker is spared', async () => {
     await feed(state('printing', 'Cube.gcode', 99));
-    const transition = store.jobs.transition.bind(store.jobs);
-    let failures = 1;
-    store.jobs.transition = (async (...args: Parameters<typeof transition>) => {
-      if (failures-- > 0) throw new Error('database is locked');
-      return transition(...args);
-    }) as typeof transition;
+    failTransitions(1);
     const finished = state('finished', 'Cube.gcode', 100);
     await feed(finished);
     expect((await jobs()).map((j) => j.status)).toEqual(['printing']);
@@ -267,18 +272,13 @@ describeDialects('job tracker', (db) => {
     tracker.close();
     tracker = new JobTracker(store, settings, bus, log, { now: () => clock, retry: { firstMs: 30, maxMs: 60 } });
     await feed(state('printing', 'Cube.gcode', 99));
-    const transition = store.jobs.transition.bind(store.jobs);
-    let failures = 2;
-    store.jobs.transition = (async (...args: Parameters<typeof transition>) => {
-      if (failures-- > 0) throw new Error('database is locked');
-      return transition(...args);
-    }) as typeof transition;
+    const failed = failTransitions(2);
     await feed(state('finished', 'Cube.gcode', 100));
     expect((await jobs()).map((j) => j.status)).toEqual(['printing']);
     // No report follows: the first retry fails too, the second (a longer wait) ends the job.
     const deadline = Date.now() + 5000;
     while ((await jobs())[0].status !== 'completed' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    expect(failures).toBe(-1);
+    expect(failed()).toBe(3);
     expect((await jobs()).map((j) => j.status)).toEqual(['completed']);
     expect(tracker.awaitsRetry('p1')).toBe(false);
   });

@@ -55,8 +55,8 @@ describe('filament: a failed AMS sync', () => {
   });
 
   const spoolsOfX1 = async () => (await store.spools.list({ printer_id: 'x1', page: 1, limit: 10, order_by: 'id', order_dir: 'asc' })).spools;
-
-  test('is retried by the next report, even one of temperatures alone', async () => {
+  /** The store fails once (a locked database) under the printer's first report: its sync fails. */
+  const firstSyncFails = async () => {
     const exists = store.printers.exists.bind(store.printers);
     let failures = 1;
     store.printers.exists = (async (id: string) => {
@@ -66,6 +66,10 @@ describe('filament: a failed AMS sync', () => {
     filament.onReport('x1', idle(30));
     await filament.idle();
     expect(await spoolsOfX1()).toEqual([]);
+  };
+
+  test('is retried by the next report, even one of temperatures alone', async () => {
+    await firstSyncFails();
     // The fleet asks this before it hands filament a report that moved only temperatures (app.ts).
     expect(filament.awaitsRetry('x1')).toBe(true);
     filament.onReport('x1', idle(29));
@@ -78,15 +82,7 @@ describe('filament: a failed AMS sync', () => {
     await filament.close();
     const settings = await SettingsService.load(store.settings, {});
     filament = new Filament({ store, settings, bus: new EventBus(), log: pino({ level: 'silent' }), stateOf: () => undefined, retry: { firstMs: 30 } });
-    const exists = store.printers.exists.bind(store.printers);
-    let failures = 1;
-    store.printers.exists = (async (id: string) => {
-      if (failures-- > 0) throw new Error('database is locked');
-      return exists(id);
-    }) as typeof exists;
-    filament.onReport('x1', idle(30));
-    await filament.idle();
-    expect(await spoolsOfX1()).toEqual([]);
+    await firstSyncFails();
     const deadline = Date.now() + 5000;
     while ((await spoolsOfX1()).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     expect(await spoolsOfX1()).toEqual([expect.objectContaining({ rfid_uuid: TAG, slot: 0, material: 'PLA' })]);
