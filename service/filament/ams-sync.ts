@@ -68,7 +68,7 @@ export class AmsSync {
           this.retries.done(printerId);
         } catch (err) {
           // Looked at afresh with the next report (or later); a failed sync must not stop monitoring.
-          this.forget(printerId);
+          this.lookAfresh(printerId);
           this.retries.failed(printerId, () => this.busy.has(printerId) || this.onReport(printerId, report));
           this.log.error({ err, printer_id: printerId }, 'spool sync from the AMS report failed');
         }

@@ -89,6 +89,23 @@ describe('filament: a failed AMS sync', () => {
     expect(filament.awaitsRetry('x1')).toBe(false);
   });
 
+  test('a sync that keeps failing is retried by the timer `attempts` times, then waits for a report', async () => {
+    await filament.close();
+    const settings = await SettingsService.load(store.settings, {});
+    filament = new Filament({ store, settings, bus: new EventBus(), log: pino({ level: 'silent' }), stateOf: () => undefined, retry: { firstMs: 10, maxMs: 10, attempts: 2 } });
+    let tried = 0;
+    store.printers.exists = (async () => {
+      tried++;
+      throw new Error('database is down');
+    }) as typeof store.printers.exists;
+    filament.onReport('x1', idle(30));
+    await new Promise((r) => setTimeout(r, 300));
+    await filament.idle();
+    // The report's sync and two timed retries; the failures were counted across them, not started afresh.
+    expect(tried).toBe(3);
+    expect(filament.awaitsRetry('x1')).toBe(true);
+  });
+
   test('no sync failed: reports of temperatures alone are spared filament', async () => {
     filament.onReport('x1', idle(30));
     await filament.idle();
