@@ -80,6 +80,9 @@ export class RealtimeHub {
   /** Handles HTTP upgrades for our path on `server`; other paths are refused. */
   attach(server: Server): void {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      // Node hands an upgraded socket over without an error listener: a peer that resets it (while a refusal
+      // is written, say) must not be an uncaught exception in the service's process.
+      socket.on('error', (err) => this.log.debug({ err }, 'upgrade socket error'));
       const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
       if (pathname !== this.path) {
         socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import WebSocket from 'ws';
 import { bambu, prusa, startService, type Harness } from '../helpers/service';
 import { connectWs, type Frame } from '../helpers/ws';
@@ -87,6 +88,27 @@ describe('/ws real-time channel', () => {
       }),
     );
     expect(status).toBe(404);
+  });
+
+  test('a client that resets the connection after an upgrade is refused does not take the service down', async () => {
+    h = await startService();
+    const { port } = new URL(h.base);
+    // Node leaves an upgraded socket without an error listener: an RST from the peer while the refusal is
+    // written (or after it) would be an uncaught exception in the service's process, which is this test's.
+    for (let i = 0; i < 30; i++) {
+      await new Promise<void>((resolve) => {
+        const socket = net.connect(Number(port), '127.0.0.1', () =>
+          socket.write(`GET /elsewhere HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`),
+        );
+        socket.on('error', () => undefined);
+        socket.once('data', () => {
+          socket.resetAndDestroy();
+          resolve();
+        });
+      });
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await h.get('/api/v1/health')).status).toBe(200);
   });
 
   test('heartbeats drop a client that stops answering pings', async () => {

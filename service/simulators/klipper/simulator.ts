@@ -336,6 +336,8 @@ export class KlipperSimulator {
   }
 
   private upgrade(req: http.IncomingMessage, socket: Socket, head: Buffer): void {
+    // An upgraded socket has no error listener of Node's: a client's reset must not end the simulator's process.
+    socket.on('error', () => undefined);
     const url = new URL(req.url ?? '/', 'http://moonraker');
     if (url.pathname !== '/websocket' || this.offline) return void socket.destroy();
     if (!this.authorized(req, url)) {
