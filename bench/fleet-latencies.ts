@@ -71,8 +71,9 @@ export function describeLatencies(service: LatencyFile, relay: LatencyFile, late
   const report = service.report ?? 'mixed';
   const byModel = new Map<string, Pair[]>();
   for (const pair of pairs) {
-    const index = Number(pair.id.slice(pair.id.lastIndexOf('-') + 1)) - 1;
-    const model = Number.isInteger(index) && index >= 0 ? benchModelOf(index, report) : 'other';
+    // Bambu bench printers are bench-0001...; others (Klipper's bench-k-0001...) are grouped by their prefix.
+    const bambu = /^bench-(\d+)$/.exec(pair.id);
+    const model = bambu ? benchModelOf(Number(bambu[1]) - 1, report) : pair.id.replace(/\d+$/, '*');
     const group = byModel.get(model);
     if (group) group.push(pair);
     else byModel.set(model, [pair]);

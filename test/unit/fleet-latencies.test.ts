@@ -37,6 +37,14 @@ describe('fleet latencies', () => {
     expect(describeLatencies({ reports: rows }, { reports: rows }, 1.5, ['relay-b', 'relay'])).toContain('relay-b later in 0, relay-b - relay median 0 µs');
   });
 
+  test('printers of another kind are grouped by their id prefix', () => {
+    const rows: Row[] = [
+      [0, 0.5, 'bench-k-0001'],
+      [1, 0.7, 'bench-k-0002'],
+    ];
+    expect(describeLatencies({ reports: rows }, { reports: rows }, 1.5).split('\n').slice(3)).toEqual(['bench-k-* (2 reports), service / relay ms: p50 0.500 / 0.500, p90 0.700 / 0.700, p99 0.700 / 0.700']);
+  });
+
   test('full reports: every printer is an X1C', () => {
     const rows: Row[] = [[0, 0.5, 'bench-0002']];
     expect(describeLatencies({ report: 'full', reports: rows }, { report: 'full', reports: rows }, 1.5)).toContain('X1C (1 reports)');
