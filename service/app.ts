@@ -206,7 +206,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   fleet.onLinkUp((printerId) => tracker.linkUp(printerId));
   const attention = new AttentionBook(bus, () => settings.get('language'));
   // Jobs, filament and attention never change with a temperature alone: they are spared the reports that moved only
-  // that, but a printer's while an update of it that failed waits for its retry (an idle printer sends nothing else).
+  // that, except a printer's while an update of it failed and waits for its retry (an idle printer sends nothing else).
   fleet.onReport(
     (printerId, state) => {
       tracker.report(printerId, state);

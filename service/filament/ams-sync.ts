@@ -69,7 +69,7 @@ export class AmsSync {
         } catch (err) {
           // Looked at afresh with the next report (or later); a failed sync must not stop monitoring.
           this.lookAfresh(printerId);
-          this.retries.failed(printerId, () => this.busy.has(printerId) || this.onReport(printerId, report));
+          this.retries.failed(printerId, () => !this.busy.has(printerId) && this.onReport(printerId, report));
           this.log.error({ err, printer_id: printerId }, 'spool sync from the AMS report failed');
         }
       }

@@ -115,7 +115,7 @@ export class JobTracker {
         } catch (err) {
           // Rule 6: logged, never shown to users, retried with the next update (or later); monitoring goes on.
           this.current.delete(printerId);
-          this.retries.failed(printerId, () => this.running.has(printerId) || this.report(printerId, update));
+          this.retries.failed(printerId, () => !this.running.has(printerId) && this.report(printerId, update));
           this.log.error({ err, printer_id: printerId }, 'job tracking failed; retrying on the next update');
         }
       }
