@@ -92,6 +92,8 @@ export interface ServiceOptions {
   webhooks?: WebhookOptions;
   /** Printer discovery: SSDP port (default DISCOVERY_SSDP_PORT; 0 off, "ephemeral" a free port) and where M-SEARCH goes. */
   discovery?: Partial<DiscoveryOptions>;
+  /** How long the queue leaves a printer that refused a start as not ready (default 60 s; tests shorten it). */
+  notReadyRetryMs?: number;
 }
 
 export interface Service {
@@ -237,7 +239,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const plates = new PlateTracker(store, fleet, bus, log);
   let queue: QueueService | undefined;
   const gate = filamentGate({ grams: filament.grams, spoolAt: (id, slot) => filament.spools.spoolAt(id, slot), settings });
-  const dispatcher = new Dispatcher({ store, settings, fleet, log, facts, plates, bus, filamentGate: gate, publish: (id, known) => queue!.publish(id, known) });
+  const dispatcher = new Dispatcher({ store, settings, fleet, log, facts, plates, bus, filamentGate: gate, publish: (id, known) => queue!.publish(id, known), notReadyRetryMs: options.notReadyRetryMs });
   const stopSpoolWake = wakeOnSpoolChanges(bus, (why) => dispatcher.wake(why));
   queue = new QueueService(store, bus, settings, facts, dispatcher);
   tracker.linkDispatches(dispatcher);

@@ -38,7 +38,7 @@ import { copyCounts } from './views';
 import { PassLoop } from './pass-loop';
 
 const SAFETY_PASS_MS = 30_000;
-/** How long a printer that answered 409 (not ready at its screen) is left alone unless its state changes. */
+/** How long a printer that answered 409 (not ready at its screen) is left alone unless its state changes (default). */
 const NOT_READY_RETRY_MS = 60_000;
 
 /** How long the print hours per printer (least_used) are reused before they are read again. */
@@ -56,6 +56,8 @@ export interface DispatcherDeps {
   filamentGate?: FilamentGate;
   /** Announces an item (queue_update): as stored now, or as the caller just read it. */
   publish(itemId: string, known?: { item: QueueItemRecord; dispatches: DispatchRecord[] }): Promise<unknown>;
+  /** NOT_READY_RETRY_MS unless given (tests shorten it). */
+  notReadyRetryMs?: number;
 }
 
 export class Dispatcher {
@@ -92,7 +94,7 @@ export class Dispatcher {
       isFree: (id) => this.availability(id, true) === 'free',
       printerType: (id) => this.records.get(id)?.type,
       settle: (itemId, failure) => this.settle(itemId, failure),
-      notReady: (id, state) => this.notReadyUntil.set(id, { raw: state?.raw_state ?? '', until: Date.now() + NOT_READY_RETRY_MS }),
+      notReady: (id, state) => this.notReadyUntil.set(id, { raw: state?.raw_state ?? '', until: Date.now() + (deps.notReadyRetryMs ?? NOT_READY_RETRY_MS) }),
       printEnded: (id) => deps.plates.printEnded(id, this.records.get(id)?.plate_auto_clear === true),
       cleanUp: (id, name) => {
         let driver;

@@ -2,7 +2,9 @@
  * The dispatcher never sends a start to a busy printer (on some Bambu models
  * a start while printing cancels the running print), and a PrusaLink printer
  * that is not ready at its screen (409) is reported in words and retried once
- * it is ready again, not in a loop.
+ * it is ready again, not in a loop. A refusal whose printer still reads the
+ * same is tried again once its wait is over, at the first report after it,
+ * even one that only moves a temperature.
  */
 import { bambu3mf, prusaGcode } from '../../service/simulators/seed-files';
 import { control, until } from '../helpers/farm';
@@ -66,5 +68,32 @@ describe('queue: busy and not-ready printers', () => {
     const done = await itemUntil(h, body.id, (i) => i.status === 'completed', 'completed');
     expect(done).toMatchObject({ completed: 1, failed: 1 });
     expect((await h.get('/api/v1/printers/mk4s-a')).body.plate_state).toBe('needs_clearing');
+  });
+
+  test('a refusal is tried again when its wait ends, at the next report even if only a temperature moved', async () => {
+    // Speed 1: the printer cools for a minute after its print, so every report of that minute moves a temperature only.
+    printers = [await prusaSim('mk4s-b', 'MK4S #02', 'MK4S', 1)];
+    h = await startService({ ...queueServiceOptions, notReadyRetryMs: 2000 });
+    await addPrinters(h, printers);
+    const [p] = printers;
+    await control(p.control, 'print', { file: (await simState(p)).files.find((f: string) => /\.gcode$/.test(f)) });
+    await until(async () => (await h.get('/api/v1/printers/mk4s-b')).body.temperatures?.nozzle > 60, 'a warm nozzle');
+    await control(p.control, 'finish');
+    await until(async () => (await h.get('/api/v1/printers/mk4s-b')).body.plate_state === 'needs_clearing', 'the finished print');
+    expect((await h.post('/api/v1/printers/mk4s-b/plate-cleared')).status).toBe(200);
+    // Someone opened a menu: PrusaLink still says FINISHED, yet starts get 409.
+    await control(p.control, 'not-ready');
+    const file = await upload(h, 'cube_0.2mm_PLA_MK4S.gcode', prusaGcode({ model: 'MK4S' }));
+    const { body } = await h.post('/api/v1/queue', { file_id: file, copies: 1 });
+    await itemUntil(h, body.id, (i) => i.dispatches[0]?.state === 'start_failed' && i.waiting_reason !== null, 'the refused start');
+    const refusedAt = Date.now();
+
+    // Nothing but time and the cooling nozzle change (the safety pass is 30 s away): the queue asks again.
+    const again = await itemUntil(h, body.id, (i) => i.dispatches.length === 2 && i.dispatches[1].state === 'start_failed', 'the second try', 15_000);
+    expect(Date.now() - refusedAt).toBeGreaterThanOrEqual(2000);
+    expect(again.dispatches.map((d: { attempt: number }) => d.attempt)).toEqual([1, 2]);
+    expect(again).toMatchObject({ status: 'queued', remaining: 1, failed: 2, waiting_reason: 'printer not ready at its screen (MK4S #02)' });
+    const sim = await simState(p);
+    expect(sim).toMatchObject({ status: 'FINISHED', prints_started: 1, starts_refused: 2 });
   });
 });
