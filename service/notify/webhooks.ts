@@ -139,10 +139,8 @@ export class WebhookSender {
     const finish = (ok: boolean, why?: string) => {
       if (settled) return;
       settled = true;
-      this.running.delete(req);
       if (ok) this.count('sent');
       else this.failed(delivery, why ?? 'failed');
-      this.pump();
     };
     // agent: false: one connection per delivery, closed after it, so nothing lingers when the service stops.
     const req = client.request(delivery.url, { method: 'POST', agent: false, headers: { ...headers, 'Content-Length': String(body.length), 'User-Agent': 'printfarm' } }, (res) => {
@@ -151,10 +149,18 @@ export class WebhookSender {
       const ok = (res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 300;
       finish(ok, `HTTP ${res.statusCode}`);
     });
-    req.setTimeout(this.timeoutMs, () => {
-      req.destroy(new Error(`no answer within ${Math.round(this.timeoutMs / 1000)} s`));
-    });
+    // The whole attempt, body included, ends at its deadline: an idle timeout (req.setTimeout) let a receiver that
+    // drips its headers hold a delivery slot for ever, and one that streams its answer without end keep the
+    // connection open after the delivery counted as sent (one more socket per notification, past close()).
+    const deadline = setTimeout(() => req.destroy(new Error(`no answer within ${Math.round(this.timeoutMs / 1000)} s`)), this.timeoutMs);
     req.on('error', (err) => finish(false, err.message));
+    // The slot is given back once the connection is gone (the answer read or the deadline passed), not at the status line.
+    req.once('close', () => {
+      clearTimeout(deadline);
+      this.running.delete(req);
+      finish(false, 'connection closed without an answer');
+      this.pump();
+    });
     this.running.add(req);
     req.end(body);
   }

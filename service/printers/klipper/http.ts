@@ -46,8 +46,17 @@ export class MoonrakerHttp {
 
   /** GET/POST `path` and the `result` of its JSON answer. */
   async json<T>(method: string, path: string, signal?: AbortSignal): Promise<T> {
-    const res = await this.send(method, path, {}, undefined, this.o.timeoutMs, signal);
-    const body = await readAll(res, MAX_JSON_BYTES, path);
+    // The whole exchange has the deadline, not only each silence: a peer that drips its answer a byte at a time
+    // otherwise held the request (and the driver's connection attempt, waiting on /server/info) for ever.
+    const deadline = AbortSignal.timeout(this.o.timeoutMs);
+    let body: Buffer;
+    try {
+      const res = await this.send(method, path, {}, undefined, this.o.timeoutMs, signal ? AbortSignal.any([signal, deadline]) : deadline);
+      body = await readAll(res, MAX_JSON_BYTES, path);
+    } catch (err) {
+      if (deadline.aborted && !signal?.aborted && !this.closed.signal.aborted) throw new DriverError('TIMEOUT', `Moonraker did not answer ${method} ${path.split('?')[0]} within ${this.o.timeoutMs} ms`);
+      throw err;
+    }
     let parsed: unknown;
     try {
       parsed = JSON.parse(body.toString('utf8'));
@@ -150,6 +159,8 @@ export class MoonrakerHttp {
       });
       if (body) {
         body.on('error', (err) => req.destroy(err));
+        // pipe() only unpipes from a request that failed: the body (and the local file it reads) stayed open.
+        req.once('close', () => body.destroy());
         body.pipe(req);
       } else req.end();
     });
