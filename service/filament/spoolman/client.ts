@@ -41,7 +41,8 @@ export class SpoolmanError extends Error {
 }
 
 const MAX_BODY_BYTES = 8 * 1024 * 1024;
-const MAX_SPOOLS = 10_000;
+/** The most spools one poll takes, and the most the inventory holds between polls (what the change feed adds). */
+export const MAX_SPOOLS = 10_000;
 
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 const str = (v: unknown, max = 200): string | null => (typeof v === 'string' ? v.slice(0, max) : null);

@@ -15,7 +15,7 @@ import type { Store } from '../../db';
 import type { SlotRef } from '../../db/repositories/spools';
 import type { SettingsService } from '../../settings';
 import { nowIso } from '../../util/time';
-import { SpoolmanClient, SpoolmanError, type SpoolmanSpool } from './client';
+import { MAX_SPOOLS, SpoolmanClient, SpoolmanError, type SpoolmanSpool } from './client';
 import { SpoolmanFeed } from './feed';
 
 export interface SpoolmanHealth {
@@ -189,6 +189,9 @@ export class SpoolmanInventory {
       ? new SpoolmanFeed(url, {
           changed: (spool) => {
             const before = this.spools.get(spool.id);
+            // The feed may add what no poll listed, but not past a poll's own cap: a Spoolman that streams new ids
+            // while its polls fail (nothing rebuilds the map then) would otherwise grow it without end.
+            if (!before && this.spools.size >= MAX_SPOOLS) return;
             this.spools.set(spool.id, spool);
             if (before?.remaining_weight !== spool.remaining_weight || before?.archived !== spool.archived || before?.location !== spool.location) this.onChange([spool.id]);
           },
