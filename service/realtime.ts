@@ -83,7 +83,10 @@ export class RealtimeHub {
       // Node hands an upgraded socket over without an error listener: a peer that resets it (while a refusal
       // is written, say) must not be an uncaught exception in the service's process.
       socket.on('error', (err) => this.log.debug({ err }, 'upgrade socket error'));
-      const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
+      // The HTTP parser passes targets that are no URL ("//", "http://"): nothing catches a throw in an
+      // 'upgrade' listener, so `new URL` alone would crash the process (and leave the socket open). Not ours: 404.
+      const target = req.url ?? '/';
+      const pathname = URL.canParse(target, 'http://localhost') ? new URL(target, 'http://localhost').pathname : null;
       if (pathname !== this.path) {
         socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
         return;
