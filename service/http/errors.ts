@@ -103,8 +103,16 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
   const body = JSON.stringify({
     error: { code, message: `Malformed HTTP request (${STATUS_CODES[status]})`, details: { reason: err.code ?? 'unknown' }, timestamp: new Date().toISOString(), request_id: requestId },
   });
-  socket.end(
+  const answer =
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
-  );
+    `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`;
+  // The client already ended its side (a request cut short: HPE_INVALID_EOF_STATE), so nothing is left to read
+  // and closing now loses nothing. end() would wait for a shutdown that, over TLS (the aggregator) to a client
+  // that also reset, never completes: the socket and its descriptor stayed open until requestTimeout (5 min).
+  if (socket.readableEnded) {
+    socket.write(answer);
+    socket.destroy();
+    return;
+  }
+  socket.end(answer);
 }
