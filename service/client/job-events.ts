@@ -10,6 +10,8 @@ import type { Frame, JobAutoCreatedData, JobUpdateData } from './types';
 export const JOB_EVENTS = ['auto-created', 'started', 'progress', 'paused', 'resumed', 'completed', 'failed', 'cancelled'] as const;
 export type JobEventType = (typeof JOB_EVENTS)[number];
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
+/** Unfinished jobs remembered (a real farm runs one per printer): a server inventing jobs must not grow the memory. */
+export const MAX_TRACKED_JOBS = 10_000;
 
 export interface JobEvent {
   event: JobEventType;
@@ -98,6 +100,12 @@ export class JobEventStream extends EventEmitter {
   private track(id: number): JobTrack {
     let job = this.jobs.get(id);
     if (!job) {
+      // The longest tracked goes (with its pending progress event): frames of invented jobs must not pile up.
+      if (this.jobs.size >= MAX_TRACKED_JOBS) {
+        const [oldest, dropped] = this.jobs.entries().next().value!;
+        if (dropped.timer) clearTimeout(dropped.timer);
+        this.jobs.delete(oldest);
+      }
       job = { status: null, name: null, lastProgressAt: -Infinity, pending: null, timer: null };
       this.jobs.set(id, job);
     }

@@ -22,6 +22,8 @@ import type { Frame, PrinterStatusData, PrinterView } from './types';
 export const FALLBACK_POLL_MS = 30_000;
 /** After spool frames (a burst at a print's end or a load), the printer list is read once this much later. */
 const SPOOL_REFRESH_MS = 1000;
+/** Printers a /ws frame may add (hundreds in a real farm): a server inventing printers must not grow the memory. */
+export const MAX_PRINTERS = 10_000;
 
 /** A printer's current state, merged from GET /printers and printer_status frames. */
 export interface PrinterSnapshot {
@@ -218,6 +220,8 @@ export class FarmMonitor extends EventEmitter {
       this.refresh().catch((err) => this.emit('poll-error', err));
       return;
     }
+    // Past MAX_PRINTERS a frame adds none (a real one shows in the next read of the list).
+    if (!prev && this.printers.size >= MAX_PRINTERS) return;
     this.update(applyStatusFrame(prev, d, frame.timestamp ?? new Date().toISOString()));
   }
 

@@ -19,6 +19,8 @@ export interface RealtimeOptions {
   connectTimeoutMs?: number;
   /** API token of a service with access control on (sent as `Authorization: Bearer` with the upgrade). */
   token?: string;
+  /** A ping goes out this often; a connection that sent nothing (no pong, no frame) since the last one is dropped (30 s). */
+  heartbeatMs?: number;
 }
 
 export type RealtimeState = 'idle' | 'connecting' | 'open' | 'closed';
@@ -32,6 +34,7 @@ export class RealtimeClient extends EventEmitter {
   private readonly min: number;
   private readonly max: number;
   private readonly connectTimeoutMs: number;
+  private readonly heartbeatMs: number;
   state: RealtimeState = 'idle';
 
   constructor(
@@ -42,6 +45,7 @@ export class RealtimeClient extends EventEmitter {
     this.min = options.reconnectMinMs ?? 1000;
     this.max = options.reconnectMaxMs ?? 30_000;
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
+    this.heartbeatMs = options.heartbeatMs ?? 30_000;
     this.printerIds = options.printerIds ?? [];
     this.token = options.token;
   }
@@ -74,7 +78,20 @@ export class RealtimeClient extends EventEmitter {
     const socket = new WebSocket(this.url, { handshakeTimeout: this.connectTimeoutMs, ...(this.token ? { headers: { authorization: `Bearer ${this.token}` } } : {}) });
     this.socket = socket;
     let opened = false;
+    // A server that stops answering (hung, or a half-open link after a power cut) would leave the channel
+    // "open" for ever with a frozen farm state: without a pong or frame between two pings, it is dropped.
+    let heard = true;
+    let heartbeat: NodeJS.Timeout | null = null;
+    const hear = () => (heard = true);
+    socket.on('pong', hear);
+    socket.on('ping', hear);
     socket.on('open', () => {
+      heartbeat = setInterval(() => {
+        if (!heard) return socket.terminate();
+        heard = false;
+        socket.ping();
+      }, this.heartbeatMs);
+      heartbeat.unref?.();
       opened = true;
       this.attempt = 0;
       this.state = 'open';
@@ -82,6 +99,7 @@ export class RealtimeClient extends EventEmitter {
       this.emit('open');
     });
     socket.on('message', (raw, isBinary) => {
+      heard = true;
       if (isBinary) return;
       let frame: Frame;
       try {
@@ -89,12 +107,21 @@ export class RealtimeClient extends EventEmitter {
       } catch {
         return;
       }
-      if (frame && typeof frame.type === 'string') this.emit('frame', { ...frame, data: frame.data ?? {} });
+      if (!frame || typeof frame.type !== 'string') return;
+      // A listener that throws on what the peer sent (a frame nested deeper than the stack, a field of an
+      // unexpected type) would throw out of the socket's data handler: an uncaught exception, which takes
+      // the whole process (every Node-RED flow) down, and a receiver that never closes. The frame is dropped.
+      try {
+        this.emit('frame', { ...frame, data: frame.data ?? {} });
+      } catch (err) {
+        if (this.listenerCount('error')) this.emit('error', err);
+      }
     });
     socket.on('error', (err) => {
       if (this.listenerCount('error')) this.emit('error', err);
     });
     socket.on('close', (code, reason) => {
+      if (heartbeat) clearInterval(heartbeat);
       if (this.socket === socket) this.socket = null;
       const wasOpen = opened;
       this.state = 'closed';

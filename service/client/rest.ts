@@ -56,6 +56,15 @@ import type {
 
 export const API_PREFIX = '/api/v1';
 
+/**
+ * The most of an answer the client holds (a wrong URL or a hostile server may send without end, and the
+ * transfer timeout alone lets gigabytes in): JSON answers (the longest lists are a few MB), pictures
+ * (camera snapshots, previews) and file contents (the service stores files up to 1 GiB).
+ */
+export const MAX_JSON_BYTES = 32 * 1024 * 1024;
+export const MAX_PICTURE_BYTES = 32 * 1024 * 1024;
+export const MAX_FILE_BYTES = 1024 * 1024 * 1024;
+
 type Query = Record<string, string | number | boolean | undefined | null>;
 
 export interface RequestOptions {
@@ -64,6 +73,8 @@ export interface RequestOptions {
   /** Milliseconds before the request is given up (default: the client's timeoutMs). */
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** The largest answer accepted (default: MAX_JSON_BYTES for JSON, MAX_FILE_BYTES for bytes). */
+  maxBytes?: number;
 }
 
 export interface ClientOptions {
@@ -114,7 +125,7 @@ export class PrintfarmClient {
   /** Sends one request; resolves with the parsed JSON body, rejects with PrintfarmError. */
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
     const res = await this.send(method, path, options, 'application/json');
-    const text = await res.text();
+    const text = (await this.readBody(res, method, path, options.maxBytes ?? MAX_JSON_BYTES)).toString('utf8');
     let body: unknown = undefined;
     if (text) {
       try {
@@ -130,7 +141,7 @@ export class PrintfarmClient {
   /** Like request() but gives the bytes (file contents, pictures). */
   async requestBytes(method: string, path: string, options: RequestOptions = {}): Promise<{ data: Buffer; contentType: string | null }> {
     const res = await this.send(method, path, options, '*/*');
-    const data = Buffer.from(await res.arrayBuffer());
+    const data = await this.readBody(res, method, path, options.maxBytes ?? MAX_FILE_BYTES);
     if (!res.ok) {
       let body: unknown;
       try {
@@ -154,7 +165,7 @@ export class PrintfarmClient {
       // The whole-request timeout of send() must not cut the stream: about 24 days (the longest a timer takes).
       const res = await this.send('GET', path, { signal: AbortSignal.any([signal, headersDue.signal]), timeoutMs: 2 ** 31 - 1 }, 'multipart/x-mixed-replace, image/jpeg, application/json');
       if (res.ok) return res;
-      const text = await res.text().catch(() => '');
+      const text = await this.readBody(res, 'GET', path, MAX_JSON_BYTES).then(String, () => '');
       let body: unknown;
       try {
         body = JSON.parse(text);
@@ -180,12 +191,50 @@ export class PrintfarmClient {
     try {
       return await this.fetchImpl(this.url(path, options.query), { method, headers, body, signal });
     } catch (err) {
-      const e = err as Error & { cause?: { code?: string; message?: string } };
-      if (e.name === 'TimeoutError') throw new PrintfarmError(0, 'TIMEOUT', `${method} ${path}: no answer from ${this.baseUrl} in time`);
-      if (e.name === 'AbortError') throw new PrintfarmError(0, 'ABORTED', `${method} ${path}: aborted`);
-      const reason = e.cause?.code ?? e.cause?.message ?? e.message;
-      throw new PrintfarmError(0, 'NETWORK_ERROR', `${method} ${path}: cannot reach ${this.baseUrl} (${reason})`, { cause: reason });
+      throw this.failure(err, method, path);
     }
+  }
+
+  /** A fetch failure (before or during the body) as a PrintfarmError. */
+  private failure(err: unknown, method: string, path: string): PrintfarmError {
+    if (err instanceof PrintfarmError) return err;
+    const e = err as Error & { cause?: { code?: string; message?: string } };
+    if (e?.name === 'TimeoutError') return new PrintfarmError(0, 'TIMEOUT', `${method} ${path}: no answer from ${this.baseUrl} in time`);
+    if (e?.name === 'AbortError') return new PrintfarmError(0, 'ABORTED', `${method} ${path}: aborted`);
+    const reason = e?.cause?.code ?? e?.cause?.message ?? e?.message ?? String(err);
+    return new PrintfarmError(0, 'NETWORK_ERROR', `${method} ${path}: cannot reach ${this.baseUrl} (${reason})`, { cause: reason });
+  }
+
+  /**
+   * The body, at most `max` bytes. A peer may send without end (held whole, it would exhaust the memory)
+   * or cut or stall the body after the headers (fetch then throws a bare TypeError or DOMException): both
+   * are PrintfarmErrors (RESPONSE_TOO_LARGE, NETWORK_ERROR, TIMEOUT) like every other failure.
+   */
+  private async readBody(res: Response, method: string, path: string, max: number): Promise<Buffer> {
+    const tooLarge = () => new PrintfarmError(res.status, 'RESPONSE_TOO_LARGE', `${method} ${path}: the answer of ${this.baseUrl} is larger than ${max} bytes`);
+    if (Number(res.headers.get('content-length')) > max) {
+      await res.body?.cancel().catch(() => undefined);
+      throw tooLarge();
+    }
+    if (!res.body) return Buffer.alloc(0);
+    const reader = res.body.getReader();
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        size += value.byteLength;
+        if (size > max) {
+          reader.cancel().catch(() => undefined);
+          throw tooLarge();
+        }
+        chunks.push(value);
+      }
+    } catch (err) {
+      throw this.failure(err, method, path);
+    }
+    return Buffer.concat(chunks, size);
   }
 
   // System
@@ -208,7 +257,7 @@ export class PrintfarmClient {
     /** The plate was cleared: the queue may start the next print there. */
     plateCleared: (id: string) => this.request<PlateClearedView>('POST', `/printers/${enc(id)}/plate-cleared`),
     /** A JPEG from the printer's camera, at most 2 s old (PrintfarmError CAMERA_UNAVAILABLE, CAMERA_ERROR, PRINTER_OFFLINE...). */
-    snapshot: (id: string) => this.requestBytes('GET', `/printers/${enc(id)}/camera/snapshot`, { timeoutMs: this.transferTimeoutMs }).then((r) => r.data),
+    snapshot: (id: string) => this.requestBytes('GET', `/printers/${enc(id)}/camera/snapshot`, { timeoutMs: this.transferTimeoutMs, maxBytes: MAX_PICTURE_BYTES }).then((r) => r.data),
     /** The camera's live MJPEG stream (multipart/x-mixed-replace) for relaying; see openStream. */
     cameraStream: (id: string, signal: AbortSignal) => this.openStream(`/printers/${enc(id)}/camera/stream`, signal),
   };
@@ -267,7 +316,7 @@ export class PrintfarmClient {
         signal: options.signal,
       }),
     /** Spec 4.4: POST /files/{id}/preview (the picture's bytes). */
-    preview: (id: string) => this.requestBytes('POST', `/files/${enc(id)}/preview`, { timeoutMs: this.transferTimeoutMs }),
+    preview: (id: string) => this.requestBytes('POST', `/files/${enc(id)}/preview`, { timeoutMs: this.transferTimeoutMs, maxBytes: MAX_PICTURE_BYTES }),
   };
 
   readonly statistics = {
