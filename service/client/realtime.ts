@@ -23,6 +23,9 @@ export interface RealtimeOptions {
   heartbeatMs?: number;
 }
 
+/** The largest frame taken (the service's are a few KB; ws's own default is 100 MiB): a larger one closes the link (1009). */
+export const MAX_FRAME_BYTES = 16 * 1024 * 1024;
+
 export type RealtimeState = 'idle' | 'connecting' | 'open' | 'closed';
 
 export class RealtimeClient extends EventEmitter {
@@ -75,7 +78,7 @@ export class RealtimeClient extends EventEmitter {
   private connect(): void {
     if (this.stopped) return;
     this.state = 'connecting';
-    const socket = new WebSocket(this.url, { handshakeTimeout: this.connectTimeoutMs, ...(this.token ? { headers: { authorization: `Bearer ${this.token}` } } : {}) });
+    const socket = new WebSocket(this.url, { handshakeTimeout: this.connectTimeoutMs, maxPayload: MAX_FRAME_BYTES, ...(this.token ? { headers: { authorization: `Bearer ${this.token}` } } : {}) });
     this.socket = socket;
     let opened = false;
     // A server that stops answering (hung, or a half-open link after a power cut) would leave the channel

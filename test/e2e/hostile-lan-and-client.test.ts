@@ -16,7 +16,7 @@ import { probePrusaLink } from '../../service/discovery/prusa-probe';
 import { DiscoveryRegistry, MAX_ENTRIES } from '../../service/discovery/registry';
 import { SsdpListener } from '../../service/discovery/ssdp-listener';
 import { EventBus } from '../../service/events';
-import { FarmMonitor, JobEventStream, MAX_PRINTERS, MAX_TRACKED_JOBS, PrintfarmClient, PrintfarmError, RealtimeClient, type JobEvent } from '../../service/client';
+import { FarmMonitor, JobEventStream, MAX_FRAME_BYTES, MAX_PRINTERS, MAX_TRACKED_JOBS, PrintfarmClient, PrintfarmError, RealtimeClient, type JobEvent } from '../../service/client';
 import { relayCameraStream } from '../../nodes/printer-camera';
 import { hostileKit, neverSpeaks, outcome, until } from '../helpers/hostile-socket';
 
@@ -223,6 +223,24 @@ describe('/ws client against a broken server', () => {
     await until('the good frame after the bad ones applied', () => monitor.printers.get('p1')?.current_job?.name === 'after the flood');
     expect(kit.escaped).toEqual([]);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});
+
+describe('/ws client: a frame larger than MAX_FRAME_BYTES', () => {
+  test('is refused as too long (the link closes) without being held, and the client connects again', async () => {
+    let connections = 0;
+    const base = await wsPeer([], (ws) => {
+      ws.on('error', () => undefined);
+      if (++connections === 1) ws.send(Buffer.alloc(MAX_FRAME_BYTES + 1, 0x20).toString('latin1'));
+    });
+    const rt = new RealtimeClient(`${base.replace(/^http/, 'ws')}/ws`, { reconnectMinMs: 50, reconnectMaxMs: 50 });
+    kit.cleanups.push(() => rt.close());
+    const refused = new Promise((resolve) => rt.once('error', (err: { code?: string }) => resolve(err.code)));
+    const closed = new Promise((resolve) => rt.once('close', resolve));
+    rt.start();
+    expect(await outcome(refused, 5000)).toEqual({ resolved: 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' });
+    expect(await outcome(closed, 5000)).toMatchObject({ resolved: expect.any(Number) });
+    await until('the second connection', () => connections === 2 && rt.connected);
   });
 });
 
