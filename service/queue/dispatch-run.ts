@@ -136,7 +136,11 @@ export class DispatchRunner {
     const w = this.watched.get(printerId);
     if (!w) return undefined;
     if (w.state === 'starting') {
-      if (!this.acknowledges(w, state)) return undefined;
+      if (!this.acknowledges(w, state)) {
+        // A start recovered after a restart gets its deadline from the printer's first report (see watch()).
+        if (w.recovered && !w.timer) this.arm(w, Date.now());
+        return undefined;
+      }
       return this.acknowledged(w, state);
     }
     const outcome = this.endOf(w, state);
@@ -221,12 +225,17 @@ export class DispatchRunner {
   private watch(d: DispatchRecord, state: 'starting' | 'printing', recovered: boolean, progress: number): void {
     this.unwatch(d.printer_id);
     const w: Watched = { dispatch: d, state, jobKey: null, progress, recovered, timer: null };
-    if (state === 'starting') {
-      const sent = d.start_sent_at ? Date.parse(d.start_sent_at) : Date.now();
-      const left = Math.max(0, sent + this.settings.get('queue_start_timeout_s') * 1000 - Date.now());
-      w.timer = setTimeout(() => void this.timedOut(w), left);
-    }
+    // A start recovered after a restart is not timed from start_sent_at: the service may have been down longer than
+    // queue_start_timeout_s, and the timer would fail the start before the printer even connected, sending back to
+    // the queue a copy the printer is printing (printed twice). It is armed on the printer's first report instead.
+    if (state === 'starting' && !recovered) this.arm(w, d.start_sent_at ? Date.parse(d.start_sent_at) : Date.now());
     this.watched.set(d.printer_id, w);
+  }
+
+  /** Fails a start the printer has not acknowledged within queue_start_timeout_s of `since`. */
+  private arm(w: Watched, since: number): void {
+    const left = Math.max(0, since + this.settings.get('queue_start_timeout_s') * 1000 - Date.now());
+    w.timer = setTimeout(() => void this.timedOut(w), left);
   }
 
   private unwatch(printerId: string, dispatchId?: string): void {
