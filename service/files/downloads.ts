@@ -153,12 +153,18 @@ export class DownloadManager {
     for (const f of stuck) {
       if (this.tasks.has(f.id)) continue;
       const kept = f.local_path !== null && f.checksum !== null && fs.existsSync(f.local_path);
+      // The same kill during a first download leaves a complete copy at the target that no row names: it would
+      // stay in the data dir as an orphan (and be fetched again), so it becomes the file's copy.
+      const target = kept || f.printer_id === null ? null : this.storage.printerCopy(f.id, f.filename);
+      const adopted = target !== null && fs.existsSync(target);
       // A kill between the rename of a new complete copy and its database update leaves the new bytes under the
       // old checksum: the copy on disk is complete either way (only checksummed files are renamed into place),
       // so its checksum is taken again rather than trusted.
       const patch = kept
         ? { status: 'downloaded' as const, checksum: await sha256File(f.local_path!) }
-        : { status: 'available' as const, local_path: null, checksum: null, downloaded_at: null };
+        : adopted
+          ? { status: 'downloaded' as const, local_path: target, checksum: await sha256File(target), file_size: fs.statSync(target).size, downloaded_at: nowIso() }
+          : { status: 'available' as const, local_path: null, checksum: null, downloaded_at: null };
       if (await this.store.files.transition(f.id, ['downloading'], { ...patch, error: null, updated_at: nowIso() })) recovered++;
     }
     return recovered;
