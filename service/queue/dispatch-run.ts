@@ -25,6 +25,8 @@ export interface RunnerHost {
   /** The driver's queued-start function of a connected printer (throws when offline). */
   sender(printerId: string): NonNullable<import('../printers/driver').PrinterDriver['sendAndStart']>;
   stateOf(printerId: string): PrinterState | undefined;
+  /** True while the printer's link is up (it can acknowledge a start). */
+  isConnected(printerId: string): boolean;
   /** True when the printer may get a start now (online, idle, plate clear). */
   isFree(printerId: string): boolean;
   printerType(printerId: string): 'bambu_lab' | 'prusa_core' | 'klipper' | undefined;
@@ -137,8 +139,9 @@ export class DispatchRunner {
     if (!w) return undefined;
     if (w.state === 'starting') {
       if (!this.acknowledges(w, state)) {
-        // A start recovered after a restart gets its deadline from the printer's first report (see watch()).
-        if (w.recovered && !w.timer) this.arm(w, Date.now());
+        // A start recovered after a restart, or whose time ran out while the printer was unreachable, gets its
+        // deadline from the printer's first report (see watch() and timedOut()).
+        if (!w.timer) this.arm(w, Date.now());
         return undefined;
       }
       return this.acknowledged(w, state);
@@ -300,6 +303,10 @@ export class DispatchRunner {
 
   private async timedOut(w: Watched): Promise<void> {
     if (this.watched.get(w.dispatch.printer_id) !== w || w.state !== 'starting') return;
+    w.timer = null;
+    // An unreachable printer may have taken the start and be unable to say so (a network drop right after it):
+    // failing it would send back to the queue a copy it may be printing. Its first report once back re-arms it.
+    if (!this.host.isConnected(w.dispatch.printer_id)) return;
     const seconds = this.settings.get('queue_start_timeout_s');
     await this.startFailed(w.dispatch, 'starting', new Error(`the printer did not acknowledge the start within ${seconds} s`));
     if (this.host.printerType(w.dispatch.printer_id) === 'bambu_lab') this.host.reconnect(w.dispatch.printer_id);

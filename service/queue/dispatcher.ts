@@ -56,8 +56,7 @@ export interface DispatcherDeps {
   filamentGate?: FilamentGate;
   /** Announces an item (queue_update): as stored now, or as the caller just read it. */
   publish(itemId: string, known?: { item: QueueItemRecord; dispatches: DispatchRecord[] }): Promise<unknown>;
-  /** NOT_READY_RETRY_MS unless given (tests shorten it). */
-  notReadyRetryMs?: number;
+  notReadyRetryMs?: number; // NOT_READY_RETRY_MS unless given (tests shorten it)
 }
 
 export class Dispatcher {
@@ -91,6 +90,7 @@ export class Dispatcher {
         return driver.sendAndStart.bind(driver);
       },
       stateOf: (id) => deps.fleet.stateOf(id),
+      isConnected: (id) => deps.fleet.isConnected(id),
       isFree: (id) => this.availability(id, true) === 'free',
       printerType: (id) => this.records.get(id)?.type,
       settle: (itemId, failure) => this.settle(itemId, failure),

@@ -11,6 +11,10 @@
  * `starting` and sending it), the start still fails in time and the copy
  * prints once, not never.
  *
+ * A printer that took a start and dropped off the network before it could
+ * say so is not failed while it cannot answer: the timeout counts again from
+ * its first report once it is back.
+ *
  * A first download of a printer file killed after its complete copy was
  * renamed into place and before the database said so: after the restart
  * the copy is the file's, not an orphan left in the data dir.
@@ -93,6 +97,31 @@ describe('interrupted work', () => {
     expect(done.dispatches[0]).toMatchObject({ state: 'start_failed', error: 'the printer did not acknowledge the start within 2 s' });
     expect(done.dispatches.filter((d: { state: string }) => d.state === 'printing')).toHaveLength(1);
     expect(await simState(p)).toMatchObject({ prints_started: 1, starts_while_busy: 0 });
+  }, 30_000);
+
+  test('a printer that goes offline right after taking a start is not failed while unreachable, and prints the copy once', async () => {
+    // It takes the start, then needs a simulated second before PREPARE shows (its clock stands while it is offline).
+    printers = [await bambuSim('x1c-a', 'X1C #01', 'X1C', 1, { startDelayS: 1 }), await bambuSim('x1c-b', 'X1C #02', 'X1C', 1)];
+    const [a, b] = printers;
+    h = await startService({ ...queueServiceOptions, env: { QUEUE_START_TIMEOUT_S: '2', QUEUE_PRINTER_CHOICE: 'first_free' } });
+    await addPrinters(h, [a]);
+    const file = await upload(h, 'Clip.gcode.3mf', bambu3mf({ model: 'X1C' }));
+    const { body } = await h.post('/api/v1/queue', { file_id: file });
+    await until(async () => (await simState(a)).last_start !== null, 'the start taken by the printer');
+    await control(a.control, 'offline');
+    await addPrinters(h, [b]);
+    await until(async () => (await h!.get('/api/v1/printers/x1c-a')).body.status === 'offline', 'the printer seen offline');
+    const sentAt = Date.parse((await h.get(`/api/v1/queue/${body.id}`)).body.dispatches[0].updated_at);
+    // Past the timeout while it cannot answer: the start is neither failed nor sent to the other printer.
+    await until(async () => Date.now() > sentAt + 3000, 'the timeout passed');
+    const waiting = (await h.get(`/api/v1/queue/${body.id}`)).body;
+    expect(waiting.dispatches).toHaveLength(1);
+    expect(waiting.dispatches[0]).toMatchObject({ printer_id: 'x1c-a', state: 'starting' });
+
+    await control(a.control, 'online');
+    const printing = await itemUntil(h, body.id, (i) => i.dispatches[0]?.state === 'printing', 'the start acknowledged once back', 15_000);
+    expect(printing.dispatches).toHaveLength(1);
+    expect((await simState(a)).prints_started + (await simState(b)).prints_started).toBe(1);
   }, 30_000);
 
   test('a first download cut between the rename of its complete copy and the database update leaves no orphan copy', async () => {
