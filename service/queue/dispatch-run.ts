@@ -118,6 +118,11 @@ export class DispatchRunner {
   }
 
   /** True while a run of this dispatch is under way in this process. */
+  /** An interrupted dispatch that cannot be resumed (its file went): start_failed, not counted against the printer. */
+  async drop(d: DispatchRecord, reason: string): Promise<void> {
+    await this.startFailed(d, d.state, new DispatchAbort(reason));
+  }
+
   owns(dispatchId: string): boolean {
     return this.owned.has(dispatchId);
   }

@@ -97,13 +97,9 @@ export class Dispatcher {
       notReady: (id, state) => this.notReadyUntil.set(id, { raw: state?.raw_state ?? '', until: Date.now() + (deps.notReadyRetryMs ?? NOT_READY_RETRY_MS) }),
       printEnded: (id) => deps.plates.printEnded(id, this.records.get(id)?.plate_auto_clear === true),
       cleanUp: (id, name) => {
-        let driver;
-        try {
-          driver = deps.fleet.driverOf(id);
-        } catch {
-          return; // offline: the file stays (a later upload of the same name replaces it)
-        }
-        void driver.removeQueuedFile?.(name).catch((err) => deps.log.warn({ err: (err as Error).message, printer_id: id }, 'could not remove a printed queue file'));
+        // Offline: the file stays (a later upload of the same name replaces it).
+        if (!deps.fleet.isConnected(id)) return;
+        void deps.fleet.driverOf(id).removeQueuedFile?.(name).catch((err) => deps.log.warn({ err: (err as Error).message, printer_id: id }, 'could not remove a printed queue file'));
       },
       reconnect: (id) => {
         if (!this.closed) void deps.fleet.testConnection(id).catch((err) => deps.log.warn({ err, printer_id: id }, 'reconnect after an unacknowledged start failed'));
@@ -153,14 +149,12 @@ export class Dispatcher {
   }
 
   /** Runs a pass soon (pass-loop.ts: passes never overlap, and the wakes during one or soon after make one more). */
-  wake(reason: string): void {
+  wake = (reason: string): void => {
     if (!this.closed) this.passes.wake(reason);
-  }
+  };
 
   /** Waits until no pass runs (tests). */
-  async idle(): Promise<void> {
-    await this.passes.idle();
-  }
+  idle = (): Promise<void> => this.passes.idle();
 
   /** The dispatch a tracked job belongs to (the job tracker asks before it creates a job). */
   linkFor(printerId: string, state: PrinterState): { queue_item_id: string; dispatch_id: string } | null {
@@ -352,7 +346,7 @@ export class Dispatcher {
     this.wakeTimer.unref();
   }
 
-  /** Dispatches left claimed or uploading by an interrupted run: retried once their printer is free. */
+  /** Dispatches left claimed or uploading by an interrupted run: retried once their printer is free, dropped when their file went. */
   private async resumeInterrupted(open: DispatchRecord[]): Promise<void> {
     for (const d of open) {
       if (!this.records.has(d.printer_id)) {
@@ -365,10 +359,14 @@ export class Dispatcher {
       if ((d.state !== 'claimed' && d.state !== 'uploading') || this.runner.owns(d.id)) continue;
       if (this.availability(d.printer_id, true) !== 'free') continue;
       const item = await this.deps.store.queue.getItem(d.item_id);
-      const record = this.records.get(d.printer_id);
       const loaded = item && (await loadVariant(this.deps.store, this.deps.facts, variantOf(item, d)));
-      if (!item || !record || !loaded || 'error' in loaded) continue;
-      const fit = checkPrinter(loaded.facts, item, this.printerFacts(record));
+      if (!item || !loaded) continue;
+      // A file gone meanwhile (deleted): skipped, the dispatch stayed `uploading`, its printer claimed, for ever.
+      if ('error' in loaded) {
+        await this.runner.drop(d, loaded.error);
+        continue;
+      }
+      const fit = checkPrinter(loaded.facts, item, this.printerFacts(this.records.get(d.printer_id)!));
       this.deps.log.info({ dispatch_id: d.id, printer_id: d.printer_id }, 'retrying a dispatch interrupted while uploading');
       this.runner.launch(d, queuedStart(item, d, loaded.file, fit.ok ? fit.ams_mapping : []));
     }

@@ -124,6 +124,31 @@ describe('interrupted work', () => {
     expect((await simState(a)).prints_started + (await simState(b)).prints_started).toBe(1);
   }, 30_000);
 
+  test('an upload cut by a stop whose file is gone by the restart ends start_failed and lets go of the printer', async () => {
+    printers = [await bambuSim('x1c-a', 'X1C #01', 'X1C', 1)];
+    const [p] = printers;
+    h = await startService(queueServiceOptions);
+    await addPrinters(h, printers);
+    await control(p.control, 'faults', { transfer_bytes_per_sec: 2000 });
+    const file = await upload(h, 'Gone.gcode.3mf', bambu3mf({ model: 'X1C' }));
+    const { body } = await h.post('/api/v1/queue', { file_id: file });
+    await itemUntil(h, body.id, (i) => i.dispatches[0]?.state === 'uploading', 'uploading');
+    const copy = path.join(h.dataDir, (await h.get(`/api/v1/files/${file}`)).body.local_path);
+    await h.stop();
+    await control(p.control, 'faults', { transfer_bytes_per_sec: 0 });
+    // Its copy went meanwhile (as a DELETE /files/{id} would take it).
+    fs.rmSync(copy);
+
+    h = await h.restart(queueServiceOptions);
+    const dropped = await itemUntil(h, body.id, (i) => i.dispatches[0]?.state === 'start_failed' && i.waiting_reason !== null, 'the interrupted upload ended', 10_000);
+    expect(dropped.dispatches[0]).toMatchObject({ printer_id: 'x1c-a', error: 'the file is no longer available on the service' });
+    // The copy waits in the queue, saying why, and the printer is free for the next item.
+    expect(dropped).toMatchObject({ status: 'queued', remaining: 1, waiting_reason: 'the file is no longer available on the service' });
+    const next = await upload(h, 'Next.gcode.3mf', bambu3mf({ model: 'X1C' }));
+    const second = (await h.post('/api/v1/queue', { file_id: next })).body;
+    await itemUntil(h, second.id, (i) => i.dispatches[0]?.state === 'printing', 'the next item printing on it', 15_000);
+  }, 30_000);
+
   test('a first download cut between the rename of its complete copy and the database update leaves no orphan copy', async () => {
     printers = [await bambuSim('x1c-a', 'X1C #01', 'X1C', 1)];
     h = await startService(queueServiceOptions);
