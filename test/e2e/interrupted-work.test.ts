@@ -25,7 +25,7 @@ import Database from 'better-sqlite3';
 import { bambu3mf } from '../../service/simulators/seed-files';
 import { control, until } from '../helpers/farm';
 import { startService, type Harness } from '../helpers/service';
-import { addPrinters, bambuSim, itemUntil, queueServiceOptions, simState, upload, type SimPrinter } from './queue-helpers';
+import { addPrinters, bambuSim, itemUntil, queueServiceOptions, queueUntilUploading, simState, upload, type SimPrinter } from './queue-helpers';
 
 /** Runs `sql` on the stopped service's database file. */
 function patchDb(dir: string, sql: string, ...params: unknown[]): number {
@@ -80,10 +80,7 @@ describe('interrupted work', () => {
     const options = { ...queueServiceOptions, env: { QUEUE_START_TIMEOUT_S: '2' } };
     h = await startService(options);
     await addPrinters(h, printers);
-    await control(p.control, 'faults', { transfer_bytes_per_sec: 2000 });
-    const file = await upload(h, 'Cap.gcode.3mf', bambu3mf({ model: 'X1C' }));
-    const { body } = await h.post('/api/v1/queue', { file_id: file });
-    await itemUntil(h, body.id, (i) => i.dispatches[0]?.state === 'uploading', 'uploading');
+    const body = { id: (await queueUntilUploading(h, p, 'Cap.gcode.3mf')).itemId };
     await h.stop();
     await control(p.control, 'faults', { transfer_bytes_per_sec: 0 });
 
@@ -129,10 +126,8 @@ describe('interrupted work', () => {
     const [p] = printers;
     h = await startService(queueServiceOptions);
     await addPrinters(h, printers);
-    await control(p.control, 'faults', { transfer_bytes_per_sec: 2000 });
-    const file = await upload(h, 'Gone.gcode.3mf', bambu3mf({ model: 'X1C' }));
-    const { body } = await h.post('/api/v1/queue', { file_id: file });
-    await itemUntil(h, body.id, (i) => i.dispatches[0]?.state === 'uploading', 'uploading');
+    const { file, itemId } = await queueUntilUploading(h, p, 'Gone.gcode.3mf');
+    const body = { id: itemId };
     const copy = path.join(h.dataDir, (await h.get(`/api/v1/files/${file}`)).body.local_path);
     await h.stop();
     await control(p.control, 'faults', { transfer_bytes_per_sec: 0 });

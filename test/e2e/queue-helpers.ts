@@ -8,7 +8,8 @@ import { BambuSimulator } from '../../service/simulators/bambu';
 import { KlipperSimulator, type KlipperSimulatorOptions } from '../../service/simulators/klipper';
 import { PrusaSimulator } from '../../service/simulators/prusa';
 import type { ServiceOptions } from '../../service/app';
-import { until } from '../helpers/farm';
+import { bambu3mf } from '../../service/simulators/seed-files';
+import { control, until } from '../helpers/farm';
 import type { Harness } from '../helpers/service';
 
 export const queueServiceOptions: ServiceOptions = {
@@ -76,4 +77,13 @@ export async function itemUntil(h: Harness, id: string, ok: (i: Record<string, a
   } catch (err) {
     throw new Error(`${(err as Error).message}; item: ${JSON.stringify(last)}`);
   }
+}
+
+/** Queues an X1C file on slowed printer `p` and waits until its upload is under way: where a stop cuts an upload. */
+export async function queueUntilUploading(h: Harness, p: SimPrinter, name: string): Promise<{ file: string; itemId: string }> {
+  await control(p.control, 'faults', { transfer_bytes_per_sec: 2000 });
+  const file = await upload(h, name, bambu3mf({ model: 'X1C' }));
+  const { body } = await h.post('/api/v1/queue', { file_id: file });
+  await itemUntil(h, body.id, (i) => i.dispatches[0]?.state === 'uploading', 'uploading');
+  return { file, itemId: body.id };
 }

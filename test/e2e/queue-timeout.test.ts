@@ -9,10 +9,9 @@
  */
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { bambu3mf } from '../../service/simulators/seed-files';
 import { control } from '../helpers/farm';
 import { startService, type Harness } from '../helpers/service';
-import { addPrinters, bambuSim, itemUntil, queueServiceOptions, simState, upload, type SimPrinter } from './queue-helpers';
+import { addPrinters, bambuSim, itemUntil, queueServiceOptions, queueUntilUploading, simState, type SimPrinter } from './queue-helpers';
 
 describe('queue: unacknowledged starts', () => {
   let printers: SimPrinter[] = [];
@@ -27,10 +26,7 @@ describe('queue: unacknowledged starts', () => {
     const [p] = printers;
     h = await startService({ ...queueServiceOptions, env: { QUEUE_START_TIMEOUT_S: '2' } });
     await addPrinters(h, printers);
-    await control(p.control, 'faults', { transfer_bytes_per_sec: 2000 });
-    const file = await upload(h, 'Cap.gcode.3mf', bambu3mf({ model: 'X1C' }));
-    const { body } = await h.post('/api/v1/queue', { file_id: file });
-    await itemUntil(h, body.id, (i) => i.dispatches[0]?.state === 'uploading', 'uploading');
+    const body = { id: (await queueUntilUploading(h, p, 'Cap.gcode.3mf')).itemId };
     await h.stop();
 
     // The interrupted dispatch keeps its state; its task id becomes one the printer accepts but never starts.
