@@ -39,6 +39,7 @@ export class FileCatalog {
 
   /** Refreshes a printer's files whenever it connects, and every `periodMs` for all connected printers. */
   start(periodMs = 10 * 60_000): void {
+    const startedAt = Date.now();
     const swept = this.storage.sweepPartials();
     if (swept) this.log.info({ removed: swept }, 'removed partial downloads left by an interrupted run');
     // Runs before any printer is connected (fleet.start() comes after), so no download of this run can race it.
@@ -48,7 +49,12 @@ export class FileCatalog {
       .then(
       (n) => n && this.log.info({ files: n }, 'reset files left downloading by an interrupted run'),
       (err) => this.log.error({ err }, 'could not reset files left downloading by an interrupted run'),
-    );
+    )
+      .then(async () => {
+        const removed = this.storage.sweepUnlistedUploads(await this.store.files.uploadPaths(), startedAt);
+        if (removed) this.log.info({ removed }, 'removed uploads an interrupted run left without a record');
+      })
+      .catch((err) => this.log.error({ err }, 'could not look for uploads left without a record'));
     this.fleet.onLinkUp((printerId) => {
       this.refresh(printerId).catch((err) => this.log.warn({ err: (err as Error).message, printer_id: printerId }, 'file refresh failed'));
     });

@@ -31,6 +31,9 @@ export function printerFileId(printerId: string, printerPath: string): string {
   return createHash('sha256').update(`${printerId}\u0000${printerPath}`).digest('hex').slice(0, 20);
 }
 
+/** How localFile names an upload: its 20-hex id, a dash, the name. */
+const UPLOAD_NAME = /^[0-9a-f]{20}-./;
+
 /** The folder of printer-file copies; uploads live in `local`. */
 const PRINTER_COPIES = 'printers';
 
@@ -94,6 +97,25 @@ export class FileStorage {
   owns(file: string): boolean {
     const resolved = path.resolve(file);
     return resolved.startsWith(this.root + path.sep);
+  }
+
+  /**
+   * Uploads no row names, written before `before` (a kill between an upload's rename and its database row): removed.
+   * Only files older than this run's start, so an upload renamed in place a moment before its row is never taken.
+   */
+  sweepUnlistedUploads(listed: readonly string[], before: number): number {
+    const dir = this.inside('local');
+    if (!fs.existsSync(dir)) return 0;
+    const names = new Set(listed.map((p) => path.basename(p)));
+    let removed = 0;
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, entry.name);
+      // Only names this service gives uploads (localFile: a 20-hex id first): anything else put there is left alone.
+      if (!entry.isFile() || !UPLOAD_NAME.test(entry.name) || names.has(entry.name) || fs.statSync(p).mtimeMs >= before) continue;
+      fs.rmSync(p, { force: true });
+      removed++;
+    }
+    return removed;
   }
 
   /** Temp files left by a crash mid-transfer. */

@@ -15,6 +15,9 @@
  * say so is not failed while it cannot answer: the timeout counts again from
  * its first report once it is back.
  *
+ * An upload into the library killed between the rename of its complete
+ * file and its database row: the file is removed at the next start.
+ *
  * A first download of a printer file killed after its complete copy was
  * renamed into place and before the database said so: after the restart
  * the copy is the file's, not an orphan left in the data dir.
@@ -142,6 +145,21 @@ describe('interrupted work', () => {
     const next = await upload(h, 'Next.gcode.3mf', bambu3mf({ model: 'X1C' }));
     const second = (await h.post('/api/v1/queue', { file_id: next })).body;
     await itemUntil(h, second.id, (i) => i.dispatches[0]?.state === 'printing', 'the next item printing on it', 15_000);
+  }, 30_000);
+
+  test('a library upload cut between the rename of its file and its row leaves no unlisted file at the next start', async () => {
+    h = await startService(queueServiceOptions);
+    const kept = await upload(h, 'Kept.gcode', Buffer.from('G28\n'));
+    const keptPath = path.join(h.dataDir, (await h.get(`/api/v1/files/${kept}`)).body.local_path);
+    await h.stop();
+    // What the killed upload left: a complete file under files/local/ with an id no row has.
+    const orphan = path.join(path.dirname(keptPath), '0123456789abcdef0123-Orphan.gcode');
+    fs.writeFileSync(orphan, 'G28\n');
+
+    h = await h.restart(queueServiceOptions);
+    await until(async () => !fs.existsSync(orphan), 'the orphan removed');
+    expect(fs.readFileSync(keptPath, 'utf8')).toBe('G28\n');
+    expect((await h.get(`/api/v1/files/${kept}/content`)).status).toBe(200);
   }, 30_000);
 
   test('a first download cut between the rename of its complete copy and the database update leaves no orphan copy', async () => {

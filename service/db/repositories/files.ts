@@ -201,6 +201,12 @@ export class FilesRepository {
     return rows as { id: string; local_path: string; checksum: string | null; status: string }[];
   }
 
+  /** Where the library's uploads are (local files, no printer). */
+  async uploadPaths(): Promise<string[]> {
+    const rows = await this.db.selectFrom('files').select('local_path').where('printer_id', 'is', null).where('local_path', 'is not', null).execute();
+    return rows.map((r) => r.local_path as string);
+  }
+
   async forPrinter(printerId: string): Promise<FileRecord[]> {
     const rows = await this.select().where('files.printer_id', '=', printerId).execute();
     return rows.map(toRecord);
