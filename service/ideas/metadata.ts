@@ -41,10 +41,27 @@ export function decodeEntities(text: string): string {
   });
 }
 
+/**
+ * `html` cut after the last match of `closer` (all of it when `closer` never matches). A
+ * pattern like /<meta\b[^>]*>/ or /<title>[\s\S]*?<\/title>/ that finds no closer after
+ * a start scans to the end of the text and fails, and then does it again from the next start:
+ * quadratic, minutes of blocked event loop on a 2 MB page of unclosed tags. In the prefix every
+ * start has its closer ahead, so each match succeeds at its start and the scan stays linear;
+ * no match can lie past the last closer, so the matches are the same.
+ */
+function closedPrefix(html: string, closer: RegExp): string {
+  let end = 0;
+  for (const m of html.matchAll(closer)) end = m.index! + m[0].length;
+  return html.slice(0, end);
+}
+
 /** One line of readable text: tags stripped, entities decoded, control characters and lone surrogates dropped, whitespace collapsed. */
 export function cleanText(value: unknown, max: number, keepLines = false): string | null {
   if (typeof value !== 'string') return null;
-  let text = decodeEntities(value.replace(/<br\s*\/?>/gi, '\n').replace(/<\/p>/gi, '\n').replace(/<[^>]*>/g, ' '));
+  const withBreaks = value.replace(/<br\s*\/?>/gi, '\n').replace(/<\/p>/gi, '\n');
+  // Tags are stripped only up to the last '>' (see closedPrefix: a run of '<' without one was quadratic).
+  const end = withBreaks.lastIndexOf('>') + 1;
+  let text = decodeEntities(withBreaks.slice(0, end).replace(/<[^>]*>/g, ' ') + withBreaks.slice(end));
   text = text
     .replace(/[\uD800-\uDFFF]/gu, '')
     .replace(/\p{Cf}/gu, '')
@@ -76,8 +93,11 @@ export function cleanUrl(value: unknown, base: string): string | null {
 /** The attributes of one tag, lower-case names, entity-decoded values. */
 function attributes(tag: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const m of tag.matchAll(/([^\s"'<>/=]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))/g)) {
-    out[m[1].toLowerCase()] ??= decodeEntities(m[2] ?? m[3] ?? m[4] ?? '');
+  // The value is optional so that a name without one (`async`, or 2 MB of letters) is consumed
+  // whole: a required `=` made every later letter of a long name a new, failing start (quadratic).
+  for (const m of tag.matchAll(/([^\s"'<>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+)))?/g)) {
+    if (m[2] === undefined && m[3] === undefined && m[4] === undefined) continue;
+    out[m[1].toLowerCase()] ??= decodeEntities(m[2] ?? m[3] ?? m[4]);
   }
   return out;
 }
@@ -85,7 +105,7 @@ function attributes(tag: string): Record<string, string> {
 /** meta tags by property/name (first value wins), lower-case keys. */
 export function metaTags(html: string): Map<string, string> {
   const found = new Map<string, string>();
-  for (const m of html.matchAll(/<meta\b[^>]*>/gi)) {
+  for (const m of closedPrefix(html, />/g).matchAll(/<meta\b[^>]*>/gi)) {
     const attrs = attributes(m[0]);
     const key = (attrs.property ?? attrs.name ?? attrs.itemprop)?.toLowerCase();
     if (key && attrs.content !== undefined && !found.has(key)) found.set(key, attrs.content);
@@ -105,7 +125,7 @@ export function jsonLd(html: string): Record<string, unknown>[] {
       if (Array.isArray(obj['@graph'])) visit(obj['@graph'], depth + 1);
     }
   };
-  for (const m of html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script\s*>/gi)) {
+  for (const m of closedPrefix(html, /<\/script\s*>/gi).matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script\s*>/gi)) {
     if (!/application\/ld\+json/i.test(attributes(`<x ${m[1]}>`).type ?? '')) continue;
     try {
       visit(JSON.parse(m[2].trim().replace(/^<!--|-->$/g, '')), 0);
@@ -120,7 +140,8 @@ const MODEL_TYPES = ['3dmodel', 'product', 'creativework', 'visualartwork', 'thi
 
 function typesOf(obj: Record<string, unknown>): string[] {
   const t = obj['@type'];
-  return (Array.isArray(t) ? t : [t]).filter((x): x is string => typeof x === 'string').map((x) => x.toLowerCase());
+  // A few types at most: a page's list of 500 000 went into Math.min(...) below and overflowed the stack.
+  return (Array.isArray(t) ? t.slice(0, 20) : [t]).filter((x): x is string => typeof x === 'string').map((x) => x.toLowerCase());
 }
 
 /** The JSON-LD object that describes the model: the most specific type first. */
@@ -138,11 +159,13 @@ function modelObject(objects: Record<string, unknown>[]): Record<string, unknown
 }
 
 /** "Jane", {name:"Jane"}, [{name:"Jane"}] -> "Jane". */
-function personName(value: unknown): string | null {
+function personName(value: unknown, depth = 0): string | null {
+  // Nested lists are followed a few levels only: a page's 200 000-deep one overflowed the stack.
+  if (depth > 4) return null;
   if (typeof value === 'string') return cleanText(value, LIMITS.creator);
   if (Array.isArray(value)) {
     for (const v of value) {
-      const n = personName(v);
+      const n = personName(v, depth + 1);
       if (n) return n;
     }
     return null;
@@ -155,11 +178,13 @@ function personName(value: unknown): string | null {
 }
 
 /** "url", {url}, {contentUrl}, [..] -> the first image URL. */
-function imageUrl(value: unknown, base: string): string | null {
+function imageUrl(value: unknown, base: string, depth = 0): string | null {
+  // Nested lists are followed a few levels only (as personName).
+  if (depth > 4) return null;
   if (typeof value === 'string') return cleanUrl(value, base);
   if (Array.isArray(value)) {
     for (const v of value) {
-      const u = imageUrl(v, base);
+      const u = imageUrl(v, base, depth + 1);
       if (u) return u;
     }
     return null;
@@ -229,7 +254,7 @@ function decodeURIComponentSafe(s: string): string {
 export function extractMetadata(html: string, pageUrl: string): PageMetadata {
   const meta = metaTags(html);
   const model = modelObject(jsonLd(html));
-  const titleTag = /<title\b[^>]*>([\s\S]*?)<\/title\s*>/i.exec(html)?.[1];
+  const titleTag = /<title\b[^>]*>([\s\S]*?)<\/title\s*>/i.exec(closedPrefix(html, /<\/title\s*>/gi))?.[1];
   const m = (key: string) => meta.get(key);
   return {
     title: cleanText(model?.name ?? model?.headline, LIMITS.title) ?? cleanText(m('og:title'), LIMITS.title) ?? cleanText(m('twitter:title'), LIMITS.title) ?? cleanText(titleTag, LIMITS.title),
