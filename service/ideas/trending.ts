@@ -205,13 +205,18 @@ export class TrendingService {
         await this.store.trending.touch(platform, cachedAt, expiresAt);
         return;
       }
-      const signal = AbortSignal.any([this.controller.signal, AbortSignal.timeout(this.fetchTimeoutMs)]);
+      // A timer of our own, not AbortSignal.timeout(): inside AbortSignal.any() Node 20 may
+      // garbage-collect that signal before it fires (nodejs/node#57736), and a source that never
+      // answered then held the refresh, and a first read waiting on it, forever.
+      const deadline = new AbortController();
+      const timer = setTimeout(() => deadline.abort(new Error(`trending source gave no answer within ${this.fetchTimeoutMs} ms`)), this.fetchTimeoutMs);
+      const signal = AbortSignal.any([this.controller.signal, deadline.signal]);
       // A source that ignores the signal still cannot hold a refresh (or the shutdown) past its timeout.
       const candidates = await new Promise<TrendingCandidate[]>((resolve, reject) => {
         if (signal.aborted) return reject(signal.reason);
         signal.addEventListener('abort', () => reject(signal.reason), { once: true });
         this.source.fetch(platform, signal).then(resolve, reject);
-      });
+      }).finally(() => clearTimeout(timer));
       if (this.closed) return;
       const items = candidates.map((c) => toNewItem(platform, c)).filter((i): i is NewTrendingItem => i !== null);
       await this.store.trending.replace(platform, items, nowIso(), new Date(Date.now() + this.ttlMs).toISOString());

@@ -17,6 +17,43 @@ export interface UpdateInfo {
 
 const SUCCESS_TTL_MS = 60 * 60 * 1000;
 const FAILURE_TTL_MS = 60 * 1000;
+/**
+ * The answer is read up to this many decoded bytes (a release document is some kB): fetch
+ * inflates gzip/br as it reads, so res.json() let a 300 kB bomb grow to hundreds of MB.
+ */
+const MAX_ANSWER_BYTES = 2 * 1024 * 1024;
+/** A longer "version" is no version; it would be shown to users as is. */
+const MAX_VERSION_LENGTH = 64;
+
+async function readJsonCapped(res: Response): Promise<unknown> {
+  if (!res.body) throw new Error('empty answer');
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.byteLength;
+      if (total > MAX_ANSWER_BYTES) throw new Error(`answer larger than ${MAX_ANSWER_BYTES} bytes`);
+      chunks.push(value);
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+}
+
+/** An http(s) link, or undefined: the release URL reaches browsers, so no javascript: or data: link. */
+function releaseLink(value: unknown): string | undefined {
+  if (typeof value !== 'string' || value.length > 2048) return undefined;
+  try {
+    const url = new URL(value);
+    return url.protocol === 'https:' || url.protocol === 'http:' ? url.toString() : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Compares dotted versions (a leading "v", pre-release suffixes and build metadata are tolerated). */
 export function isNewer(candidate: string, current: string): boolean {
@@ -58,8 +95,8 @@ function parseRelease(body: unknown): { version: string; url?: string } | null {
   if (!body || typeof body !== 'object') return null;
   const b = body as Record<string, unknown>;
   const version = typeof b.tag_name === 'string' ? b.tag_name : typeof b.version === 'string' ? b.version : null;
-  if (!version || !/^v?\d+(\.\d+)*/.test(version)) return null;
-  return { version: version.replace(/^v/i, ''), url: typeof b.html_url === 'string' ? b.html_url : undefined };
+  if (!version || version.length > MAX_VERSION_LENGTH || !/^v?\d+(\.\d+)*/.test(version)) return null;
+  return { version: version.replace(/^v/i, ''), url: releaseLink(b.html_url) };
 }
 
 export class UpdateChecker {
@@ -88,16 +125,23 @@ export class UpdateChecker {
 
   private async lookup(): Promise<UpdateInfo> {
     let release: { version: string; url?: string } | null = null;
+    // A timer of our own, not AbortSignal.timeout(): inside AbortSignal.any() Node 20 may
+    // garbage-collect that signal before it fires (nodejs/node#57736), and an answer that
+    // drips a byte at a time then held the check, and every request waiting on it, forever.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new Error(`timed out after ${this.timeoutMs} ms`)), this.timeoutMs);
     try {
       const res = await fetch(this.url, {
         headers: { accept: 'application/json', 'user-agent': `printfarm/${this.currentVersion}` },
-        signal: AbortSignal.any([this.controller.signal, AbortSignal.timeout(this.timeoutMs)]),
+        signal: AbortSignal.any([this.controller.signal, deadline.signal]),
       });
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      release = parseRelease(await res.json());
+      release = parseRelease(await readJsonCapped(res));
       if (!release) throw new Error('no version in the answer');
     } catch (err) {
       this.log.info({ url: this.url, reason: (err as Error).message }, 'update check: source not reachable');
+    } finally {
+      clearTimeout(timer);
     }
     const latest = release?.version ?? this.currentVersion;
     const info: UpdateInfo = {
