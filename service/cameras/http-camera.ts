@@ -73,6 +73,11 @@ export class HttpCameraSource extends SourceBase implements CameraSource {
   }
 
   private onResponse(res: http.IncomingMessage): void {
+    // A connection reset mid-answer ends `res` with 'close' but no 'end' (and its 'error' only reaches listeners):
+    // without this, the source would go silent and report nothing, the socket and its timeout gone with it.
+    res.once('close', () => {
+      if (!res.complete) this.fail(new CameraError('OFFLINE', `the camera at ${this.where} closed the connection mid-answer`));
+    });
     const status = res.statusCode ?? 0;
     if (status === 401 || status === 403) throw new CameraError('AUTH', `the camera at ${this.where} refused the credentials (HTTP ${status})`);
     if (status < 200 || status >= 300) throw new CameraError('PROTOCOL', `the camera at ${this.where} answered HTTP ${status}`);

@@ -45,7 +45,11 @@ export class MjpegParser {
           return;
         }
         const lineEnd = this.buffer.indexOf('\r\n', at + this.delimiter.length);
-        if (lineEnd < 0) return;
+        if (lineEnd < 0) {
+          // A delimiter whose line never ends would otherwise make the buffer grow without bound.
+          if (this.buffer.length - at > MAX_HEADER_BYTES) throw new CameraError('PROTOCOL', 'the MJPEG part boundary line does not end');
+          return;
+        }
         this.buffer = this.buffer.subarray(lineEnd + 2);
         this.state = 'headers';
       }

@@ -74,6 +74,9 @@ export function toJpeg(picture: Buffer): Buffer {
     const width = picture.length >= 24 ? picture.readUInt32BE(16) : 0;
     const height = picture.length >= 24 ? picture.readUInt32BE(20) : 0;
     if (!width || !height || width * height > MAX_PIXELS) throw new CameraError('PROTOCOL', `the camera sent a PNG of ${width}x${height} pixels`);
+    // pngjs bounds the inflated pixel data by the header's size only for non-interlaced PNGs; an interlaced
+    // one is inflated without a bound (4 MiB of zlib bomb is 4 GiB), so it is refused: cameras do not send Adam7.
+    if (picture.length >= 29 && picture[28] !== 0) throw new CameraError('PROTOCOL', 'the camera sent an interlaced PNG, which is not read');
     try {
       const png = PNG.sync.read(picture);
       return jpeg.encode({ data: png.data, width: png.width, height: png.height }, 85).data;
