@@ -28,14 +28,32 @@ export function cameraUrlKind(value: string): CameraSource['kind'] {
   return /snapshot|snap\b|\/snap|still|\.jpe?g$|image\.cgi|action=snapshot/.test(where) ? 'snapshot' : 'mjpeg';
 }
 
-/** The URL with any user name and password replaced by ****: what list and detail responses show. */
+/** Query parameters that carry a camera's credentials (Foscam-style `?usr=admin&pwd=…`, tokens): secrets like a password. */
+const SECRET_PARAMS = /^(pwd|pw|pass|passwd|password|token|access_token|auth|key|api_?key|secret|sig|signature|access_code)$/i;
+
+/** The values of `url`'s credential-carrying query parameters. */
+export function querySecrets(url: URL): string[] {
+  return [...url.searchParams].filter(([name, value]) => value && SECRET_PARAMS.test(name)).map(([, value]) => value);
+}
+
+/** Replaces the value of each credential-carrying query parameter of `url` by `mask`; says whether there was one. */
+export function maskQuerySecrets(url: URL, mask = MASK): boolean {
+  const names = [...url.searchParams].filter(([name, value]) => value && SECRET_PARAMS.test(name)).map(([name]) => name);
+  for (const name of names) url.searchParams.set(name, mask);
+  return names.length > 0;
+}
+
+/** The URL with any user name, password and credential query parameter replaced by ****: what list and detail responses show. */
 export function maskCameraUrl(value: string | null): string | null {
   if (!value) return value;
   try {
     const url = new URL(value);
-    if (!url.username && !url.password) return value;
-    url.username = MASK;
-    url.password = url.password ? MASK : '';
+    const query = maskQuerySecrets(url);
+    if (!url.username && !url.password && !query) return value;
+    if (url.username || url.password) {
+      url.username = MASK;
+      url.password = url.password ? MASK : '';
+    }
     return url.toString();
   } catch {
     return value;

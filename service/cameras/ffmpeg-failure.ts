@@ -4,44 +4,48 @@
  * messages, credentials included: every message passes through redact()
  * first, so an access code never reaches a log, an event or a response.
  */
+import { maskQuerySecrets, querySecrets } from './camera-url';
 import { CameraError } from './source';
 
-/** The URL without its password (user kept), for messages. */
+/** The URL without its password and credential query parameters (user kept), for messages. */
 export function publicUrl(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = '***';
+    maskQuerySecrets(parsed, '***');
     return parsed.toString();
   } catch {
-    return redact(url, null);
+    return redact(url, []);
   }
 }
 
-/** `text` with any `scheme://user:password@` password and the literal secret masked. */
-export function redact(text: string, secret: string | null): string {
+/** `text` with any `scheme://user:password@` password and the literal secrets masked. */
+export function redact(text: string, secrets: readonly string[]): string {
   let out = text.replace(/([a-z][a-z0-9+.-]*:\/\/[^:@/\s]*):[^@/\s]*@/gi, '$1:***@');
-  if (secret && secret.length >= 3) out = out.split(secret).join('***');
+  for (const secret of secrets) if (secret.length >= 3) out = out.split(secret).join('***');
   return out;
 }
 
-/** The password of a URL, decoded (null when there is none). */
-export function urlSecret(url: string): string | null {
+/** The secrets a URL carries, decoded: its password and its credential query parameters' values (ffmpeg repeats them). */
+export function urlSecrets(url: string): string[] {
   try {
-    const password = new URL(url).password;
-    return password ? decodeURIComponent(password) : null;
+    const parsed = new URL(url);
+    const secrets = querySecrets(parsed);
+    if (parsed.password) secrets.push(decodeURIComponent(parsed.password));
+    return secrets;
   } catch {
-    return null;
+    return [];
   }
 }
 
 /** The last meaningful line ffmpeg wrote (for the message's detail), redacted and bounded. */
-function lastLine(stderr: string, secret: string | null): string {
+function lastLine(stderr: string, secrets: readonly string[]): string {
   const lines = stderr
     .split(/\r?\n/)
     .map((l) => l.trim())
     .filter(Boolean);
   const line = lines[lines.length - 1] ?? '';
-  return redact(line, secret).slice(0, 300);
+  return redact(line, secrets).slice(0, 300);
 }
 
 /**
@@ -49,9 +53,9 @@ function lastLine(stderr: string, secret: string | null): string {
  * camera (URL without password); `framesSeen` tells a stream that ended
  * from one that never began.
  */
-export function ffmpegFailure(stderr: string, exit: { code: number | null; signal: string | null }, target: string, secret: string | null, framesSeen: boolean): CameraError {
+export function ffmpegFailure(stderr: string, exit: { code: number | null; signal: string | null }, target: string, secrets: readonly string[], framesSeen: boolean): CameraError {
   const text = stderr.toLowerCase();
-  const detail = lastLine(stderr, secret);
+  const detail = lastLine(stderr, secrets);
   const why = detail ? ` (ffmpeg: ${detail})` : '';
   if (/\b401\b|unauthori[sz]ed|authorization failed/.test(text)) {
     return new CameraError('AUTH', `the camera at ${target} refused the credentials (RTSP 401 Unauthorized): check the printer's access code`);

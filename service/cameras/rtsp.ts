@@ -24,7 +24,7 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { ffmpegStatus, type FfmpegStatus } from './ffmpeg';
-import { ffmpegFailure, publicUrl, redact, urlSecret } from './ffmpeg-failure';
+import { ffmpegFailure, publicUrl, redact, urlSecrets } from './ffmpeg-failure';
 import { DEFAULT_MAX_FRAME_BYTES, JpegSplitter } from './jpeg-splitter';
 import { CameraError, type CameraFrame, type CameraSource } from './source';
 import { terminate, whenGone } from './terminate';
@@ -94,7 +94,7 @@ class RtspSource implements CameraSource {
   private readonly quality: number;
   private readonly maxWidth: number;
   private readonly target: string;
-  private readonly secret: string | null;
+  private readonly secrets: string[];
   private child: Child | null = null;
   private exited: Promise<void> = Promise.resolve();
   private watchdog: NodeJS.Timeout | null = null;
@@ -109,7 +109,7 @@ class RtspSource implements CameraSource {
     // Even, as the chroma of the JPEGs needs.
     this.maxWidth = 2 * Math.round(clamp(options.maxWidth ?? 1920, 64, 7680) / 2);
     this.target = publicUrl(options.url);
-    this.secret = urlSecret(options.url);
+    this.secrets = urlSecrets(options.url);
   }
 
   onFrame(listener: (frame: CameraFrame) => void): () => void {
@@ -174,7 +174,7 @@ class RtspSource implements CameraSource {
       const error =
         err.code === 'ENOENT' || err.code === 'EACCES'
           ? new CameraError('UNSUPPORTED', `cannot run ffmpeg at ${path} (${err.code}): apt-get install ffmpeg, or set FFMPEG_PATH`)
-          : new CameraError('PROTOCOL', `ffmpeg failed to start: ${redact(err.message, this.secret)}`);
+          : new CameraError('PROTOCOL', `ffmpeg failed to start: ${redact(err.message, this.secrets)}`);
       fail(error);
     });
     child.stderr.setEncoding('utf8');
@@ -192,7 +192,7 @@ class RtspSource implements CameraSource {
     });
     child.once('close', (code, signal) => {
       if (this.child !== child) return;
-      fail(ffmpegFailure(stderr, { code, signal }, this.target, this.secret, frames > 0));
+      fail(ffmpegFailure(stderr, { code, signal }, this.target, this.secrets, frames > 0));
       this.child = null;
       this.clearWatchdog();
     });

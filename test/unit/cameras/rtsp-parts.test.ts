@@ -6,19 +6,30 @@
  */
 import { createHash } from 'node:crypto';
 import { probeFfmpeg } from '../../../service/cameras/ffmpeg';
-import { ffmpegFailure, publicUrl, redact } from '../../../service/cameras/ffmpeg-failure';
+import { isMaskedForm, maskCameraUrl } from '../../../service/cameras/camera-url';
+import { ffmpegFailure, publicUrl, redact, urlSecrets } from '../../../service/cameras/ffmpeg-failure';
 import { hasFpsMode, rtspFfmpegArgs } from '../../../service/cameras/rtsp';
 import { fragments, RtpH264Packetizer } from '../../../service/simulators/bambu/rtp-h264';
 import { authorized, digestChallenge, RTSP_REALM, RtspReader } from '../../../service/simulators/bambu/rtsp-wire';
 
 const URL_WITH_CODE = 'rtsps://bblp:31415926@192.168.1.50:322/streaming/live/1';
 const target = publicUrl(URL_WITH_CODE);
-const fail = (stderr: string, code: number | null = 1, frames = false) => ffmpegFailure(stderr, { code, signal: null }, target, '31415926', frames);
+const fail = (stderr: string, code: number | null = 1, frames = false) => ffmpegFailure(stderr, { code, signal: null }, target, ['31415926'], frames);
 
 describe('ffmpeg failures as CameraErrors', () => {
   test('the URL in messages has no password', () => {
     expect(target).toBe('rtsps://bblp:***@192.168.1.50:322/streaming/live/1');
-    expect(redact(`[in#0] ${URL_WITH_CODE}: error 31415926`, '31415926')).not.toContain('31415926');
+    expect(redact(`[in#0] ${URL_WITH_CODE}: error 31415926`, ['31415926'])).not.toContain('31415926');
+  });
+
+  test('a password in the query (Foscam-style ?usr=&pwd=) stays out of messages and of the shown URL', () => {
+    const url = 'rtsp://192.168.1.60:554/videoMain?usr=admin&pwd=hunter22&channel=1';
+    expect(publicUrl(url)).toBe('rtsp://192.168.1.60:554/videoMain?usr=admin&pwd=***&channel=1');
+    expect(maskCameraUrl(url)).toBe('rtsp://192.168.1.60:554/videoMain?usr=admin&pwd=****&channel=1');
+    expect(isMaskedForm(maskCameraUrl(url)!, url)).toBe(true);
+    const err = ffmpegFailure(`[rtsp @ 0x1] method DESCRIBE failed: 404\n${url}: Server returned 404 Not Found`, { code: 1, signal: null }, publicUrl(url), urlSecrets(url), false);
+    expect(err.message).toContain('404');
+    expect(err.message).not.toContain('hunter22');
   });
 
   test('401 is AUTH and says to check the access code', () => {
