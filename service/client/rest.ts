@@ -2,6 +2,7 @@
  * The typed client of `/api/v1`: one method per operation, JSON in and out,
  * the service's error body turned into a PrintfarmError.
  */
+import { readBodyUpTo } from '../util/read-body';
 import { PrintfarmError } from './errors';
 import type {
   CleanupCandidatesView,
@@ -216,25 +217,11 @@ export class PrintfarmClient {
       await res.body?.cancel().catch(() => undefined);
       throw tooLarge();
     }
-    if (!res.body) return Buffer.alloc(0);
-    const reader = res.body.getReader();
-    const chunks: Uint8Array[] = [];
-    let size = 0;
     try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        size += value.byteLength;
-        if (size > max) {
-          reader.cancel().catch(() => undefined);
-          throw tooLarge();
-        }
-        chunks.push(value);
-      }
+      return await readBodyUpTo(res, max, tooLarge);
     } catch (err) {
       throw this.failure(err, method, path);
     }
-    return Buffer.concat(chunks, size);
   }
 
   // System

@@ -5,6 +5,7 @@
  * then the latest version is the current one and no update is offered.
  */
 import type { Logger } from 'pino';
+import { readBodyUpTo } from '../util/read-body';
 import { nowIso } from '../util/time';
 
 export interface UpdateInfo {
@@ -26,22 +27,8 @@ const MAX_ANSWER_BYTES = 2 * 1024 * 1024;
 const MAX_VERSION_LENGTH = 64;
 
 async function readJsonCapped(res: Response): Promise<unknown> {
-  if (!res.body) throw new Error('empty answer');
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.byteLength;
-      if (total > MAX_ANSWER_BYTES) throw new Error(`answer larger than ${MAX_ANSWER_BYTES} bytes`);
-      chunks.push(value);
-    }
-  } finally {
-    await reader.cancel().catch(() => {});
-  }
-  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  const body = await readBodyUpTo(res, MAX_ANSWER_BYTES, () => new Error(`answer larger than ${MAX_ANSWER_BYTES} bytes`));
+  return JSON.parse(body.toString('utf8'));
 }
 
 /** An http(s) link, or undefined: the release URL reaches browsers, so no javascript: or data: link. */

@@ -5,6 +5,7 @@
  * Every answer is bounded in time and size; Spoolman is a peer on the LAN,
  * not trusted further than that.
  */
+import { readBodyUpTo } from '../../util/read-body';
 
 export interface SpoolmanSpool {
   id: number;
@@ -141,13 +142,6 @@ export class SpoolmanClient {
 }
 
 async function readBounded(res: Response): Promise<string> {
-  if (!res.body) return '';
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new SpoolmanError(`Spoolman answered more than ${MAX_BODY_BYTES} bytes`, res.status);
-    chunks.push(Buffer.from(chunk));
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  const body = await readBodyUpTo(res, MAX_BODY_BYTES, () => new SpoolmanError(`Spoolman answered more than ${MAX_BODY_BYTES} bytes`, res.status));
+  return body.toString('utf8');
 }
