@@ -3,11 +3,12 @@
  * announces one new spool after another. The feed keeps the service's view of
  * Spoolman fresh between polls, but it may not grow that view past what a poll
  * may bring (MAX_SPOOLS): nothing else would ever shrink it while the polls fail.
+ * And an answer past the size bound is said to be too large, not cut off.
  */
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
-import { MAX_SPOOLS } from '../../service/filament/spoolman/client';
+import { MAX_SPOOLS, SpoolmanClient, SpoolmanError } from '../../service/filament/spoolman/client';
 import { until } from '../helpers/farm';
 import { startService, type Harness } from '../helpers/service';
 
@@ -57,4 +58,30 @@ describe('a Spoolman whose polls fail and whose feed adds spools without end', (
     const health = await until(async () => ((await h.get('/api/v1/health')).body.spoolman?.last_error ? (await h.get('/api/v1/health')).body : null), 'the failed poll in /health');
     expect(health.spoolman).toMatchObject({ status: 'degraded', last_error: expect.stringMatching(/500/) });
   });
+});
+
+test('an answer streamed past the size bound is refused as too large (not as cut off), with its status', async () => {
+  // Chunked, so no Content-Length tells it in advance: 9 MB against the 8 MB bound.
+  const chunk = Buffer.alloc(64 * 1024, 0x20);
+  const server = http.createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    let sent = 0;
+    const more = () => {
+      while (sent < 9 * 1024 * 1024) {
+        sent += chunk.length;
+        if (!res.write(chunk)) return void res.once('drain', more);
+      }
+      res.end();
+    };
+    more();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const err = await new SpoolmanClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, 5000).spools().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SpoolmanError);
+    expect(err).toMatchObject({ status: 200, message: expect.stringMatching(/answered more than \d+ bytes/) });
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
 });

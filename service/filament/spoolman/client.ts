@@ -107,7 +107,7 @@ export class SpoolmanClient {
     }
     // A body cut short or timed out is undici's own error (TypeError "terminated"): said here as Spoolman's.
     const text = await readBounded(res).catch((err: Error) => {
-      throw new SpoolmanError(`Spoolman's answer to ${method} /api/v1/${path} was cut off: ${err.message}`, null);
+      throw err instanceof SpoolmanError ? err : new SpoolmanError(`Spoolman's answer to ${method} /api/v1/${path} was cut off: ${err.message}`, null);
     });
     if (!res.ok) throw new SpoolmanError(`Spoolman answered ${res.status} to ${method} /api/v1/${path}: ${text.slice(0, 200)}`, res.status);
     try {
