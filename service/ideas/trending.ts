@@ -14,6 +14,7 @@ import { notFound } from '../errors';
 import type { Store } from '../db';
 import type { NewTrendingItem, TrendingCacheRecord } from '../db/repositories/ideas';
 import type { TrendingItemView, TrendingListView } from '../schemas/ideas';
+import { deadline } from '../util/deadline';
 import { nowIso } from '../util/time';
 import { LIMITS, cleanText, cleanUrl } from './metadata';
 import { recogniseModelUrl, TRENDING_PLATFORMS, trendingModelUrl, type TrendingPlatform } from './platforms';
@@ -205,18 +206,14 @@ export class TrendingService {
         await this.store.trending.touch(platform, cachedAt, expiresAt);
         return;
       }
-      // A timer of our own, not AbortSignal.timeout(): inside AbortSignal.any() Node 20 may
-      // garbage-collect that signal before it fires (nodejs/node#57736), and a source that never
-      // answered then held the refresh, and a first read waiting on it, forever.
-      const deadline = new AbortController();
-      const timer = setTimeout(() => deadline.abort(new Error(`trending source gave no answer within ${this.fetchTimeoutMs} ms`)), this.fetchTimeoutMs);
-      const signal = AbortSignal.any([this.controller.signal, deadline.signal]);
+      const due = deadline(this.fetchTimeoutMs, () => new Error(`trending source gave no answer within ${this.fetchTimeoutMs} ms`), this.controller.signal);
+      const signal = due.signal;
       // A source that ignores the signal still cannot hold a refresh (or the shutdown) past its timeout.
       const candidates = await new Promise<TrendingCandidate[]>((resolve, reject) => {
         if (signal.aborted) return reject(signal.reason);
         signal.addEventListener('abort', () => reject(signal.reason), { once: true });
         this.source.fetch(platform, signal).then(resolve, reject);
-      }).finally(() => clearTimeout(timer));
+      }).finally(() => due.clear());
       if (this.closed) return;
       const items = candidates.map((c) => toNewItem(platform, c)).filter((i): i is NewTrendingItem => i !== null);
       await this.store.trending.replace(platform, items, nowIso(), new Date(Date.now() + this.ttlMs).toISOString());

@@ -5,6 +5,7 @@
  * then the latest version is the current one and no update is offered.
  */
 import type { Logger } from 'pino';
+import { deadline } from '../util/deadline';
 import { readBodyUpTo } from '../util/read-body';
 import { nowIso } from '../util/time';
 
@@ -112,15 +113,12 @@ export class UpdateChecker {
 
   private async lookup(): Promise<UpdateInfo> {
     let release: { version: string; url?: string } | null = null;
-    // A timer of our own, not AbortSignal.timeout(): inside AbortSignal.any() Node 20 may
-    // garbage-collect that signal before it fires (nodejs/node#57736), and an answer that
-    // drips a byte at a time then held the check, and every request waiting on it, forever.
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(new Error(`timed out after ${this.timeoutMs} ms`)), this.timeoutMs);
+    // The whole lookup, body included: an answer dripping a byte at a time would hold every request waiting on it.
+    const due = deadline(this.timeoutMs, () => new Error(`timed out after ${this.timeoutMs} ms`), this.controller.signal);
     try {
       const res = await fetch(this.url, {
         headers: { accept: 'application/json', 'user-agent': `printfarm/${this.currentVersion}` },
-        signal: AbortSignal.any([this.controller.signal, deadline.signal]),
+        signal: due.signal,
       });
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
       release = parseRelease(await readJsonCapped(res));
@@ -128,7 +126,7 @@ export class UpdateChecker {
     } catch (err) {
       this.log.info({ url: this.url, reason: (err as Error).message }, 'update check: source not reachable');
     } finally {
-      clearTimeout(timer);
+      due.clear();
     }
     const latest = release?.version ?? this.currentVersion;
     const info: UpdateInfo = {

@@ -10,6 +10,7 @@ import { stat, unlink } from 'node:fs/promises';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { randomBytes } from 'node:crypto';
+import { deadline } from '../../util/deadline';
 import { DriverError, storageFullCode } from '../driver';
 
 const MAX_JSON_BYTES = 4 * 1024 * 1024;
@@ -48,14 +49,17 @@ export class MoonrakerHttp {
   async json<T>(method: string, path: string, signal?: AbortSignal): Promise<T> {
     // The whole exchange has the deadline, not only each silence: a peer that drips its answer a byte at a time
     // otherwise held the request (and the driver's connection attempt, waiting on /server/info) for ever.
-    const deadline = AbortSignal.timeout(this.o.timeoutMs);
+    const timeout = () => new DriverError('TIMEOUT', `Moonraker did not answer ${method} ${path.split('?')[0]} within ${this.o.timeoutMs} ms`);
+    const due = deadline(this.o.timeoutMs, timeout, signal);
     let body: Buffer;
     try {
-      const res = await this.send(method, path, {}, undefined, this.o.timeoutMs, signal ? AbortSignal.any([signal, deadline]) : deadline);
+      const res = await this.send(method, path, {}, undefined, this.o.timeoutMs, due.signal);
       body = await readAll(res, MAX_JSON_BYTES, path);
     } catch (err) {
-      if (deadline.aborted && !signal?.aborted && !this.closed.signal.aborted) throw new DriverError('TIMEOUT', `Moonraker did not answer ${method} ${path.split('?')[0]} within ${this.o.timeoutMs} ms`);
+      if (due.expired() && !signal?.aborted && !this.closed.signal.aborted) throw timeout();
       throw err;
+    } finally {
+      due.clear();
     }
     let parsed: unknown;
     try {
