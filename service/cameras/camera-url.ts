@@ -31,16 +31,17 @@ export function cameraUrlKind(value: string): CameraSource['kind'] {
 /** Query parameters that carry a camera's credentials (Foscam-style `?usr=admin&pwd=…`, tokens): secrets like a password. */
 const SECRET_PARAMS = /^(pwd|pw|pass|passwd|password|token|access_token|auth|key|api_?key|secret|sig|signature|access_code)$/i;
 
+/** `url`'s credential-carrying query parameters, as [name, value]. */
+const secretParams = (url: URL): [string, string][] => [...url.searchParams].filter(([name, value]) => value && SECRET_PARAMS.test(name));
+
 /** The values of `url`'s credential-carrying query parameters. */
-export function querySecrets(url: URL): string[] {
-  return [...url.searchParams].filter(([name, value]) => value && SECRET_PARAMS.test(name)).map(([, value]) => value);
-}
+export const querySecrets = (url: URL): string[] => secretParams(url).map(([, value]) => value);
 
 /** Replaces the value of each credential-carrying query parameter of `url` by `mask`; says whether there was one. */
 export function maskQuerySecrets(url: URL, mask = MASK): boolean {
-  const names = [...url.searchParams].filter(([name, value]) => value && SECRET_PARAMS.test(name)).map(([name]) => name);
-  for (const name of names) url.searchParams.set(name, mask);
-  return names.length > 0;
+  const found = secretParams(url);
+  for (const [name] of found) url.searchParams.set(name, mask);
+  return found.length > 0;
 }
 
 /** The URL with any user name, password and credential query parameter replaced by ****: what list and detail responses show. */

@@ -117,12 +117,12 @@ export class DispatchRunner {
     this.runs.add(run);
   }
 
-  /** True while a run of this dispatch is under way in this process. */
   /** An interrupted dispatch that cannot be resumed (its file went): start_failed, not counted against the printer. */
   async drop(d: DispatchRecord, reason: string): Promise<void> {
     await this.startFailed(d, d.state, new DispatchAbort(reason));
   }
 
+  /** True while a run of this dispatch is under way in this process. */
   owns(dispatchId: string): boolean {
     return this.owned.has(dispatchId);
   }

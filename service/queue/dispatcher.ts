@@ -38,7 +38,7 @@ import { copyCounts } from './views';
 import { PassLoop } from './pass-loop';
 
 const SAFETY_PASS_MS = 30_000;
-/** How long a printer that answered 409 (not ready at its screen) is left alone unless its state changes (default). */
+/** How long a printer that answered 409 (not ready at its screen) is left alone unless its state changes. */
 const NOT_READY_RETRY_MS = 60_000;
 
 /** How long the print hours per printer (least_used) are reused before they are read again. */
@@ -56,7 +56,8 @@ export interface DispatcherDeps {
   filamentGate?: FilamentGate;
   /** Announces an item (queue_update): as stored now, or as the caller just read it. */
   publish(itemId: string, known?: { item: QueueItemRecord; dispatches: DispatchRecord[] }): Promise<unknown>;
-  notReadyRetryMs?: number; // NOT_READY_RETRY_MS unless given (tests shorten it)
+  /** NOT_READY_RETRY_MS unless given (tests shorten it). */
+  notReadyRetryMs?: number;
 }
 
 export class Dispatcher {
