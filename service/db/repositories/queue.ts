@@ -217,15 +217,28 @@ export class QueueRepository {
   }
 
   /**
-   * Claims a printer for a copy: inserts the dispatch only while the printer has no open dispatch, in one
-   * transaction (a second process or a racing pass cannot claim the same printer). False when taken.
+   * Claims a printer for a copy: inserts the dispatch only while the printer has no open dispatch and the item is
+   * still queued with a copy left to start, in one transaction (a second process or a racing pass cannot claim the
+   * same printer; an item cancelled, held or cut to fewer copies after the pass read it gets no printer). False when
+   * taken or no longer wanted.
    */
   async claim(dispatch: DispatchRecord): Promise<boolean> {
     const postgres = dialectOf(this.db) === 'postgres';
     return this.db.transaction().execute(async (trx) => {
-      // PostgreSQL runs transactions side by side: the printer's row is locked first, so that a second claim
-      // of the same printer waits and then sees the first one's dispatch (SQLite has one writer anyway).
+      // PostgreSQL runs transactions side by side: the item's and the printer's rows are locked first, so that a
+      // cancel, a hold or a second claim waits and then sees this one's dispatch (SQLite has one writer anyway).
+      let item = trx.selectFrom('queue_items').select(['status', 'copies']).where('id', '=', dispatch.item_id);
+      if (postgres) item = item.forUpdate();
+      const wanted = await item.executeTakeFirst();
+      if (!wanted || wanted.status !== 'queued') return false;
       if (postgres) await trx.selectFrom('printers').select('id').where('id', '=', dispatch.printer_id).forUpdate().execute();
+      const { started } = await trx
+        .selectFrom('queue_dispatches')
+        .select((eb) => eb.fn.countAll<number>().as('started'))
+        .where('item_id', '=', dispatch.item_id)
+        .where('state', 'in', [...OPEN_DISPATCH_STATES, 'completed'])
+        .executeTakeFirstOrThrow();
+      if (Number(started) >= Number(wanted.copies)) return false;
       const busy = await trx
         .selectFrom('queue_dispatches')
         .select('id')

@@ -1,0 +1,96 @@
+/**
+ * Requests that race the dispatcher's pass. A pass reads the queued items and then awaits (file facts, the
+ * filament check) before it claims a printer: an item cancelled, held or cut to fewer copies in that window must
+ * not get the printer. The window is held open by pausing the pass at its claim (the store's claim waits for the
+ * test); the printers are real simulators.
+ */
+import { bambu3mf } from '../../service/simulators/seed-files';
+import { startService, type Harness } from '../helpers/service';
+import { addPrinters, bambuSim, item, queueServiceOptions, simState, upload, type SimPrinter } from './queue-helpers';
+
+/** Makes the dispatcher's next claims wait until `open()`; `entered` resolves when the first one is waiting. */
+function pauseClaims(h: Harness) {
+  const queue = h.service.context.store.queue;
+  const claim = queue.claim.bind(queue);
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  let entered!: () => void;
+  const reached = new Promise<void>((resolve) => (entered = resolve));
+  queue.claim = async (d) => {
+    entered();
+    await gate;
+    return claim(d);
+  };
+  return { entered: reached, open };
+}
+
+/** Lets the paused pass finish and every run it launched end. */
+async function settle(h: Harness): Promise<void> {
+  await h.service.context.dispatcher.idle();
+  await h.service.context.dispatcher.runner.idle();
+}
+
+describe('queue: requests racing the dispatcher', () => {
+  let printers: SimPrinter[] = [];
+  let h: Harness;
+  afterEach(async () => {
+    await h?.close();
+    await Promise.all(printers.map((p) => p.close()));
+    printers = [];
+  });
+
+  test('an item cancelled while the dispatcher is about to claim a printer for it is not printed', async () => {
+    printers = [await bambuSim('x1c-r1', 'X1C #R1')];
+    h = await startService(queueServiceOptions);
+    await addPrinters(h, printers);
+    const paused = pauseClaims(h);
+    const file = await upload(h, 'Race.gcode.3mf', bambu3mf({ model: 'X1C' }));
+    const { body } = await h.post('/api/v1/queue', { file_id: file });
+    await paused.entered;
+    const cancelled = await h.del(`/api/v1/queue/${body.id}`);
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body.status).toBe('cancelled');
+    paused.open();
+    await settle(h);
+    const after = await item(h, body.id);
+    expect(after.status).toBe('cancelled');
+    expect(after.dispatches.filter((d: { state: string }) => d.state !== 'cancelled')).toEqual([]);
+    expect((await simState(printers[0])).prints_started).toBe(0);
+  });
+
+  test('an item held while the dispatcher is about to claim a printer for it does not start', async () => {
+    printers = [await bambuSim('x1c-r2', 'X1C #R2')];
+    h = await startService(queueServiceOptions);
+    await addPrinters(h, printers);
+    const paused = pauseClaims(h);
+    const file = await upload(h, 'Held.gcode.3mf', bambu3mf({ model: 'X1C' }));
+    const { body } = await h.post('/api/v1/queue', { file_id: file });
+    await paused.entered;
+    expect((await h.post(`/api/v1/queue/${body.id}/hold`)).body.status).toBe('held');
+    paused.open();
+    await settle(h);
+    const after = await item(h, body.id);
+    expect(after).toMatchObject({ status: 'held', dispatches: [] });
+    expect((await simState(printers[0])).prints_started).toBe(0);
+  });
+
+  test('copies cut to one while the dispatcher is claiming printers for two: one printer prints', async () => {
+    printers = [await bambuSim('x1c-r3', 'X1C #R3'), await bambuSim('x1c-r4', 'X1C #R4')];
+    h = await startService(queueServiceOptions);
+    await addPrinters(h, printers);
+    const paused = pauseClaims(h);
+    const file = await upload(h, 'Pair.gcode.3mf', bambu3mf({ model: 'X1C' }));
+    const { body } = await h.post('/api/v1/queue', { file_id: file, copies: 2 });
+    await paused.entered;
+    const cut = await h.request('PATCH', `/api/v1/queue/${body.id}`, { copies: 1 });
+    expect(cut.status).toBe(200);
+    expect(cut.body.copies).toBe(1);
+    paused.open();
+    await settle(h);
+    const after = await item(h, body.id);
+    expect(after.copies).toBe(1);
+    expect(after.dispatches.map((d: { state: string }) => d.state)).toEqual(['printing']);
+    const started = (await Promise.all(printers.map(simState))).map((s) => s.prints_started);
+    expect(started.reduce((a, b) => a + b, 0)).toBe(1);
+  });
+});
