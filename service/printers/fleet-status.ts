@@ -91,9 +91,13 @@ export interface FleetTimings {
   connectTimeoutMs?: number;
 }
 
-/** What a printer's driver is started with; `monitoringMs` is the monitoring_interval setting in ms. */
-export function driverConfigOf(record: PrinterRecord, timings: FleetTimings, monitoringMs: number): DriverConfig {
-  const pollMs = timings.pollMs ?? monitoringMs;
+/**
+ * What a printer's driver is started with; `monitoringMs` reads the monitoring_interval setting in ms. The poll
+ * period and the watchdog that follows it are read live, so a setting changed through the API applies to the
+ * printers monitored already (not only after their next reconnect).
+ */
+export function driverConfigOf(record: PrinterRecord, timings: FleetTimings, monitoringMs: () => number): DriverConfig {
+  const pollMs = () => timings.pollMs ?? monitoringMs();
   return {
     id: record.id,
     ip_address: record.ip_address,
@@ -105,9 +109,13 @@ export function driverConfigOf(record: PrinterRecord, timings: FleetTimings, mon
       ftps: record.ftps_port ?? undefined,
       http: record.http_port ?? undefined,
     },
-    watchdog_ms: timings.watchdogMs ?? (record.type === 'prusa_core' ? Math.max(60_000, 3 * pollMs) : 60_000),
+    get watchdog_ms() {
+      return timings.watchdogMs ?? (record.type === 'prusa_core' ? Math.max(60_000, 3 * pollMs()) : 60_000);
+    },
     command_timeout_ms: timings.commandTimeoutMs ?? 10_000,
-    poll_ms: pollMs,
+    get poll_ms() {
+      return pollMs();
+    },
   };
 }
 

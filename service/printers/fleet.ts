@@ -76,6 +76,8 @@ export class Fleet {
     private readonly timings: FleetTimings = {},
   ) {
     this.lastSeen = new LastSeenWriter(store, log);
+    // Drivers read the period live; a waiting poll loop starts over with it now (an hour's wait would hide the change).
+    settings.onChange((keys) => keys.includes('monitoring_interval') && this.members.forEach((m) => m.driver.pollIntervalChanged?.()));
   }
 
   /** Every state a connected printer reports goes to `listener`, but the telemetry it declines (ReportListenOptions). */
@@ -193,7 +195,7 @@ export class Fleet {
   }
 
   private launch(record: PrinterRecord): Member & { connected: Promise<void> } {
-    const config = driverConfigOf(record, this.timings, this.settings.get('monitoring_interval') * 1000);
+    const config = driverConfigOf(record, this.timings, () => this.settings.get('monitoring_interval') * 1000);
     const driver = this.createDriver(record.type, config);
     const member: Member = {
       record,

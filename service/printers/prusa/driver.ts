@@ -169,6 +169,11 @@ export class PrusaDriver extends EventEmitter implements PrinterDriver {
     this.wake();
   }
 
+  /** The poll period changed: the wait for the next poll ends now, the following ones use the new period. */
+  pollIntervalChanged(): void {
+    this.wake();
+  }
+
   /** A queued print: uploaded and started in one request (upload.ts); the next regular poll acknowledges it. */
   sendAndStart(start: QueuedStart, hooks: QueuedStartHooks): Promise<void> {
     return uploadAndPrint(this.http, start, hooks, this.config.command_timeout_ms);
