@@ -90,9 +90,10 @@ export class QueueService {
     const item = await this.require(id);
     if (TERMINAL.includes(item.status)) throw conflict(item, `Queue item "${id}" is ${item.status} and can no longer change`);
     const dispatches = (await this.store.queue.dispatchesOf([id])).get(id) ?? [];
+    let started: number | undefined;
     if (input.copies !== undefined) {
       const c = copyCounts(item.copies, dispatches);
-      const started = c.completed + c.underWay;
+      started = c.completed + c.underWay;
       if (input.copies < started) throw invalid('copies', `${started} copies are completed or under way; copies cannot go below that`);
     }
     const patch: Partial<QueueItemRecord> = { updated_at: nowIso() };
@@ -110,7 +111,8 @@ export class QueueService {
     const next = { ...item, ...patch };
     // More or fewer copies can complete the item or send it back to the queue.
     patch.status = derivedStatus(next, dispatches, this.settings.get('queue_max_attempts'));
-    if (!(await this.store.queue.transitionItem(id, [item.status], patch))) throw conflict(item, `Queue item "${id}" changed meanwhile; try again`);
+    // New copies are written only over the count they were checked against (a copy claimed meanwhile conflicts).
+    if (!(await this.store.queue.transitionItem(id, [item.status], patch, started))) throw conflict(item, `Queue item "${id}" changed meanwhile; try again`);
     const view = await this.publish(id);
     this.trigger.wake('item changed');
     return view;

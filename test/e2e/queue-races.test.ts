@@ -5,7 +5,7 @@
  * test); the printers are real simulators.
  */
 import { bambu3mf } from '../../service/simulators/seed-files';
-import { startService, type Harness } from '../helpers/service';
+import { expectError, startService, type Harness } from '../helpers/service';
 import { addPrinters, bambuSim, item, queueServiceOptions, simState, upload, type SimPrinter } from './queue-helpers';
 
 /** Makes the dispatcher's next claims wait until `open()`; `entered` resolves when the first one is waiting. */
@@ -20,6 +20,24 @@ function pauseClaims(h: Harness) {
     entered();
     await gate;
     return claim(d);
+  };
+  return { entered: reached, open };
+}
+
+/** Makes the next write of an item's copies (PATCH) wait until `open()`, after it checked them; `entered` as above. */
+function pauseCopiesWrite(h: Harness) {
+  const queue = h.service.context.store.queue;
+  const transition = queue.transitionItem.bind(queue);
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  let entered!: () => void;
+  const reached = new Promise<void>((resolve) => (entered = resolve));
+  queue.transitionItem = async (...args) => {
+    if (args[2].copies !== undefined) {
+      entered();
+      await gate;
+    }
+    return transition(...args);
   };
   return { entered: reached, open };
 }
@@ -92,5 +110,28 @@ describe('queue: requests racing the dispatcher', () => {
     expect(after.dispatches.map((d: { state: string }) => d.state)).toEqual(['printing']);
     const started = (await Promise.all(printers.map(simState))).map((s) => s.prints_started);
     expect(started.reduce((a, b) => a + b, 0)).toBe(1);
+  });
+
+  test('copies cut below the copies a pass claimed between the check and the write: 409, both copies stay counted', async () => {
+    printers = [await bambuSim('x1c-r5', 'X1C #R5'), await bambuSim('x1c-r6', 'X1C #R6')];
+    h = await startService(queueServiceOptions);
+    await addPrinters(h, printers);
+    const claims = pauseClaims(h);
+    const write = pauseCopiesWrite(h);
+    const file = await upload(h, 'Late.gcode.3mf', bambu3mf({ model: 'X1C' }));
+    // Three copies on two printers: after both claims the item is still queued (its status alone shows no change).
+    const { body } = await h.post('/api/v1/queue', { file_id: file, copies: 3 });
+    await claims.entered;
+    // The PATCH finds no copy started and may cut to one; before it writes, the pass claims both printers.
+    const cut = h.request('PATCH', `/api/v1/queue/${body.id}`, { copies: 1 });
+    await write.entered;
+    claims.open();
+    await h.service.context.dispatcher.idle();
+    write.open();
+    expectError(await cut, 409, 'QUEUE_ITEM_STATE');
+    await settle(h);
+    const after = await item(h, body.id);
+    expect(after.dispatches.map((d: { state: string }) => d.state)).toEqual(['printing', 'printing']);
+    expect(after).toMatchObject({ copies: 3, remaining: 1 });
   });
 });

@@ -15,6 +15,8 @@ export const DISPATCH_STATES = ['claimed', 'uploading', 'starting', 'printing', 
 export type DispatchState = (typeof DISPATCH_STATES)[number];
 /** A dispatch in one of these holds its printer and counts as a started (or starting) copy. */
 export const OPEN_DISPATCH_STATES: readonly DispatchState[] = ['claimed', 'uploading', 'starting', 'printing'];
+/** A copy in one of these is completed or under way: it counts against the item's copies. */
+export const STARTED_DISPATCH_STATES: readonly DispatchState[] = [...OPEN_DISPATCH_STATES, 'completed'];
 /** A dispatch that ended without a completed print: its copy goes back to the queue. */
 export const UNSUCCESSFUL_DISPATCH_STATES: readonly DispatchState[] = ['failed', 'cancelled', 'start_failed'];
 
@@ -137,9 +139,23 @@ export class QueueRepository {
     return result.numUpdatedRows > 0n;
   }
 
-  /** Changes an item only while its status is one of `from` (compare-and-set: a hold and a dispatch can't both win). */
-  async transitionItem(id: string, from: readonly QueueItemStatus[], patch: QueueItemPatch): Promise<boolean> {
-    const result = await this.db.updateTable('queue_items').set(itemRow(patch)).where('id', '=', id).where('status', 'in', [...from]).executeTakeFirst();
+  /**
+   * Changes an item only while its status is one of `from` (compare-and-set: a hold and a dispatch can't both win)
+   * and, when `started` is given, while exactly that many of its copies are completed or under way (a change of
+   * copies decided on that count is not written over a copy claimed or ended meanwhile).
+   */
+  async transitionItem(id: string, from: readonly QueueItemStatus[], patch: QueueItemPatch, started?: number): Promise<boolean> {
+    let update = this.db.updateTable('queue_items').set(itemRow(patch)).where('id', '=', id).where('status', 'in', [...from]);
+    if (started !== undefined) {
+      update = update.where((eb) =>
+        eb(
+          eb.selectFrom('queue_dispatches').select((s) => s.fn.countAll<number>().as('n')).where('item_id', '=', id).where('state', 'in', [...STARTED_DISPATCH_STATES]),
+          '=',
+          started,
+        ),
+      );
+    }
+    const result = await update.executeTakeFirst();
     return result.numUpdatedRows > 0n;
   }
 
@@ -236,7 +252,7 @@ export class QueueRepository {
         .selectFrom('queue_dispatches')
         .select((eb) => eb.fn.countAll<number>().as('started'))
         .where('item_id', '=', dispatch.item_id)
-        .where('state', 'in', [...OPEN_DISPATCH_STATES, 'completed'])
+        .where('state', 'in', [...STARTED_DISPATCH_STATES])
         .executeTakeFirstOrThrow();
       if (Number(started) >= Number(wanted.copies)) return false;
       const busy = await trx
