@@ -103,6 +103,7 @@ export class JobService {
     const now = nowIso();
     const patch: JobPatch = { ...input, updated_at: now };
     if (input.quality_metrics) patch.quality_metrics = { ...(job.quality_metrics ?? {}), ...input.quality_metrics };
+    if (input.customer_info) patch.customer_info = withAutoCreation(input.customer_info, job.customer_info);
     await this.store.jobs.update(id, patch);
     this.publish({ ...job, ...patch } as JobRecord, 'updated');
     return { id, message: 'Job updated', updated_at: now };
@@ -164,6 +165,19 @@ export class JobService {
 }
 
 const num = (v: number | null | undefined) => v ?? 0;
+
+/** The keys the monitoring writes into customer_info of an auto-created job (spec 2). */
+const AUTO_CREATION_KEYS = ['auto_created', 'discovery_time', 'printer_start_time', 'discovered_on_startup'] as const;
+
+/**
+ * New customer data replaces the old as a whole, but an auto-created job keeps its auto-creation metadata:
+ * clients tell auto-created jobs by customer_info.auto_created (the spec gives them no other filter).
+ */
+function withAutoCreation(next: Record<string, unknown>, stored: JobRecord['customer_info']): Record<string, unknown> {
+  if (stored?.auto_created !== true) return next;
+  const kept = Object.fromEntries(AUTO_CREATION_KEYS.filter((k) => k in stored).map((k) => [k, stored[k]]));
+  return { ...next, ...kept };
+}
 
 /** What a print used per slot (filament tracking): spool, grams, cost. */
 type SlotUsage = { spool_id: number | null; slot: number; material: string | null; color: string | null; grams: number; cost: number | null };

@@ -75,7 +75,9 @@ export const CreateJobBody = z.strictObject({
 export const UpdateJobBody = z
   .strictObject({
     is_business: z.boolean().optional(),
-    customer_info: boundedObject(16_384).optional(),
+    customer_info: boundedObject(16_384)
+      .optional()
+      .meta({ description: 'Replaces the stored customer data as a whole; an auto-created job keeps auto_created, discovery_time, printer_start_time and discovered_on_startup' }),
     material_cost: amount.optional(),
     power_cost: amount.optional(),
     labor_cost: amount.optional(),

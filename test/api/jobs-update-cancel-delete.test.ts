@@ -52,6 +52,15 @@ describeDialects('jobs API', (db) => {
       expect(ids(await list('?is_business=true'))).toEqual([]);
     });
 
+    test('new customer data for an auto-created job keeps its auto-creation metadata (spec 2: customer_info of auto-created jobs)', async () => {
+      const meta = { auto_created: true, discovery_time: '2026-03-11T08:00:05.000Z', printer_start_time: '2026-03-11T08:00:00.000Z', discovered_on_startup: false };
+      const auto = await createJob({ status: 'printing', customer_info: meta });
+      expect((await api.h.put(`/api/v1/jobs/${auto.id}`, { customer_info: { order_id: 'ORD-9', auto_created: false }, is_business: true })).status).toBe(200);
+      expect((await api.h.get(`/api/v1/jobs/${auto.id}`)).body.customer_info).toEqual({ order_id: 'ORD-9', ...meta });
+      // Clients find auto-created jobs by customer_info.auto_created (there is no filter of its own).
+      expect((await list()).jobs.filter((j: { customer_info: { auto_created?: boolean } | null }) => j.customer_info?.auto_created === true).map((j: { id: number }) => j.id)).toEqual([auto.id]);
+    });
+
     test('quality metrics merge with what is stored', async () => {
       const job = await createJob();
       await api.h.put(`/api/v1/jobs/${job.id}`, { quality_metrics: { first_layer_adhesion: 'good' } });
