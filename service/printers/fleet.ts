@@ -12,9 +12,11 @@ import type { PrinterRecord } from '../db/repositories/printers';
 import type { EventBus, PrinterStatusEvent } from '../events';
 import type { StatusCache } from '../monitoring/status-cache';
 import type { SettingsService } from '../settings';
+import { KeyedSerial } from '../util/keyed-serial';
 import { nowIso, settledWithin } from '../util/time';
 import { DriverError, type ConnectionChange, type DriverConfig, type PrinterDriver, type PrinterState } from './driver';
 import { sameApartFromTemperatures } from './state-equality';
+import { connectionTest } from './connection-test';
 import { connectionChanged, driverConfigOf, FrameShown, printerStatusOf, statusEvent, type FleetTimings } from './fleet-status';
 import { LAST_SEEN_WRITE_MS, LastSeenWriter } from './last-seen';
 
@@ -65,6 +67,8 @@ export class Fleet {
   private readonly linkUpListeners: ((printerId: string) => void)[] = [];
   private closed = false;
   private readonly lastSeen: LastSeenWriter;
+  /** One change of a printer's driver at a time: an edit's restart and a removal must not both act on what they read. */
+  private readonly changes = new KeyedSerial();
 
   constructor(
     private readonly store: Store,
@@ -109,13 +113,16 @@ export class Fleet {
   }
 
   /** Brings the running driver in line with the stored configuration: start, restart or stop. */
-  async sync(printerId: string): Promise<void> {
-    if (this.closed) return;
-    const record = await this.store.printers.get(printerId);
-    const member = this.members.get(printerId);
-    if (member && (!record || !record.is_active || connectionChanged(member.record, record))) await this.retire(printerId);
-    else if (member && record) member.record = record;
-    if (record?.is_active && !this.members.has(printerId)) this.launch(record);
+  sync(printerId: string): Promise<void> {
+    return this.changes.run(printerId, async () => {
+      if (this.closed) return;
+      const record = await this.store.printers.get(printerId);
+      const member = this.members.get(printerId);
+      if (member && (!record || !record.is_active || connectionChanged(member.record, record))) await this.retire(printerId);
+      else if (member && record) member.record = record;
+      // Closed meanwhile: no driver starts after the fleet's shutdown retired the others.
+      if (record?.is_active && !this.members.has(printerId) && !this.closed) this.launch(record);
+    });
   }
 
   /** The last state a printer reported, or undefined when it has no running driver or no report yet. */
@@ -175,11 +182,14 @@ export class Fleet {
 
   /** Reconnects a printer now and reports whether it answers. */
   async testConnection(printerId: string): Promise<{ ok: boolean; status: string; connection_status: string; message: string | null }> {
-    const record = await this.store.printers.get(printerId);
-    if (!record) throw new DomainError(404, 'PRINTER_NOT_FOUND', `Printer "${printerId}" not found`, { printer_id: printerId });
-    if (!record.is_active) return { ok: false, status: 'offline', connection_status: 'disconnected', message: 'printer is inactive' };
-    await this.retire(printerId);
-    const member = this.launch(record);
+    const member = await this.changes.run(printerId, async () => {
+      const record = await this.store.printers.get(printerId);
+      if (!record) throw new DomainError(404, 'PRINTER_NOT_FOUND', `Printer "${printerId}" not found`, { printer_id: printerId });
+      if (!record.is_active || this.closed) return null;
+      await this.retire(printerId);
+      return this.closed ? null : this.launch(record);
+    });
+    if (!member) return { ok: false, status: 'offline', connection_status: 'disconnected', message: this.closed ? 'the service is stopping' : 'printer is inactive' };
     await member.connected;
     const m = this.members.get(printerId);
     const ok = m?.connection === 'connected';
@@ -215,24 +225,8 @@ export class Fleet {
     driver.on('connection', (change: ConnectionChange) => this.guarded(member, () => this.onConnection(member, change)));
     driver.on('state', (state: PrinterState) => this.guarded(member, () => this.onState(member, state)));
     driver.on('error', (err: unknown) => this.guarded(member, () => this.onConnection(member, { connection: 'error', message: `driver failed: ${(err as Error)?.message ?? err}` })));
-    // The connection test: the first connect either succeeds or says why not. The driver keeps retrying after a failure.
-    const deadline = this.timings.connectTimeoutMs ?? 15_000;
-    let timer: NodeJS.Timeout | undefined;
-    const connected = Promise.race([
-      driver.connect(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new DriverError('TIMEOUT', `no answer within ${Math.round(deadline / 1000)} s`)), deadline);
-      }),
-    ])
-      .then(
-        () => this.guarded(member, () => this.onConnection(member, { connection: 'connected', message: null })),
-        (err: unknown) => {
-          const e = err instanceof DriverError ? err : new DriverError('OFFLINE', (err as Error)?.message ?? String(err));
-          const connection = e.code === 'AUTH' || driver.connection === 'error' ? 'error' : 'disconnected';
-          this.guarded(member, () => this.onConnection(member, { connection, message: e.message }));
-        },
-      )
-      .finally(() => clearTimeout(timer));
+    // The connection test (connection-test.ts): what the first connect shows; the driver keeps retrying after a failure.
+    const connected = connectionTest(driver, this.timings.connectTimeoutMs ?? 15_000).then((change) => this.guarded(member, () => this.onConnection(member, change)));
     return Object.assign(member, { connected });
   }
 
