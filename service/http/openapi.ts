@@ -28,11 +28,13 @@ const ERROR_TEXT: Record<number, string> = {
   401: 'No or an unknown bearer token (UNAUTHORIZED; only with access control on)',
   400: 'Invalid path or query parameters (VALIDATION_ERROR), a body that cannot be decoded, or an unusable configuration',
   404: 'Not found',
+  408: 'The request did not arrive in time (REQUEST_TIMEOUT; answered before routing)',
   409: 'Conflict',
   413: 'Body too large (PAYLOAD_TOO_LARGE)',
   403: 'A web page of another origin (ORIGIN_NOT_ALLOWED; see ALLOWED_ORIGINS), or a role too low for this (FORBIDDEN; only with access control on)',
   415: 'Unsupported body charset or encoding (UNSUPPORTED_MEDIA_TYPE)',
   421: 'Host name not served here (HOST_NOT_ALLOWED; see ALLOWED_HOSTS)',
+  431: "Request headers too large (HEADERS_TOO_LARGE; Node's 16 KB limit, answered before routing)",
   422: 'Invalid body (VALIDATION_ERROR)',
   429: 'Too many requests (RATE_LIMIT_EXCEEDED; only while rate_limit_enabled is on)',
   500: 'Server or database error',
@@ -80,8 +82,9 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
   const tags = new Set<string>();
   for (const route of routes) {
     tags.add(route.tag);
-    // Any request can name a foreign Host (421); a state-changing one can come from a foreign page (403).
-    const errorStatuses = new Set<number>([421, 500, 503, ...(route.errors ?? [])]);
+    // Any request can name a foreign Host (421), be too slow (408) or carry too many header bytes (431); a
+    // state-changing one can come from a foreign page (403).
+    const errorStatuses = new Set<number>([408, 421, 431, 500, 503, ...(route.errors ?? [])]);
     if (info.browserGuarded && route.method !== 'get') errorStatuses.add(403);
     if (!info.browserGuarded) errorStatuses.delete(421);
     const open = info.bearerAuth?.openRoutes.includes(`${route.method} ${route.path}`) ?? true;

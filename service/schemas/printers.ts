@@ -142,7 +142,8 @@ export const Printer = z.object({
 });
 
 export const PrinterDetail = Printer.extend({
-  access_code: z.string().nullable(),
+  // Left out, not null, for a viewer: null says the printer has no access code.
+  access_code: z.string().nullable().optional().meta({ description: 'The printer\'s credential; left out of the answer for a viewer (access control on)' }),
   firmware_version: z.string().nullable(),
   status_message: z.string().nullable().meta({ description: 'Why the printer is offline or in error, when known' }),
   current_job: CurrentJob.extend({

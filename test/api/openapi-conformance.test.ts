@@ -2,7 +2,7 @@
  * The request helper holds every JSON answer to the service's OpenAPI document (test/helpers/openapi-conformance.ts);
  * these tests show that it does catch an answer that differs.
  */
-import { checkAgainstOpenApi } from '../helpers/openapi-conformance';
+import { differenceFromOpenApi } from '../helpers/openapi-conformance';
 import { startService, type Harness } from '../helpers/service';
 
 describe('answers are held to the OpenAPI document', () => {
@@ -17,25 +17,25 @@ describe('answers are held to the OpenAPI document', () => {
   test('a real answer passes', async () => {
     const res = await h.get('/api/v1/printers');
     expect(res.status).toBe(200);
-    await expect(checkAgainstOpenApi(h.base, 'GET', '/api/v1/printers', res.status, 'application/json', res.body)).resolves.toBeUndefined();
+    expect(await differenceFromOpenApi(h.base, 'GET', '/api/v1/printers', res.status, 'application/json', res.body)).toBeNull();
   });
 
   test('a body that differs from the documented schema is refused, naming what differs', async () => {
     const res = await h.get('/api/v1/printers');
-    await expect(checkAgainstOpenApi(h.base, 'GET', '/api/v1/printers', 200, 'application/json; charset=utf-8', { ...res.body, printers: [{ id: 42 }] })).rejects.toThrow(
-      /does not match the OpenAPI document: \/printers\/0 must have required property/,
+    expect(await differenceFromOpenApi(h.base, 'GET', '/api/v1/printers', 200, 'application/json; charset=utf-8', { ...res.body, printers: [{ id: 42 }] })).toMatch(
+      /^\/printers\/0 must have required property/,
     );
-    await expect(checkAgainstOpenApi(h.base, 'GET', '/api/v1/printers', 200, 'application/json', { ...res.body, extra: true })).rejects.toThrow(/must NOT have additional properties/);
+    expect(await differenceFromOpenApi(h.base, 'GET', '/api/v1/printers', 200, 'application/json', { ...res.body, extra: true })).toMatch(/must NOT have additional properties/);
   });
 
   test('an undocumented status is refused', async () => {
-    await expect(checkAgainstOpenApi(h.base, 'GET', '/api/v1/printers', 418, 'application/json', {})).rejects.toThrow(/status 418 is not documented/);
+    expect(await differenceFromOpenApi(h.base, 'GET', '/api/v1/printers', 418, 'application/json', {})).toMatch(/status 418 is not documented/);
   });
 
   test('an error body must be the spec envelope, with a date-time timestamp', async () => {
     const res = await h.get('/api/v1/printers/no-such-printer');
     expect(res.status).toBe(404);
     const wrong = { error: { ...res.body.error, timestamp: 'yesterday' } };
-    await expect(checkAgainstOpenApi(h.base, 'GET', '/api/v1/printers/no-such-printer', 404, 'application/json', wrong)).rejects.toThrow(/timestamp must match format "date-time"/);
+    expect(await differenceFromOpenApi(h.base, 'GET', '/api/v1/printers/no-such-printer', 404, 'application/json', wrong)).toMatch(/timestamp must match format "date-time"/);
   });
 });
