@@ -63,6 +63,8 @@ class Stop extends Error {
   }
 }
 
+const stopping = () => new DomainError(503, 'SERVICE_UNAVAILABLE', 'The service is shutting down', { phase: 'stopping' });
+
 /** Failures worth another try: the link dropped or stalled. A refused or missing file is final. */
 const transient = (err: unknown) => !(err instanceof DriverError) || err.code === 'OFFLINE' || err.code === 'TIMEOUT' || err.code === 'PROTOCOL';
 
@@ -71,6 +73,8 @@ export class DownloadManager {
   private readonly maxBytes: number;
   /** Finished tasks stay visible to the status endpoint until the next download of the file. */
   private readonly finished = new Map<string, DownloadTask>();
+  /** Starts under way (not yet in `tasks`), by file id. */
+  private readonly starting = new Map<string, Promise<{ task: DownloadTask; joined: boolean }>>();
   private closed = false;
 
   constructor(
@@ -96,7 +100,16 @@ export class DownloadManager {
   }
 
   /** Starts (or joins) the download of a printer file. The caller has checked the file exists and has a printer. */
-  async start(file: FileRecord): Promise<{ task: DownloadTask; joined: boolean }> {
+  start(file: FileRecord): Promise<{ task: DownloadTask; joined: boolean }> {
+    // A start awaits the database before its task is listed: a second start meanwhile joins that one, not a second transfer.
+    const starting = this.starting.get(file.id);
+    if (starting) return starting.then(({ task }) => ({ task, joined: true }));
+    const started = this.begin(file).finally(() => this.starting.delete(file.id));
+    this.starting.set(file.id, started);
+    return started;
+  }
+
+  private async begin(file: FileRecord): Promise<{ task: DownloadTask; joined: boolean }> {
     const running = this.tasks.get(file.id);
     if (running) return { task: running.task, joined: true };
     if (file.file_size > this.maxBytes) {
@@ -108,6 +121,7 @@ export class DownloadManager {
     }
     // Fails fast (502) when the printer is not connected, before anything changes.
     this.fleet.driverOf(file.printer_id!);
+    if (this.closed) throw stopping();
     const task: DownloadTask = {
       download_id: randomUUID(),
       file_id: file.id,
@@ -124,6 +138,11 @@ export class DownloadManager {
       attempt: 0,
     };
     await this.store.files.update(file.id, { status: 'downloading', error: null, updated_at: task.started_at });
+    if (this.closed) {
+      // close() aborted the tasks it found while this one was not listed yet: it must not run past the shutdown.
+      await this.store.files.update(file.id, { status: file.status === 'downloading' ? 'available' : file.status, updated_at: nowIso() });
+      throw stopping();
+    }
     const abort = new AbortController();
     const done = this.run(file, task, abort.signal).finally(() => {
       this.tasks.delete(file.id);
