@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { DomainError, notFound } from '../errors';
 import type { Store } from '../db';
 import type { FileRecord, FileStatus, PrinterFileEntry } from '../db/repositories/files';
-import { normaliseFileName, printFileName } from '../monitoring/print-identity';
+import { printedFile, printFileName } from '../monitoring/print-identity';
 import type { Fleet } from '../printers/fleet';
 import { storageFullCode } from '../util/storage-errors';
 import { nowIso } from '../util/time';
@@ -143,13 +143,13 @@ export class FileCatalog {
     };
   }
 
-  /** Jobs that printed this file (same printer, same normalised name). */
+  /** Jobs that printed this file: of its printer, whose file (its path, else its name) is this one and not a variant of its name. */
   private async relatedJobs(f: FileRecord) {
     if (!f.printer_id) return [];
     const { jobs } = await this.store.jobs.list({ printer_id: f.printer_id, page: 1, limit: 100, order_by: 'created_at', order_dir: 'desc' });
-    const name = normaliseFileName(f.filename);
+    const files = await this.store.files.forPrinter(f.printer_id);
     return jobs
-      .filter((j) => normaliseFileName(j.filename ?? j.job_name) === name)
+      .filter((j) => printedFile(files, { path: j.file_path, name: j.filename ?? j.job_name })?.id === f.id)
       .map((j) => ({ id: j.id, status: j.status, completed_at: j.status === 'completed' ? j.end_time : null }));
   }
 
@@ -286,10 +286,7 @@ export class FileCatalog {
     });
     if (!filePath && !job) return answer('not_printing', null, `Printer "${printerId}" is not printing`);
     const wanted = filePath ?? printFileName(job!);
-    const find = async () => {
-      const all = await this.store.files.forPrinter(printerId);
-      return all.find((f) => f.printer_path === wanted) ?? all.find((f) => normaliseFileName(f.filename) === normaliseFileName(wanted));
-    };
+    const find = async () => printedFile(await this.store.files.forPrinter(printerId), filePath ? { path: filePath, name: filePath } : { path: job!.file, name: wanted });
     let file = await find();
     if (!file) {
       await this.refresh(printerId);

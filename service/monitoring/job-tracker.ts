@@ -21,7 +21,7 @@ import type { SettingsService } from '../settings';
 import { RetryLater, type RetryLaterOptions } from '../util/retry-later';
 import { nowIso } from '../util/time';
 import { NewJobGate, type NewJobGateOptions } from './new-job-gate';
-import { normaliseFileName, printFileName, printKey, startMinute } from './print-identity';
+import { normaliseFileName, printedFile, printFileName, printKey, startMinute } from './print-identity';
 
 const PRINTING: readonly MachineState[] = ['preparing', 'printing', 'paused'];
 const ACTIVE_JOB = ['printing', 'paused'] as const;
@@ -265,7 +265,7 @@ export class JobTracker {
     const status = state.state === 'paused' ? 'paused' : 'printing';
     // Copies of a queued file are never one print: each dispatch has its own identity.
     const key = link ? `${printKey(file, start)}#${link.dispatch_id}` : printKey(file, start);
-    const known = await this.catalogFile(printerId, file);
+    const known = await this.catalogFile(printerId, job);
     let id: number;
     try {
       id = await this.store.jobs.insert({
@@ -330,9 +330,8 @@ export class JobTracker {
   }
 
   /** The catalog's entry for the printed file, when the catalog knows it. */
-  private async catalogFile(printerId: string, file: string): Promise<FileRecord | undefined> {
-    const name = normaliseFileName(file);
-    return (await this.store.files.forPrinter(printerId)).find((f) => normaliseFileName(f.filename) === name);
+  private async catalogFile(printerId: string, job: PrintProgress): Promise<FileRecord | undefined> {
+    return printedFile(await this.store.files.forPrinter(printerId), { path: job.file, name: printFileName(job) });
   }
 
   /** Progress, layers and the estimate follow the printer; the db is written on status or whole-percent changes only. */

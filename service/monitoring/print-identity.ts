@@ -38,3 +38,21 @@ export function printFileName(job: PrintProgress): string {
   if (!file || /(^|\/)Metadata\/plate_\d+\.gcode$/i.test(file)) return job.name;
   return file;
 }
+
+/**
+ * The catalog entry of the file a print prints. The exact file first (the path the printer reports, then the
+ * file name it shows), another spelling of the same name only after that: a printer may hold cube.gcode and
+ * cube.bgcode, which normalise alike, and the job must describe (and a download fetch) the one it prints.
+ */
+export function printedFile<T extends { printer_path: string | null; filename: string }>(files: readonly T[], wanted: { path?: string | null; name: string }): T | undefined {
+  const bare = (p: string) => p.replace(/\\/g, '/').replace(/^\/+/, '');
+  if (wanted.path) {
+    const path = bare(wanted.path);
+    const hit = files.find((f) => f.printer_path !== null && bare(f.printer_path) === path);
+    if (hit) return hit;
+  }
+  const name = bare(wanted.name).split('/').pop() ?? wanted.name;
+  const lower = name.toLowerCase();
+  const normalised = normaliseFileName(name);
+  return files.find((f) => f.filename === name) ?? files.find((f) => f.filename.toLowerCase() === lower) ?? files.find((f) => normaliseFileName(f.filename) === normalised);
+}
