@@ -1,4 +1,5 @@
 import type { ServiceContext } from '../context';
+import { isPrintOf } from '../monitoring/print-identity';
 import { CreateJobBody, JobCancelled, JobDeleted, JobDetail, JobIdParams, JobList, JobListQuery, JobUpdated, UpdateJobBody } from '../schemas/jobs';
 import { defineRoute, type AnyRoute } from '../http/route';
 
@@ -59,11 +60,11 @@ export function jobRoutes({ jobs, fleet }: ServiceContext): AnyRoute[] {
       tag: 'Jobs',
       summary: 'Cancel an active job',
       description:
-        'Stops the print on the printer first when it is printing: 502 PRINTER_OFFLINE when the printer cannot be reached (the job stays as it is), 409 PRINTER_BUSY when it refuses. 409 JOB_NOT_ACTIVE when the job is not queued, printing or paused.',
+        'Stops the print on the printer first when it is printing this job (another print it runs now goes on): 502 PRINTER_OFFLINE when the printer cannot be reached (the job stays as it is), 409 PRINTER_BUSY when it refuses. 409 JOB_NOT_ACTIVE when the job is not queued, printing or paused.',
       params: JobIdParams,
       response: JobCancelled,
       errors: [409, 502],
-      handler: ({ params }) => jobs.cancel(params.job_id, (printerId) => fleet.stopIfPrinting(printerId)),
+      handler: ({ params }) => jobs.cancel(params.job_id, (job) => fleet.stopIfPrinting(job.printer_id, (print) => isPrintOf(print, job))),
     }),
   ];
 }

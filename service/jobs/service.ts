@@ -11,8 +11,8 @@ import type { SettingsService } from '../settings';
 import { calendarDate, dayStart, nowIso, rangeEnd, rangeStart } from '../util/time';
 import { paginationOf } from '../util/pagination';
 
-/** Stops a print on the printer; supplied by the printer connections once they exist. */
-export type StopPrint = (printerId: string) => Promise<void>;
+/** Stops the job's print on its printer (not another print it runs now); supplied by the printer connections once they exist. */
+export type StopPrint = (job: JobRecord) => Promise<void>;
 
 export class JobService {
   constructor(
@@ -129,7 +129,7 @@ export class JobService {
         status: job.status,
       });
     }
-    if (stopPrint && job.status !== 'queued') await stopPrint(job.printer_id);
+    if (stopPrint && job.status !== 'queued') await stopPrint(job);
     const now = nowIso();
     const patch: JobPatch = {
       status: 'cancelled',

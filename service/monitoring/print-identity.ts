@@ -56,3 +56,13 @@ export function printedFile<T extends { printer_path: string | null; filename: s
   const normalised = normaliseFileName(name);
   return files.find((f) => f.filename === name) ?? files.find((f) => f.filename.toLowerCase() === lower) ?? files.find((f) => normaliseFileName(f.filename) === normalised);
 }
+
+/**
+ * Whether the print a printer reports is the one a job records: the job's file (or name) is the print's, in
+ * any spelling. A printer that prints without saying what (an early report) counts as printing the job.
+ */
+export function isPrintOf(print: PrintProgress | null, job: { filename: string | null; job_name: string }): boolean {
+  if (!print) return true;
+  const name = normaliseFileName(printFileName(print));
+  return [job.filename, job.job_name].some((n) => n !== null && normaliseFileName(n) === name);
+}

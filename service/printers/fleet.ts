@@ -14,7 +14,7 @@ import type { StatusCache } from '../monitoring/status-cache';
 import type { SettingsService } from '../settings';
 import { KeyedSerial } from '../util/keyed-serial';
 import { nowIso, settledWithin } from '../util/time';
-import { DriverError, type ConnectionChange, type DriverConfig, type PrinterDriver, type PrinterState } from './driver';
+import { DriverError, type ConnectionChange, type DriverConfig, type PrinterDriver, type PrinterState, type PrintProgress } from './driver';
 import { sameApartFromTemperatures } from './state-equality';
 import { connectionTest } from './connection-test';
 import { connectionChanged, driverConfigOf, FrameShown, printerStatusOf, statusEvent, type FleetTimings } from './fleet-status';
@@ -153,15 +153,16 @@ export class Fleet {
   }
 
   /**
-   * Stops the print on a printer that is printing, for a job cancel: nothing to do when the printer
-   * is idle or not managed (inactive, removed); 502 when it should be printing but can't be reached.
+   * Stops the print on a printer that is printing, for a job cancel: nothing to do when the printer is idle,
+   * not managed (inactive, removed) or prints something `isThePrint` says is not the job's; 502 when it should
+   * be printing but can't be reached.
    */
-  async stopIfPrinting(printerId: string): Promise<void> {
+  async stopIfPrinting(printerId: string, isThePrint: (print: PrintProgress | null) => boolean = () => true): Promise<void> {
     const member = this.members.get(printerId);
     if (!member) return;
     if (member.driver.connection !== 'connected') throw this.offline(printerId, member);
-    const state = member.driver.state?.state;
-    if (state === 'printing' || state === 'paused' || state === 'preparing') await this.stop(printerId);
+    const state = member.driver.state;
+    if (state && ['printing', 'paused', 'preparing'].includes(state.state) && isThePrint(state.job)) await this.stop(printerId);
   }
 
   /** The driver of a connected printer, for file transfers. */
