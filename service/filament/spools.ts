@@ -8,6 +8,7 @@
  */
 import type { Logger } from 'pino';
 import type { Store } from '../db';
+import { isUniqueViolation } from '../db/connection';
 import type { SlotRef, SpoolRecord } from '../db/repositories/spools';
 import { conflict, DomainError, notFound } from '../errors';
 import type { EventBus } from '../events';
@@ -113,27 +114,32 @@ export class SpoolService {
   async create(input: CreateSpoolInput): Promise<SpoolView> {
     this.localOnly();
     const now = nowIso();
-    if (input.rfid_uuid && (await this.store.spools.byRfid(input.rfid_uuid.toUpperCase()))) {
-      throw conflict('SPOOL_EXISTS', `A spool with RFID ${input.rfid_uuid} exists already`, { rfid_uuid: input.rfid_uuid });
-    }
-    const spool = await this.store.spools.insert({
-      material: input.material.toUpperCase(),
-      color: input.color ?? null,
-      brand: input.brand ?? null,
-      name: input.name ?? null,
-      diameter_mm: input.diameter_mm,
-      density_g_cm3: input.density_g_cm3 ?? null,
-      initial_weight_g: input.initial_weight_g,
-      remaining_weight_g: Math.min(input.remaining_weight_g ?? input.initial_weight_g, 100_000),
-      cost_per_kg: input.cost_per_kg ?? null,
-      location: input.location ?? null,
-      printer_id: null,
-      slot: null,
-      rfid_uuid: input.rfid_uuid?.toUpperCase() ?? null,
-      archived: false,
-      created_at: now,
-      updated_at: now,
-    });
+    const exists = () => conflict('SPOOL_EXISTS', `A spool with RFID ${input.rfid_uuid} exists already`, { rfid_uuid: input.rfid_uuid });
+    if (input.rfid_uuid && (await this.store.spools.byRfid(input.rfid_uuid.toUpperCase()))) throw exists();
+    const spool = await this.store.spools
+      .insert({
+        material: input.material.toUpperCase(),
+        color: input.color ?? null,
+        brand: input.brand ?? null,
+        name: input.name ?? null,
+        diameter_mm: input.diameter_mm,
+        density_g_cm3: input.density_g_cm3 ?? null,
+        initial_weight_g: input.initial_weight_g,
+        remaining_weight_g: Math.min(input.remaining_weight_g ?? input.initial_weight_g, 100_000),
+        cost_per_kg: input.cost_per_kg ?? null,
+        location: input.location ?? null,
+        printer_id: null,
+        slot: null,
+        rfid_uuid: input.rfid_uuid?.toUpperCase() ?? null,
+        archived: false,
+        created_at: now,
+        updated_at: now,
+      })
+      .catch((err: unknown) => {
+        // Another request (or the AMS sync) stored the same tag since the check above.
+        if (isUniqueViolation(err)) throw exists();
+        throw err;
+      });
     return this.announce(spool.id, 'created');
   }
 
@@ -148,7 +154,7 @@ export class SpoolService {
     return this.announce(id, 'updated');
   }
 
-  async remove(id: number) {
+  async remove(id: number): Promise<{ id: number; message: string; deleted_at: string }> {
     this.localOnly();
     const current = await this.require(id);
     if (current.printer_id !== null) {
@@ -158,7 +164,8 @@ export class SpoolService {
         slot: current.slot,
       });
     }
-    await this.store.spools.delete(id);
+    // Loaded into a slot since it was read: not deleted; answered as if it had been in the slot before.
+    if (!(await this.store.spools.deleteUnassigned(id))) return this.remove(id);
     const now = nowIso();
     this.bus.emit('spool_update', { ...localSpoolView(current, this.threshold), change: 'deleted' });
     return { id, message: 'Spool deleted', deleted_at: now };
@@ -177,9 +184,11 @@ export class SpoolService {
       this.bus.emit('spool_update', { ...view, change: 'assigned' });
       return view;
     }
-    const spool = await this.require(spoolId);
-    if (spool.archived) throw conflict('SPOOL_ARCHIVED', `Spool ${spoolId} is archived; unarchive it before loading it`, { spool_id: spoolId });
+    const archived = () => conflict('SPOOL_ARCHIVED', `Spool ${spoolId} is archived; unarchive it before loading it`, { spool_id: spoolId });
+    if ((await this.require(spoolId)).archived) throw archived();
     const displaced = await this.store.spools.assign(spoolId, at, {}, nowIso());
+    // Archived or deleted since it was read: the store loaded nothing; say which, as if it had been so before.
+    if (displaced === false) throw (await this.require(spoolId)).archived ? archived() : new Error(`spool ${spoolId} could not be loaded`);
     await this.reloadSlots();
     if (displaced !== null) await this.announce(displaced, 'unassigned');
     return this.announce(spoolId, 'assigned');

@@ -6,7 +6,7 @@
  */
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import type { Db } from '../connection';
-import { readSnapshot } from '../dialect';
+import { dialectOf, readSnapshot } from '../dialect';
 import type { SpoolsTable } from '../schema';
 
 export interface SpoolRecord extends Omit<Selectable<SpoolsTable>, 'archived' | 'low_notified'> {
@@ -73,8 +73,9 @@ export class SpoolsRepository {
     return result.numUpdatedRows > 0n;
   }
 
-  async delete(id: number): Promise<boolean> {
-    const result = await this.db.deleteFrom('spools').where('id', '=', id).executeTakeFirst();
+  /** Deletes a spool only while it is in no slot; false when it is in one (or gone). */
+  async deleteUnassigned(id: number): Promise<boolean> {
+    const result = await this.db.deleteFrom('spools').where('id', '=', id).where('printer_id', 'is', null).executeTakeFirst();
     return result.numDeletedRows > 0n;
   }
 
@@ -109,9 +110,17 @@ export class SpoolsRepository {
     return row && toRecord(row);
   }
 
-  /** Puts a spool in a slot; the spool that was there is taken out. Returns the id of that displaced spool. */
-  async assign(spoolId: number, at: SlotRef, patch: SpoolPatch, now: string): Promise<number | null> {
+  /**
+   * Puts a spool in a slot; the spool that was there is taken out. Returns the id of that displaced spool, or false
+   * when nothing changed because the spool is gone or archived (unless the patch unarchives it): checked in the
+   * same transaction, so a spool archived or deleted since the caller read it is not loaded.
+   */
+  async assign(spoolId: number, at: SlotRef, patch: SpoolPatch, now: string): Promise<number | null | false> {
     return this.db.transaction().execute(async (trx) => {
+      let spool = trx.selectFrom('spools').select('archived').where('id', '=', spoolId);
+      if (dialectOf(this.db) === 'postgres') spool = spool.forUpdate();
+      const found = await spool.executeTakeFirst();
+      if (!found || (Number(found.archived) === 1 && patch.archived !== false)) return false;
       const previous = await trx.selectFrom('spools').select('id').where('printer_id', '=', at.printer_id).where('slot', '=', at.slot).executeTakeFirst();
       const displaced = previous && Number(previous.id) !== spoolId ? Number(previous.id) : null;
       if (displaced !== null) await trx.updateTable('spools').set({ printer_id: null, slot: null, updated_at: now }).where('id', '=', displaced).execute();
