@@ -158,7 +158,9 @@ export function fileRoutes({ files, fleet, store, previews }: ServiceContext): A
         await files.require(params.file_id);
         const file = previews.thumbnailPath(params.file_id);
         if (!fs.existsSync(file)) throw notFound('THUMBNAIL_NOT_FOUND', `No thumbnail of file "${params.file_id}" yet: POST .../thumbnail/extract first`, { file_id: params.file_id });
-        await new Promise<void>((resolve, reject) => res.type('image/png').sendFile(file, (err) => (err && !res.headersSent ? reject(err) : resolve())));
+        // dotfiles 'allow': the data dir is often below a dot directory (Node-RED's ~/.node-red), which
+        // send would otherwise answer with 404; the path is ours, never the request's.
+        await new Promise<void>((resolve, reject) => res.type('image/png').sendFile(file, { dotfiles: 'allow' }, (err) => (err && !res.headersSent ? reject(err) : resolve())));
       },
     }),
     defineRoute({

@@ -47,7 +47,8 @@ export function docsRouter(document: object): Router {
   });
   router.get('/redoc/redoc.standalone.js', (_req, res, next) => {
     if (!fs.existsSync(REDOC_BUNDLE)) return next(new ApiError(503, 'DOCS_NOT_BUILT', 'ReDoc bundle missing: run `npm run build`', {}));
-    res.type('application/javascript').sendFile(REDOC_BUNDLE, { maxAge: '1d' });
+    // dotfiles 'allow': the package is often installed below a dot directory (~/.node-red/node_modules).
+    res.type('application/javascript').sendFile(REDOC_BUNDLE, { maxAge: '1d', dotfiles: 'allow' });
   });
   router.get('/favicon.ico', (_req, res) => {
     res.status(204).end();

@@ -1,15 +1,27 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { PNG } from 'pngjs';
 import { seedFiles } from '../../service/simulators/seed-files';
-import { expectError, startService, type Harness } from '../helpers/service';
+import { expectError, startService, tempDir, type Harness } from '../helpers/service';
 
 const seed = (suffix: string) => seedFiles().find((f) => f.name.endsWith(suffix))!;
 
-describe('thumbnails and previews of local files', () => {
+// The second run keeps its data where Node-RED keeps an embedded service's (~/.node-red/printfarm):
+// a dot directory on the path must not hide the thumbnails.
+describe.each([
+  ['a plain data dir', ''],
+  ['a data dir under .node-red', path.join('.node-red', 'printfarm')],
+])('thumbnails and previews of local files, %s', (_where, below) => {
   let h: Harness;
+  let root = '';
   beforeAll(async () => {
-    h = await startService();
+    root = tempDir();
+    h = await startService({}, path.join(root, below));
   });
-  afterAll(() => h.close());
+  afterAll(async () => {
+    await h.close();
+    fs.rmSync(root, { recursive: true, force: true });
+  });
 
   async function upload(suffix: string): Promise<string> {
     const f = seed(suffix);
@@ -22,6 +34,7 @@ describe('thumbnails and previews of local files', () => {
 
   const png = async (url: string) => {
     const res = await fetch(h.base + url);
+    expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/image\/png/);
     return PNG.sync.read(Buffer.from(await res.arrayBuffer()));
   };
