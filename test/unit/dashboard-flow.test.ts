@@ -96,4 +96,16 @@ describe('every flow and example of the pack', () => {
     expect(FLOW_FILES.length).toBeGreaterThan(3);
     expect([...owners].filter(([, files]) => files.length > 1)).toEqual([]);
   });
+
+  // A deployed node of a type Node-RED lacks (node-red-node-email's e-mail) stops every flow, the farm's too.
+  test.each(FLOW_FILES)('%s uses only this pack\'s, Node-RED core\'s and Dashboard 2.0\'s node types', (file) => {
+    const unknown = readFlow(file).map((n) => n.type).filter((t) => t !== 'tab' && !pack.has(t) && !core.has(t) && !dashboard.has(t));
+    expect(unknown).toEqual([]);
+  });
+
+  // An example runs as soon as it is deployed: placeholders (ntfy.sh/CHANGE-ME, a broker on localhost) must not send.
+  test.each(FLOW_FILES.filter((f) => f.startsWith('examples/')))('%s: nodes that send beyond the pack\'s service ship disabled', (file) => {
+    const sends = (n: FlowNode) => /^(mqtt (in|out)|websocket (in|out)|tcp (out|request)|udp out)$/.test(n.type) || (n.type === 'http request' && n.url !== '');
+    expect(readFlow(file).filter((n) => sends(n) && n.d !== true).map((n) => `${n.type} ${String(n.name)}`)).toEqual([]);
+  });
 });
