@@ -224,6 +224,12 @@ export class DispatchRunner {
     if (this.closed || !['claimed', 'uploading', 'starting'].includes(reached)) return;
     this.unwatch(d.printer_id, d.id);
     this.holds.delete(d.printer_id);
+    // The printer was removed under the start (its driver closed): the copy goes back to the queue uncounted, as
+    // when the removal comes between two passes (dispatcher.ts); the printer was not at fault.
+    if (!notReady && !aborted && !(await this.store.printers.exists(d.printer_id))) {
+      if (await this.move(d, ['claimed', 'uploading', 'starting'], { state: 'cancelled', error: 'the printer was removed' })) await this.host.settle(d.item_id, null);
+      return;
+    }
     if (!(await this.move(d, ['claimed', 'uploading', 'starting'], { state: 'start_failed', error: message }))) return;
     if (notReady) this.host.notReady(d.printer_id, this.host.stateOf(d.printer_id));
     this.log.warn({ dispatch_id: d.id, printer_id: d.printer_id, err: message }, 'queued start failed');

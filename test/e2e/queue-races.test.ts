@@ -6,7 +6,7 @@
  */
 import { bambu3mf } from '../../service/simulators/seed-files';
 import { expectError, startService, type Harness } from '../helpers/service';
-import { addPrinters, bambuSim, item, queueServiceOptions, simState, upload, type SimPrinter } from './queue-helpers';
+import { addPrinters, bambuSim, item, itemUntil, queueServiceOptions, queueUntilUploading, simState, upload, type SimPrinter } from './queue-helpers';
 
 /** Makes the dispatcher's next claims wait until `open()`; `entered` resolves when the first one is waiting. */
 function pauseClaims(h: Harness) {
@@ -133,5 +133,18 @@ describe('queue: requests racing the dispatcher', () => {
     const after = await item(h, body.id);
     expect(after.dispatches.map((d: { state: string }) => d.state)).toEqual(['printing', 'printing']);
     expect(after).toMatchObject({ copies: 3, remaining: 1 });
+  });
+
+  test('a printer removed while a copy uploads to it: the copy goes back to the queue, not counted as a failure', async () => {
+    printers = [await bambuSim('x1c-r7', 'X1C #R7')];
+    // One failure would fail the item: the removal must not count as one.
+    h = await startService({ ...queueServiceOptions, env: { QUEUE_MAX_ATTEMPTS: '1' } });
+    await addPrinters(h, printers);
+    const { itemId } = await queueUntilUploading(h, printers[0], 'Removed.gcode.3mf');
+    expect((await h.del('/api/v1/printers/x1c-r7')).status).toBe(200);
+    const after = await itemUntil(h, itemId, (i) => i.dispatches.every((d: { state: string }) => !['claimed', 'uploading', 'starting'].includes(d.state)), 'the upload ended');
+    await settle(h);
+    expect(await item(h, itemId)).toMatchObject({ status: 'queued', remaining: 1, waiting_reason: expect.any(String) });
+    expect(after.dispatches).toMatchObject([{ printer_id: 'x1c-r7', state: 'cancelled', error: 'the printer was removed' }]);
   });
 });
