@@ -10,6 +10,7 @@ import type { Store } from '../db';
 import type { PrinterRecord } from '../db/repositories/printers';
 import type { JobRecord } from '../db/repositories/jobs';
 import type { EventBus } from '../events';
+import { isPrintOf } from '../monitoring/print-identity';
 import type { StatusCache } from '../monitoring/status-cache';
 import type { CreatePrinterInput, PrinterDetailView, PrinterView, UpdatePrinterInput } from '../schemas/printers';
 import { creationIso, nowIso } from '../util/time';
@@ -51,7 +52,7 @@ export class PrinterRegistry {
     const [records, counts] = await Promise.all([this.store.printers.list(filter), this.store.printers.counts()]);
     const jobs = await this.store.jobs.activeByPrinter(records.map((r) => r.id));
     return {
-      printers: records.map((r) => this.view(r, jobs.get(r.id))),
+      printers: records.map((r) => this.view(r, this.currentJob(r, jobs.get(r.id) ?? []))),
       total_count: counts.total,
       active_count: counts.active,
     };
@@ -60,7 +61,7 @@ export class PrinterRegistry {
   async detail(id: string): Promise<PrinterDetailView> {
     const record = await this.require(id);
     const [jobs, statistics] = await Promise.all([this.store.jobs.activeByPrinter([id]), this.store.jobs.printerTotals(id)]);
-    const job = jobs.get(id);
+    const job = this.currentJob(record, jobs.get(id) ?? []);
     const base = this.view(record, job);
     const live = this.cache.get(id);
     return {
@@ -174,6 +175,17 @@ export class PrinterRegistry {
     await this.store.statusHistory.record(id, 'offline', 'disconnected', now);
     this.publish({ ...current, status: 'offline', connection_status: 'disconnected' }, 'deleted');
     return { id, message: 'Printer deleted', deleted_at: now };
+  }
+
+  /**
+   * The job a printer shows as current: while it is connected, the job of the print it reports (none while it
+   * prints nothing; the newest active one when none names its file); otherwise the newest active job, all we know.
+   */
+  private currentJob(record: PrinterRecord, active: readonly JobRecord[]): JobRecord | undefined {
+    const state = record.connection_status === 'connected' ? this.fleet.stateOf(record.id) : undefined;
+    if (!state) return active[0];
+    if (!['printing', 'paused', 'preparing'].includes(state.state)) return undefined;
+    return active.find((j) => isPrintOf(state.job, j)) ?? active[0];
   }
 
   async require(id: string): Promise<PrinterRecord> {

@@ -204,8 +204,8 @@ export class JobsRepository {
     return new Map(rows.map((r) => [r.printer_id, Number(r.seconds)]));
   }
 
-  /** The running (or paused) job of each printer, newest first when there are several. */
-  async activeByPrinter(printerIds?: readonly string[]): Promise<Map<string, JobRecord>> {
+  /** The running (or paused) jobs of each printer, newest first (the printer's view picks the one it prints). */
+  async activeByPrinter(printerIds?: readonly string[]): Promise<Map<string, JobRecord[]>> {
     let q = this.select().where('jobs.status', 'in', ['printing', 'paused']);
     if (printerIds) {
       if (printerIds.length === 0) return new Map();
@@ -214,8 +214,12 @@ export class JobsRepository {
     // Sorted here, not in SQL: running jobs are a handful, and an ORDER BY would lead SQLite to walk a
     // printer's whole history in period order (jobs_printer_period) instead of probing its running ones.
     const rows = (await q.execute()).sort(byNewest);
-    const byPrinter = new Map<string, JobRecord>();
-    for (const row of rows) if (!byPrinter.has(row.printer_id)) byPrinter.set(row.printer_id, toRecord(row));
+    const byPrinter = new Map<string, JobRecord[]>();
+    for (const row of rows) {
+      const list = byPrinter.get(row.printer_id);
+      if (list) list.push(toRecord(row));
+      else byPrinter.set(row.printer_id, [toRecord(row)]);
+    }
     return byPrinter;
   }
 
