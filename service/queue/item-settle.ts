@@ -29,13 +29,20 @@ export class ItemSettler {
     const previous = this.locks.get(itemId) ?? Promise.resolve();
     const next = previous.then(async () => {
       const { store, settings } = this.deps;
-      const item = await store.queue.getItem(itemId);
-      if (!item) return;
-      const dispatches = (await store.queue.dispatchesOf([itemId])).get(itemId) ?? [];
-      const failures = failure === 'reset' ? 0 : failure === 'count' ? item.failures_in_row + 1 : item.failures_in_row;
-      const status = derivedStatus({ ...item, failures_in_row: failures }, dispatches, settings.get('queue_max_attempts'));
-      const patch = { failures_in_row: failures, status, updated_at: nowIso(), ...(status !== 'queued' && status !== 'held' ? { waiting_reason: null } : {}) };
-      await store.queue.updateItem(itemId, patch);
+      let item: QueueItemRecord | undefined;
+      let dispatches: DispatchRecord[];
+      let patch: Partial<QueueItemRecord> & { status: QueueItemRecord['status'] };
+      // Written only over the status it was derived from: a cancel, hold or release by the API meanwhile (which does
+      // not wait for this lock) is not undone; the item is then read and decided again.
+      do {
+        item = await store.queue.getItem(itemId);
+        if (!item) return;
+        dispatches = (await store.queue.dispatchesOf([itemId])).get(itemId) ?? [];
+        const failures = failure === 'reset' ? 0 : failure === 'count' ? item.failures_in_row + 1 : item.failures_in_row;
+        const status = derivedStatus({ ...item, failures_in_row: failures }, dispatches, settings.get('queue_max_attempts'));
+        patch = { failures_in_row: failures, status, updated_at: nowIso(), ...(status !== 'queued' && status !== 'held' ? { waiting_reason: null } : {}) };
+      } while (!(await store.queue.transitionItem(itemId, [item.status], patch)));
+      const { status } = patch;
       if (status === 'failed') {
         for (const d of dispatches) await store.queue.transitionDispatch(d.id, ['claimed', 'uploading'], { state: 'cancelled', error: 'the queue item failed', updated_at: nowIso() });
       }

@@ -147,4 +147,39 @@ describe('queue: requests racing the dispatcher', () => {
     expect(await item(h, itemId)).toMatchObject({ status: 'queued', remaining: 1, waiting_reason: expect.any(String) });
     expect(after.dispatches).toMatchObject([{ printer_id: 'x1c-r7', state: 'cancelled', error: 'the printer was removed' }]);
   });
+
+  test('an item cancelled while a dispatch change is being settled stays cancelled and prints no further copy', async () => {
+    printers = [await bambuSim('x1c-r8', 'X1C #R8')];
+    h = await startService(queueServiceOptions);
+    await addPrinters(h, printers);
+    // The settle after the first claim has read the item (queued) and waits before it writes the item's status.
+    const queue = h.service.context.store.queue;
+    const getItem = queue.getItem.bind(queue);
+    let entered!: () => void;
+    const reached = new Promise<void>((resolve) => (entered = resolve));
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    queue.getItem = async (id) => {
+      const fromSettle = new Error().stack?.includes('item-settle');
+      const read = await getItem(id);
+      if (fromSettle) {
+        queue.getItem = getItem;
+        entered();
+        await gate;
+      }
+      return read;
+    };
+    const file = await upload(h, 'Settle.gcode.3mf', bambu3mf({ model: 'X1C' }));
+    const { body } = await h.post('/api/v1/queue', { file_id: file, copies: 2 });
+    await reached;
+    expect((await h.del(`/api/v1/queue/${body.id}`)).body.status).toBe('cancelled');
+    open();
+    await settle(h);
+    await h.service.context.dispatcher.idle();
+    await settle(h);
+    const after = await item(h, body.id);
+    expect(after.status).toBe('cancelled');
+    expect(after.dispatches.filter((d: { state: string }) => d.state !== 'cancelled')).toEqual([]);
+    expect((await simState(printers[0])).prints_started).toBe(0);
+  });
 });

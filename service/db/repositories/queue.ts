@@ -134,11 +134,6 @@ export class QueueRepository {
     return row && itemRecord(row);
   }
 
-  async updateItem(id: string, patch: QueueItemPatch): Promise<boolean> {
-    const result = await this.db.updateTable('queue_items').set(itemRow(patch)).where('id', '=', id).executeTakeFirst();
-    return result.numUpdatedRows > 0n;
-  }
-
   /**
    * Changes an item only while its status is one of `from` (compare-and-set: a hold and a dispatch can't both win)
    * and, when `started` is given, while exactly that many of its copies are completed or under way (a change of
