@@ -1,0 +1,54 @@
+/**
+ * The dashboard of `npm start` before the first printer is added (no demo):
+ * the farm page says there are no printers yet and where to add one, instead
+ * of blaming a filter; the cameras page says so too.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
+import { startNodeRed, type RunningNodeRed } from '../helpers/launcher';
+import { tempDir } from '../helpers/service';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ROOT = path.join(__dirname, '..', '..');
+const haveChromium = fs.existsSync(CHROMIUM);
+const built = fs.existsSync(path.join(ROOT, 'dist', 'nodes', 'printfarm-server.js'));
+if (!haveChromium) console.warn(`empty farm test skipped: no Chromium at ${CHROMIUM}`);
+if (!built) console.warn('empty farm test skipped: run `npm run build` first (npm test does)');
+const describeBrowser = haveChromium && built ? describe : describe.skip;
+
+describeBrowser('the dashboard of a farm without printers', () => {
+  let nodeRed: RunningNodeRed;
+  let browser: Browser;
+  const userDir = tempDir('printfarm-empty-');
+
+  beforeAll(async () => {
+    [nodeRed, browser] = await Promise.all([
+      startNodeRed({ userDir }),
+      chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] }),
+    ]);
+  }, 45_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    expect(await nodeRed?.stop()).toBe(0);
+    fs.rmSync(userDir, { recursive: true, force: true });
+  });
+
+  test('the farm page says no printers yet and points at Add printer; the cameras page says no printers yet', async () => {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${nodeRed.url}/dashboard/farm`);
+    const empty = page.locator('.pf-board .pf-empty').first();
+    await empty.getByText('No printers in the farm yet').waitFor({ timeout: 30_000 });
+    expect(await empty.innerText()).toContain('Add printer');
+    expect(await empty.innerText()).not.toContain('filter');
+    await page.locator('[data-action="add-printer"]').waitFor();
+
+    await page.goto(`${nodeRed.url}/dashboard/cameras`);
+    await page.getByText('No printers yet.').waitFor({ timeout: 30_000 });
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 90_000);
+});
