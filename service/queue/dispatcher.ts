@@ -375,7 +375,8 @@ export class Dispatcher {
 
   private async claim(item: QueueItemRecord, printer: PrinterRecord, variant: LoadedVariant, mapping: number[], previous: DispatchRecord[]): Promise<boolean> {
     const dispatch = newDispatch(item, printer, variant.file.filename, variant.variant, previous.length + 1);
-    if (!(await this.deps.store.queue.claim(dispatch))) return false;
+    // Dispatching paused (or the service stopping) while the pass awaited since its check: nothing is claimed.
+    if (!this.deps.settings.get('queue_dispatch_enabled') || this.closed || !(await this.deps.store.queue.claim(dispatch))) return false;
     previous.push(dispatch);
     this.lastStart.set(printer.id, Date.now());
     this.lastClaimAt = Date.now();

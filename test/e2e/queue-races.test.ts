@@ -182,4 +182,36 @@ describe('queue: requests racing the dispatcher', () => {
     expect(after.dispatches.filter((d: { state: string }) => d.state !== 'cancelled')).toEqual([]);
     expect((await simState(printers[0])).prints_started).toBe(0);
   });
+
+  test('dispatching paused while a pass is deciding: the pass claims no printer after the pause', async () => {
+    printers = [await bambuSim('x1c-r9', 'X1C #R9')];
+    h = await startService(queueServiceOptions);
+    await addPrinters(h, printers);
+    // The pass has seen dispatching enabled and waits (reading the dispatches) before it decides.
+    const queue = h.service.context.store.queue;
+    const dispatchesOf = queue.dispatchesOf.bind(queue);
+    let entered!: () => void;
+    const reached = new Promise<void>((resolve) => (entered = resolve));
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    queue.dispatchesOf = async (ids) => {
+      const fromPass = new Error().stack?.includes('Dispatcher.pass');
+      const read = await dispatchesOf(ids);
+      if (fromPass) {
+        queue.dispatchesOf = dispatchesOf;
+        entered();
+        await gate;
+      }
+      return read;
+    };
+    const file = await upload(h, 'Paused.gcode.3mf', bambu3mf({ model: 'X1C' }));
+    const { body } = await h.post('/api/v1/queue', { file_id: file });
+    await reached;
+    expect((await h.put('/api/v1/settings', { queue_dispatch_enabled: false })).status).toBe(200);
+    open();
+    await settle(h);
+    await h.service.context.dispatcher.idle();
+    expect(await item(h, body.id)).toMatchObject({ status: 'queued', dispatches: [], waiting_reason: 'dispatching paused' });
+    expect((await simState(printers[0])).prints_started).toBe(0);
+  });
 });
