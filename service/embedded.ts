@@ -10,6 +10,10 @@ import { bambu3mf } from './simulators/seed-files';
 import { Readable } from 'node:stream';
 
 const DEMO_QUEUE_NAME = 'Demo bracket';
+/** How long a demo printer rests after it was last seen printing: over the job tracker's one new job a minute. */
+const DEMO_REST_MS = 65_000;
+/** A simulator that is free: PrusaLink/Bambu words, and Klipper's print_stats words (standby, complete, cancelled). */
+const FREE = /^(idle|finished|stopped|failed|ready|standby|complete|cancelled)$/i;
 
 /**
  * The demo's queue: two copies of a file sliced for the farm's idle Bambu printer. The first starts there at
@@ -101,7 +105,8 @@ async function registerFarm(service: Service, farm: SimulatedFarm): Promise<void
 
 /**
  * Simulated printers registered with the service (existing demo printers get the new ports), kept busy:
- * two start printing at once, and every `restartMs` an idle one may start the next print. Used by
+ * two start printing at once, and every `restartMs` an idle one (rested DEMO_REST_MS since it last printed)
+ * may start the next print. Used by
  * `printfarm serve --demo` and the config node's demo mode.
  */
 export async function startDemoFarm(service: Service, options: FarmOptions, restartMs: number): Promise<SimulatedFarm> {
@@ -115,13 +120,24 @@ export async function startDemoFarm(service: Service, options: FarmOptions, rest
     await farm.close();
     throw err;
   }
+  // When each printer was last seen busy (or started here). The job tracker makes at most one new job per
+  // printer a minute and warns about the rest, so a printer rests that long before the demo starts it again.
+  const lastBusy = new Map<string, number>();
   const startSomething = async ({ printer, control_url }: SimulatedFarm['printers'][number]) => {
     const state = (await (await fetch(`${control_url}/state`)).json()) as { status: string; files: string[] };
-    // Free: PrusaLink/Bambu words, and Klipper's print_stats words (standby, complete, cancelled).
-    if (!/^(idle|finished|stopped|failed|ready|standby|complete|cancelled)$/i.test(state.status)) return;
+    if (!FREE.test(state.status)) {
+      lastBusy.set(printer.id, Date.now());
+      return;
+    }
+    if (Date.now() - (lastBusy.get(printer.id) ?? -Infinity) < DEMO_REST_MS) return;
+    lastBusy.set(printer.id, Date.now());
     const printable = printer.type === 'bambu_lab' ? /\.3mf$/i : printer.type === 'klipper' ? /\.gcode$/i : /\.bgcode$/i;
     const file = state.files.find((f) => printable.test(f)) ?? state.files[0];
     await fetch(`${control_url}/print`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ file }) });
+  };
+  const seeBusy = async ({ printer, control_url }: SimulatedFarm['printers'][number]) => {
+    const state = (await (await fetch(`${control_url}/state`)).json()) as { status: string };
+    if (!FREE.test(state.status)) lastBusy.set(printer.id, Date.now());
   };
   let timer: NodeJS.Timeout | null = null;
   if (restartMs > 0) {
@@ -130,8 +146,9 @@ export async function startDemoFarm(service: Service, options: FarmOptions, rest
     const klipper = farm.printers.find((p) => p.printer.type === 'klipper');
     for (const p of [farm.printers[0], farm.printers[3], klipper].filter(Boolean) as SimulatedFarm['printers']) await startSomething(p).catch(() => undefined);
     timer = setInterval(() => {
-      const pick = farm.printers[Math.floor(Math.random() * farm.printers.length)];
-      if (pick) startSomething(pick).catch(() => undefined);
+      // Every printer is looked at, so that prints the queue starts count as busy too; one free one starts.
+      const picked = farm.printers[Math.floor(Math.random() * farm.printers.length)];
+      for (const p of farm.printers) (p === picked ? startSomething(p) : seeBusy(p)).catch(() => undefined);
     }, restartMs);
     timer.unref();
   }

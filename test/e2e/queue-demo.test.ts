@@ -5,7 +5,7 @@
  */
 import { Writable } from 'node:stream';
 import { startEmbedded, type EmbeddedService } from '../../service/embedded';
-import { control, until } from '../helpers/farm';
+import { control, simState, until } from '../helpers/farm';
 import { jsonRequest, tempDir } from '../helpers/service';
 import { queueServiceOptions } from './queue-helpers';
 
@@ -42,5 +42,41 @@ describe('demo queue', () => {
       return i?.completed === 1 && i.waiting_reason?.startsWith('plate needs clearing') ? i : null;
     }, 'the second copy waiting for the plate', 20_000);
     expect(waiting.waiting_reason).toMatch(/^plate needs clearing on Bambu P1S/);
+  }, 60_000);
+});
+
+describe('demo printers kept busy', () => {
+  let demo: EmbeddedService;
+  afterAll(() => demo?.close());
+
+  // The job tracker makes one new job per printer a minute and warns about the rest: the demo must not
+  // start a printer again within that minute (npm run demo logged "... did not become a job" warnings).
+  test('a printer that just finished is not started again at once', async () => {
+    const logs: { msg?: string; printer_id?: string }[] = [];
+    demo = await startEmbedded({
+      ...queueServiceOptions,
+      host: '127.0.0.1',
+      port: 0,
+      dataDir: tempDir(),
+      env: {},
+      logLevel: 'warn',
+      logStream: new Writable({
+        write: (c, _e, cb) => {
+          for (const line of String(c).split('\n')) if (line.trim()) logs.push(JSON.parse(line));
+          cb();
+        },
+      }),
+      updateCheckUrl: 'http://127.0.0.1:9/unreachable',
+      demo: true,
+      demoRestartMs: 50,
+    });
+    const first = demo.farm!.printers[0];
+    const api = demo.url.replace('localhost', '127.0.0.1');
+    await until(async () => (await jsonRequest(api, 'GET', `/api/v1/printers/${first.printer.id}`)).body.status === 'printing', 'the first demo printer printing', 20_000);
+    await control(first.control_url, 'finish');
+    // Every 50 ms one printer is picked: in 3 s the finished one is picked about 10 times.
+    await new Promise((r) => setTimeout(r, 3000));
+    expect((await simState(first.control_url)).status).not.toMatch(/running|printing|prepare/i);
+    expect(logs.filter((l) => /did not become a job/.test(l.msg ?? ''))).toEqual([]);
   }, 60_000);
 });
