@@ -46,6 +46,13 @@ const QualityMetricsInput = z.strictObject({
   dimensional_accuracy: z.number().finite().optional(),
 });
 
+/** Free-form customer data; the keys the spec names (order_id, customer_name) are strings when given. */
+const CustomerInfo = boundedObject(16_384).superRefine((info, ctx) => {
+  for (const key of ['order_id', 'customer_name']) {
+    if (key in info && typeof info[key] !== 'string') ctx.addIssue({ code: 'custom', path: [key], message: 'must be a string' });
+  }
+});
+
 export const CreateJobBody = z.strictObject({
   printer_id: z.string().min(1).max(128),
   job_name: z.string().trim().min(1).max(255),
@@ -65,7 +72,7 @@ export const CreateJobBody = z.strictObject({
     .optional(),
   print_settings: z.strictObject(PrintSettingsShape).partial().optional(),
   is_business: z.boolean().default(false),
-  customer_info: boundedObject(16_384).optional(),
+  customer_info: CustomerInfo.optional(),
   material_cost: amount.optional(),
   power_cost: amount.optional(),
   labor_cost: amount.optional(),
@@ -75,9 +82,9 @@ export const CreateJobBody = z.strictObject({
 export const UpdateJobBody = z
   .strictObject({
     is_business: z.boolean().optional(),
-    customer_info: boundedObject(16_384)
-      .optional()
-      .meta({ description: 'Replaces the stored customer data as a whole; an auto-created job keeps auto_created, discovery_time, printer_start_time and discovered_on_startup' }),
+    customer_info: CustomerInfo.optional().meta({
+      description: 'Replaces the stored customer data as a whole; an auto-created job keeps auto_created, discovery_time, printer_start_time and discovered_on_startup',
+    }),
     material_cost: amount.optional(),
     power_cost: amount.optional(),
     labor_cost: amount.optional(),

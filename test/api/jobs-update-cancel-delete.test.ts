@@ -85,6 +85,10 @@ describeDialects('jobs API', (db) => {
         'VALIDATION_ERROR',
       );
       expect(wrong.details.fields.map((f: { field: string }) => f.field).sort()).toEqual(['customer_info', 'is_business', 'material_cost', 'notes']);
+      // The spec types the customer keys it names as strings (section 2, Job customer_info).
+      const customer = expectError(await api.h.put(`/api/v1/jobs/${job.id}`, { customer_info: { order_id: 1001, customer_name: ['ACME'], note: 7 } }), 422, 'VALIDATION_ERROR');
+      expect(customer.details.fields.map((f: { field: string }) => f.field).sort()).toEqual(['customer_info.customer_name', 'customer_info.order_id']);
+      expectError(await api.h.post('/api/v1/jobs', { printer_id: job.printer_id, job_name: 'x', customer_info: { order_id: 1001 } }), 422, 'VALIDATION_ERROR');
       const after = (await api.h.get(`/api/v1/jobs/${job.id}`)).body;
       expect(after).toEqual(job);
 
