@@ -1,12 +1,14 @@
 /**
  * Starts a real service (createService) on 127.0.0.1, port 0, with its SQLite
- * file in a fresh temp dir, and gives tests a tiny JSON HTTP client.
+ * file in a fresh temp dir, and gives tests a tiny JSON HTTP client, which holds every answer to the
+ * service's OpenAPI document (openapi-conformance.ts).
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { createService, type Service, type ServiceOptions } from '../../service/app';
+import { checkAgainstOpenApi } from './openapi-conformance';
 import { silentDriverFactory } from './silent-driver';
 
 export interface Harness {
@@ -54,6 +56,7 @@ export async function jsonRequest(base: string, method: string, urlPath: string,
   } catch {
     parsed = undefined;
   }
+  await checkAgainstOpenApi(base, method, urlPath, res.status, res.headers.get('content-type') ?? '', parsed);
   return { status: res.status, headers: res.headers, body: parsed, text };
 }
 
