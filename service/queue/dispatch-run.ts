@@ -224,10 +224,12 @@ export class DispatchRunner {
     if (this.closed || !['claimed', 'uploading', 'starting'].includes(reached)) return;
     this.unwatch(d.printer_id, d.id);
     this.holds.delete(d.printer_id);
-    // The printer was removed under the start (its driver closed): the copy goes back to the queue uncounted, as
-    // when the removal comes between two passes (dispatcher.ts); the printer was not at fault.
-    if (!notReady && !aborted && !(await this.store.printers.exists(d.printer_id))) {
-      if (await this.move(d, ['claimed', 'uploading', 'starting'], { state: 'cancelled', error: 'the printer was removed' })) await this.host.settle(d.item_id, null);
+    // The printer was removed or deactivated under the start (its driver closed): the copy goes back to the queue
+    // uncounted, as when a removal comes between two passes (dispatcher.ts); the printer was not at fault.
+    const printer = notReady || aborted ? null : await this.store.printers.get(d.printer_id);
+    if (!notReady && !aborted && !printer?.is_active) {
+      const error = printer ? 'the printer was deactivated' : 'the printer was removed';
+      if (await this.move(d, ['claimed', 'uploading', 'starting'], { state: 'cancelled', error })) await this.host.settle(d.item_id, null);
       return;
     }
     if (!(await this.move(d, ['claimed', 'uploading', 'starting'], { state: 'start_failed', error: message }))) return;

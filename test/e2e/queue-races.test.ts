@@ -148,6 +148,18 @@ describe('queue: requests racing the dispatcher', () => {
     expect(after.dispatches).toMatchObject([{ printer_id: 'x1c-r7', state: 'cancelled', error: 'the printer was removed' }]);
   });
 
+  test('a printer deactivated while a copy uploads to it: the copy goes back to the queue, not counted as a failure', async () => {
+    printers = [await bambuSim('x1c-r10', 'X1C #R10')];
+    h = await startService({ ...queueServiceOptions, env: { QUEUE_MAX_ATTEMPTS: '1' } });
+    await addPrinters(h, printers);
+    const { itemId } = await queueUntilUploading(h, printers[0], 'Deactivated.gcode.3mf');
+    expect((await h.put('/api/v1/printers/x1c-r10', { is_active: false })).status).toBe(200);
+    const after = await itemUntil(h, itemId, (i) => i.dispatches.every((d: { state: string }) => !['claimed', 'uploading', 'starting'].includes(d.state)), 'the upload ended');
+    await settle(h);
+    expect(await item(h, itemId)).toMatchObject({ status: 'queued', remaining: 1 });
+    expect(after.dispatches).toMatchObject([{ printer_id: 'x1c-r10', state: 'cancelled', error: 'the printer was deactivated' }]);
+  });
+
   test('an item cancelled while a dispatch change is being settled stays cancelled and prints no further copy', async () => {
     printers = [await bambuSim('x1c-r8', 'X1C #R8')];
     h = await startService(queueServiceOptions);
