@@ -138,7 +138,8 @@ function buildDashboardFlow(options = {}) {
   comment('c-thumb', 'Thumbnails for the cards: the service\'s picture, served by Node-RED', 290, 610);
   add({ id: id('thumb-in'), type: 'http in', z, name: '', url: '/printfarm-dashboard/thumbnail/:file_id', method: 'get', upload: false, swaggerDoc: '', x: 240, y: 650, wires: [[id('thumb-req')]] });
   fn('thumb-req', 'thumbnail URL', 'thumbnail-request.js', 510, 650, ['thumb-http', 'thumb-out']);
-  add({ id: id('thumb-http'), type: 'http request', z, name: 'GET thumbnail', method: 'use', ret: 'bin', paytoqs: 'ignore', url: '', tls: '', persist: true, proxy: '', insecureHTTPParser: false, authType: '', senderr: false, headers: [], x: 700, y: 650, wires: [[id('thumb-res')]] });
+  // persist false here and below: a kept-alive connection races the service closing it after 5 s idle (ECONNRESET, and the caller waits out its timeout).
+  add({ id: id('thumb-http'), type: 'http request', z, name: 'GET thumbnail', method: 'use', ret: 'bin', paytoqs: 'ignore', url: '', tls: '', persist: false, proxy: '', insecureHTTPParser: false, authType: '', senderr: false, headers: [], x: 700, y: 650, wires: [[id('thumb-res')]] });
   fn('thumb-res', 'picture', 'thumbnail-response.js', 870, 650, ['thumb-out']);
   add({ id: id('thumb-out'), type: 'http response', z, name: '', statusCode: '', headers: {}, x: 1030, y: 650, wires: [] });
 
@@ -198,7 +199,8 @@ function buildDashboardFlow(options = {}) {
   comment('c-api', 'printfarm API: msg.path, msg.method, msg.payload -> msg.payload, msg.apiError (every answer returns to its caller)', 380, 1270);
   add({ id: id('api-in'), type: 'link in', z, name: 'printfarm API', links: [], x: 135, y: 1310, wires: [[id('api-req')]] });
   fn('api-req', 'request', 'api-request.js', 290, 1310, ['api-http']);
-  add({ id: id('api-http'), type: 'http request', z, name: 'Printfarm service', method: 'use', ret: 'obj', paytoqs: 'ignore', url: '', tls: '', persist: true, proxy: '', insecureHTTPParser: false, authType: '', senderr: false, headers: [], x: 480, y: 1310, wires: [[id('api-res')]] });
+  // persist false: see GET thumbnail.
+  add({ id: id('api-http'), type: 'http request', z, name: 'Printfarm service', method: 'use', ret: 'obj', paytoqs: 'ignore', url: '', tls: '', persist: false, proxy: '', insecureHTTPParser: false, authType: '', senderr: false, headers: [], x: 480, y: 1310, wires: [[id('api-res')]] });
   fn('api-res', 'answer', 'api-response.js', 660, 1310, ['api-out']);
   add({ id: id('api-out'), type: 'link out', z, name: 'return', mode: 'return', links: [], x: 795, y: 1310, wires: [] });
 

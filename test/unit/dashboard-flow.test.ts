@@ -67,6 +67,13 @@ describe('the dashboard flow files', () => {
     expect(refs.filter(([, target]) => !ids.has(target))).toEqual([]);
   });
 
+  // The service closes idle connections after 5 s; a request sent on one as it closes fails with ECONNRESET.
+  test.each(DASHBOARD_FILES)('%s: the http request nodes open a connection per request', (file) => {
+    const requests = readFlow(file).filter((n) => n.type === 'http request');
+    expect(requests.length).toBeGreaterThan(0);
+    expect(requests.filter((n) => n.persist !== false).map((n) => n.name)).toEqual([]);
+  });
+
   test('the pages: /dashboard with farm (first), queue, jobs, statistics, cameras and filament', () => {
     const flow = readFlow('flows/dashboard.json');
     expect(flow.find((n) => n.type === 'ui-base')).toMatchObject({ path: '/dashboard' });
