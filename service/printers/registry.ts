@@ -94,7 +94,7 @@ export class PrinterRegistry {
 
   async create(input: CreatePrinterInput) {
     this.checkConfig(input.type, input);
-    const id = input.id ?? (await this.freeId(input.name));
+    let id = input.id ?? (await this.freeId(input.name));
     const now = creationIso();
     const record: PrinterRecord = {
       id,
@@ -123,11 +123,18 @@ export class PrinterRegistry {
       camera_port: input.camera_port ?? null,
       camera_url: input.camera_url || null,
     };
-    try {
-      await this.store.printers.insert(record);
-    } catch (err) {
-      if (isUniqueViolation(err)) throw conflict('PRINTER_EXISTS', `A printer with id "${id}" already exists`, { printer_id: id });
-      throw err;
+    for (;;) {
+      try {
+        await this.store.printers.insert(record);
+        break;
+      } catch (err) {
+        if (!isUniqueViolation(err)) throw err;
+        // An id made from the name, taken by a printer added since it was found free: the next free one (the
+        // caller asked for no id). The same id again means it was not the id that clashed.
+        const next = input.id === undefined ? await this.freeId(input.name) : id;
+        if (next === id) throw conflict('PRINTER_EXISTS', `A printer with id "${id}" already exists`, { printer_id: id });
+        id = record.id = next;
+      }
     }
     await this.store.statusHistory.record(id, record.status, record.connection_status, now);
     this.publish(record, 'created');
