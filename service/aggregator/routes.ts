@@ -103,6 +103,7 @@ export function aggregatorRoutes(d: RouteDeps): AnyRoute[] {
       body: UsageSubmission,
       status: 201,
       response: SubmitAccepted,
+      alsoStatus: { status: 200, description: 'A repeat of a stored submission (`status: duplicate`): nothing changed' },
       errors: [401, 429],
       async handler({ body, res }) {
         const now = d.now();

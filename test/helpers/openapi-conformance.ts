@@ -51,38 +51,50 @@ function newAjv(doc: Document): Ajv2020 {
   return ajv;
 }
 
-/**
- * The document, read from another loopback address than the tests' requests: a rate-limit test counts its
- * client's requests to the one, and this read must not take one of them.
- */
-function fetchDocument(base: string): Promise<Document | null> {
-  const url = new URL(`${base}${API_BASE}/openapi.json`);
-  const localAddress = url.hostname === '127.0.0.1' ? '127.0.0.2' : undefined;
-  return new Promise((resolve) => {
-    const req = http.get(url, { localAddress, timeout: 10_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', () => resolve(null));
-      res.on('end', () => {
-        try {
-          resolve(res.statusCode === 200 ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Document) : null);
-        } catch {
-          resolve(null);
-        }
-      });
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(null));
-  });
+/** Where a service publishes its document, and which request paths it covers. */
+export interface OpenApiSource {
+  /** The document's path on the service. */
+  docPath: string;
+  /** Requests under this path are checked (the farm: /api/v1; the aggregator: all). */
+  prefix: string;
+  /** Reads the document (null when there is none). */
+  read(url: string): Promise<unknown>;
 }
 
-async function load(base: string): Promise<Checker | null> {
+/**
+ * The farm service's document, read from another loopback address than the tests' requests: a rate-limit test
+ * counts its client's requests to the one, and this read must not take one of them.
+ */
+export const FARM_SERVICE: OpenApiSource = {
+  docPath: `${API_BASE}/openapi.json`,
+  prefix: API_BASE,
+  read: (href) =>
+    new Promise((resolve) => {
+      const url = new URL(href);
+      const localAddress = url.hostname === '127.0.0.1' ? '127.0.0.2' : undefined;
+      const req = http.get(url, { localAddress, timeout: 10_000 }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', () => resolve(null));
+        res.on('end', () => {
+          try {
+            resolve(res.statusCode === 200 ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : null);
+          } catch {
+            resolve(null);
+          }
+        });
+      });
+      req.on('timeout', () => req.destroy());
+      req.on('error', () => resolve(null));
+    }),
+};
+
+async function load(base: string, source: OpenApiSource): Promise<Checker | null> {
   try {
-    const doc = await fetchDocument(base);
-    if (!doc) return null;
-    if (typeof doc.openapi !== 'string' || !doc.paths) return null;
+    const doc = (await source.read(base + source.docPath)) as Document | null;
+    if (!doc || typeof doc.openapi !== 'string' || !doc.paths) return null;
     const routes = Object.keys(doc.paths)
-      .filter((template) => template.startsWith(API_BASE))
+      .filter((template) => template.startsWith(source.prefix))
       .map((template) => ({
         template,
         pattern: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{\w+\\?\}/g, '[^/]+')}$`),
@@ -126,17 +138,33 @@ function mismatch(checker: Checker, method: string, urlPath: string, status: num
 }
 
 /** What differs between one answer of `base` and its OpenAPI document, or null (also when `base` serves none). */
-export async function differenceFromOpenApi(base: string, method: string, urlPath: string, status: number, contentType: string, body: unknown): Promise<string | null> {
-  if (!urlPath.startsWith(API_BASE) || urlPath.startsWith(`${API_BASE}/openapi.json`)) return null;
+export async function differenceFromOpenApi(
+  base: string,
+  method: string,
+  urlPath: string,
+  status: number,
+  contentType: string,
+  body: unknown,
+  source: OpenApiSource = FARM_SERVICE,
+): Promise<string | null> {
+  if (!urlPath.startsWith(source.prefix) || urlPath.startsWith(source.docPath)) return null;
   let checker = checkers.get(base);
-  if (!checker) checkers.set(base, (checker = load(base)));
+  if (!checker) checkers.set(base, (checker = load(base, source)));
   const found = await checker;
   return found && mismatch(found, method.toLowerCase(), urlPath, status, contentType, body);
 }
 
 /** Checks one answer of `base` against its OpenAPI document (when `base` serves one). Throws on a mismatch. */
-export async function checkAgainstOpenApi(base: string, method: string, urlPath: string, status: number, contentType: string, body: unknown): Promise<void> {
-  const what = await differenceFromOpenApi(base, method, urlPath, status, contentType, body);
+export async function checkAgainstOpenApi(
+  base: string,
+  method: string,
+  urlPath: string,
+  status: number,
+  contentType: string,
+  body: unknown,
+  source: OpenApiSource = FARM_SERVICE,
+): Promise<void> {
+  const what = await differenceFromOpenApi(base, method, urlPath, status, contentType, body, source);
   if (!what) return;
   const record = process.env.PRINTFARM_OPENAPI_RECORD;
   if (record) {

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { generate } from 'selfsigned';
 import { createAggregator, type Aggregator, type AggregatorOptions } from '../../service/aggregator/app';
+import { checkAgainstOpenApi, type OpenApiSource } from './openapi-conformance';
 import { tempDir } from './service';
 
 export interface TestCa {
@@ -88,6 +89,11 @@ export function httpsJson(url: string, opts: { method?: string; body?: unknown; 
   });
 }
 
+/** The aggregator's OpenAPI document: at /openapi.json, covering every path it serves. */
+function aggregatorDocument(ca: string): OpenApiSource {
+  return { docPath: '/openapi.json', prefix: '', read: async (url) => ((r) => (r.status === 200 ? r.body : null))(await httpsJson(url, { ca })) };
+}
+
 export interface AggregatorHarness {
   agg: Aggregator;
   base: string;
@@ -135,7 +141,12 @@ export async function startAggregator(options: Partial<AggregatorOptions> = {}):
     dataDir,
     ca,
     logs,
-    call: (method, path, body, apiKey = needsAdmin(path) ? ADMIN_KEY : API_KEY) => httpsJson(base + path, { method, body, ca, headers: apiKey === null ? {} : { 'x-api-key': apiKey } }),
+    // Every answer is held to the aggregator's own OpenAPI document (openapi-conformance.ts).
+    call: async (method, path, body, apiKey = needsAdmin(path) ? ADMIN_KEY : API_KEY) => {
+      const reply = await httpsJson(base + path, { method, body, ca, headers: apiKey === null ? {} : { 'x-api-key': apiKey } });
+      await checkAgainstOpenApi(base, method, path, reply.status, String(reply.headers['content-type'] ?? ''), reply.body, aggregatorDocument(ca));
+      return reply;
+    },
     async close() {
       await agg.close();
       fs.rmSync(dataDir, { recursive: true, force: true });
