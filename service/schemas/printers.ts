@@ -176,8 +176,8 @@ export const PrinterDetail = Printer.extend({
 
 export const PrinterList = z.object({
   printers: z.array(Printer),
-  total_count: z.number().int(),
-  active_count: z.number().int(),
+  total_count: z.number().int().meta({ description: 'Printers of the whole farm, whatever `active` and `type` filter from the list' }),
+  active_count: z.number().int().meta({ description: 'Active printers of the whole farm, whatever the filters' }),
 });
 
 export const PrinterCreated = z.object({
