@@ -164,7 +164,8 @@ export class PrinterRegistry {
     const linkChanged = CONNECTION_FIELDS.some((k) => input[k] !== undefined && input[k] !== current[k]);
     const reconnect = (input.is_active === true && !current.is_active) || (current.is_active && input.is_active !== false && linkChanged);
     if (reconnect) Object.assign(patch, { status: 'configuring', connection_status: 'testing', status_message: null });
-    await this.store.printers.update(id, patch);
+    // Removed since it was read: nothing is recorded or announced for a printer that no longer exists.
+    if (!(await this.store.printers.update(id, patch))) throw this.gone(id);
     // (De)activation and reconnects change the status: the status history keeps uptime right.
     if (patch.status !== undefined && patch.connection_status !== undefined) await this.store.statusHistory.record(id, patch.status, patch.connection_status, now);
     this.publish({ ...current, ...patch } as PrinterRecord, 'updated');
@@ -174,7 +175,8 @@ export class PrinterRegistry {
 
   async remove(id: string) {
     const current = await this.require(id);
-    await this.store.printers.delete(id);
+    // Removed by another request since it was read: that one announced it (once).
+    if (!(await this.store.printers.delete(id))) throw this.gone(id);
     await this.fleet.sync(id);
     this.cache.delete(id);
     const now = nowIso();
@@ -197,8 +199,12 @@ export class PrinterRegistry {
 
   async require(id: string): Promise<PrinterRecord> {
     const record = await this.store.printers.get(id);
-    if (!record) throw notFound('PRINTER_NOT_FOUND', `Printer "${id}" not found`, { printer_id: id });
+    if (!record) throw this.gone(id);
     return record;
+  }
+
+  private gone(id: string) {
+    return notFound('PRINTER_NOT_FOUND', `Printer "${id}" not found`, { printer_id: id });
   }
 
   /** Well-formed but unusable configurations are 400 INVALID_PRINTER_CONFIG. */
