@@ -20,6 +20,8 @@ import { paginationOf } from '../util/pagination';
 /** What the service needs of the dispatcher: a nudge after every change. */
 export interface DispatchTrigger {
   wake(reason: string): void;
+  /** Derives the item's status again from its dispatches as they are now (one item at a time, item-settle.ts). */
+  settle(itemId: string, failure: null): Promise<void>;
 }
 
 const TERMINAL: readonly QueueItemStatus[] = ['completed', 'failed', 'cancelled'];
@@ -150,6 +152,9 @@ export class QueueService {
     if (!(await this.store.queue.transitionItem(id, ['held'], { status, waiting_reason: null, updated_at: nowIso() }))) {
       throw conflict(item, `Queue item "${id}" changed meanwhile; try again`);
     }
+    // A copy that ended after the read above was settled while the item was held (it stayed held): settled again
+    // now, or the item would stay printing (or queued) with every copy done.
+    await this.trigger.settle(id, null);
     const view = await this.publish(id);
     this.trigger.wake('item released');
     return view;

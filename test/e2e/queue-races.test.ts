@@ -5,6 +5,7 @@
  * test); the printers are real simulators.
  */
 import { bambu3mf } from '../../service/simulators/seed-files';
+import { control } from '../helpers/farm';
 import { expectError, startService, type Harness } from '../helpers/service';
 import { addPrinters, bambuSim, item, itemUntil, queueServiceOptions, queueUntilUploading, simState, upload, type SimPrinter } from './queue-helpers';
 
@@ -225,5 +226,41 @@ describe('queue: requests racing the dispatcher', () => {
     await h.service.context.dispatcher.idle();
     expect(await item(h, body.id)).toMatchObject({ status: 'queued', dispatches: [], waiting_reason: 'dispatching paused' });
     expect((await simState(printers[0])).prints_started).toBe(0);
+  });
+
+  test('a held item released while its last copy ends: the item ends completed, not printing for ever', async () => {
+    printers = [await bambuSim('x1c-r11', 'X1C #R11')];
+    h = await startService(queueServiceOptions);
+    await addPrinters(h, printers);
+    const file = await upload(h, 'Release.gcode.3mf', bambu3mf({ model: 'X1C' }));
+    const { body } = await h.post('/api/v1/queue', { file_id: file });
+    await itemUntil(h, body.id, (i) => i.dispatches[0]?.state === 'printing', 'printing');
+    expect((await h.post(`/api/v1/queue/${body.id}/hold`)).body.status).toBe('held');
+    // The release has read the dispatches (one printing) and waits before it writes the status it derived.
+    const queue = h.service.context.store.queue;
+    const dispatchesOf = queue.dispatchesOf.bind(queue);
+    let entered!: () => void;
+    const reached = new Promise<void>((resolve) => (entered = resolve));
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    queue.dispatchesOf = async (ids) => {
+      const fromRelease = new Error().stack?.includes('QueueService.release');
+      const read = await dispatchesOf(ids);
+      if (fromRelease) {
+        queue.dispatchesOf = dispatchesOf;
+        entered();
+        await gate;
+      }
+      return read;
+    };
+    const release = h.post(`/api/v1/queue/${body.id}/release`);
+    await reached;
+    await control(printers[0].control, 'finish');
+    await itemUntil(h, body.id, (i) => i.dispatches[0]?.state === 'completed', 'the copy completed');
+    open();
+    expect((await release).status).toBe(200);
+    await settle(h);
+    await h.service.context.dispatcher.idle();
+    expect(await item(h, body.id)).toMatchObject({ status: 'completed', completed: 1, remaining: 0 });
   });
 });
