@@ -115,6 +115,8 @@ export class QueueService {
     patch.status = derivedStatus(next, dispatches, this.settings.get('queue_max_attempts'));
     // New copies are written only over the count they were checked against (a copy claimed meanwhile conflicts).
     if (!(await this.store.queue.transitionItem(id, [item.status], patch, started))) throw conflict(item, `Queue item "${id}" changed meanwhile; try again`);
+    // The status above came from the dispatches as read: a copy that ended since then is settled again now.
+    await this.trigger.settle(id, null);
     const view = await this.publish(id);
     this.trigger.wake('item changed');
     return view;

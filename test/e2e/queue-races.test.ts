@@ -43,6 +43,27 @@ function pauseCopiesWrite(h: Harness) {
   return { entered: reached, open };
 }
 
+/** Makes the next read of dispatches by `caller` (a function name in the stack) wait until `open()`, after it read. */
+function pauseDispatchesReadBy(h: Harness, caller: string) {
+  const queue = h.service.context.store.queue;
+  const dispatchesOf = queue.dispatchesOf.bind(queue);
+  let entered!: () => void;
+  const reached = new Promise<void>((resolve) => (entered = resolve));
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  queue.dispatchesOf = async (ids) => {
+    const fromCaller = new Error().stack?.includes(caller);
+    const read = await dispatchesOf(ids);
+    if (fromCaller) {
+      queue.dispatchesOf = dispatchesOf;
+      entered();
+      await gate;
+    }
+    return read;
+  };
+  return { entered: reached, open };
+}
+
 /** Lets the paused pass finish and every run it launched end. */
 async function settle(h: Harness): Promise<void> {
   await h.service.context.dispatcher.idle();
@@ -201,27 +222,12 @@ describe('queue: requests racing the dispatcher', () => {
     h = await startService(queueServiceOptions);
     await addPrinters(h, printers);
     // The pass has seen dispatching enabled and waits (reading the dispatches) before it decides.
-    const queue = h.service.context.store.queue;
-    const dispatchesOf = queue.dispatchesOf.bind(queue);
-    let entered!: () => void;
-    const reached = new Promise<void>((resolve) => (entered = resolve));
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    queue.dispatchesOf = async (ids) => {
-      const fromPass = new Error().stack?.includes('Dispatcher.pass');
-      const read = await dispatchesOf(ids);
-      if (fromPass) {
-        queue.dispatchesOf = dispatchesOf;
-        entered();
-        await gate;
-      }
-      return read;
-    };
+    const paused = pauseDispatchesReadBy(h, 'Dispatcher.pass');
     const file = await upload(h, 'Paused.gcode.3mf', bambu3mf({ model: 'X1C' }));
     const { body } = await h.post('/api/v1/queue', { file_id: file });
-    await reached;
+    await paused.entered;
     expect((await h.put('/api/v1/settings', { queue_dispatch_enabled: false })).status).toBe(200);
-    open();
+    paused.open();
     await settle(h);
     await h.service.context.dispatcher.idle();
     expect(await item(h, body.id)).toMatchObject({ status: 'queued', dispatches: [], waiting_reason: 'dispatching paused' });
@@ -237,30 +243,35 @@ describe('queue: requests racing the dispatcher', () => {
     await itemUntil(h, body.id, (i) => i.dispatches[0]?.state === 'printing', 'printing');
     expect((await h.post(`/api/v1/queue/${body.id}/hold`)).body.status).toBe('held');
     // The release has read the dispatches (one printing) and waits before it writes the status it derived.
-    const queue = h.service.context.store.queue;
-    const dispatchesOf = queue.dispatchesOf.bind(queue);
-    let entered!: () => void;
-    const reached = new Promise<void>((resolve) => (entered = resolve));
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    queue.dispatchesOf = async (ids) => {
-      const fromRelease = new Error().stack?.includes('QueueService.release');
-      const read = await dispatchesOf(ids);
-      if (fromRelease) {
-        queue.dispatchesOf = dispatchesOf;
-        entered();
-        await gate;
-      }
-      return read;
-    };
+    const paused = pauseDispatchesReadBy(h, 'QueueService.release');
     const release = h.post(`/api/v1/queue/${body.id}/release`);
-    await reached;
+    await paused.entered;
     await control(printers[0].control, 'finish');
     await itemUntil(h, body.id, (i) => i.dispatches[0]?.state === 'completed', 'the copy completed');
-    open();
+    paused.open();
     expect((await release).status).toBe(200);
     await settle(h);
     await h.service.context.dispatcher.idle();
     expect(await item(h, body.id)).toMatchObject({ status: 'completed', completed: 1, remaining: 0 });
+  });
+
+  test('copies cut to the copies started while the last of them ends: the item ends completed, not printing for ever', async () => {
+    printers = [await bambuSim('x1c-r12', 'X1C #R12')];
+    h = await startService(queueServiceOptions);
+    await addPrinters(h, printers);
+    const file = await upload(h, 'Cut.gcode.3mf', bambu3mf({ model: 'X1C' }));
+    const { body } = await h.post('/api/v1/queue', { file_id: file, copies: 2 });
+    await itemUntil(h, body.id, (i) => i.dispatches[0]?.state === 'printing', 'printing');
+    // The PATCH has read the dispatches (one printing) and waits before it writes the status it derived.
+    const paused = pauseDispatchesReadBy(h, 'QueueService.update');
+    const cut = h.request('PATCH', `/api/v1/queue/${body.id}`, { copies: 1 });
+    await paused.entered;
+    await control(printers[0].control, 'finish');
+    await itemUntil(h, body.id, (i) => i.dispatches[0]?.state === 'completed', 'the copy completed');
+    paused.open();
+    expect((await cut).status).toBe(200);
+    await settle(h);
+    await h.service.context.dispatcher.idle();
+    expect(await item(h, body.id)).toMatchObject({ status: 'completed', copies: 1, completed: 1, remaining: 0 });
   });
 });
