@@ -191,7 +191,7 @@ export interface PrinterDriver extends EventEmitter {
   sendAndStart?(start: QueuedStart, hooks: QueuedStartHooks): Promise<void>;
   /** Polling drivers: `config.poll_ms` changed (the monitoring_interval setting); poll now and wait the new period from there. */
   pollIntervalChanged?(): void;
-  /** Removes a queued print's file after the print (Bambu: a file left on the card can restart as a "ghost print" at power-on). */
+  /** Removes a queued print's file after the print, if still there (Bambu: a file left on the card can restart as a "ghost print" at power-on). */
   removeQueuedFile?(remoteName: string): Promise<void>;
 }
 

@@ -300,7 +300,10 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   }
 
   removeQueuedFile(remoteName: string): Promise<void> {
-    return this.ftp.remove(`/${remoteName}`);
+    // Already gone (deleted on the printer, or a demo printer that started empty) is what the caller wanted.
+    return this.ftp.remove(`/${remoteName}`).catch((err) => {
+      if (!(err instanceof DriverError && err.code === 'NOT_FOUND')) throw err;
+    });
   }
 
   // --- Files ---
