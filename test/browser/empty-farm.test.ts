@@ -1,7 +1,8 @@
 /**
  * The dashboard of `npm start` before the first printer is added (no demo):
  * the farm page says there are no printers yet and where to add one, instead
- * of blaming a filter; the cameras page says so too.
+ * of blaming a filter, and shows no success rate (nor its green check) for a
+ * day without finished prints; the cameras page says no printers yet too.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -35,7 +36,7 @@ describeBrowser('the dashboard of a farm without printers', () => {
     fs.rmSync(userDir, { recursive: true, force: true });
   });
 
-  test('the farm page says no printers yet and points at Add printer; the cameras page says no printers yet', async () => {
+  test('the farm page says no printers yet and points at Add printer, with no success rate; the cameras page says no printers yet', async () => {
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
@@ -45,6 +46,20 @@ describeBrowser('the dashboard of a farm without printers', () => {
     expect(await empty.innerText()).toContain('Add printer');
     expect(await empty.innerText()).not.toContain('filter');
     await page.locator('[data-action="add-printer"]').waitFor();
+    // No print finished today: the success rate is a dash, its check mark not green.
+    const rate = page.locator('[data-kpi="success-rate"]');
+    expect(await rate.locator('.pf-kpi-value').innerText()).toBe('–');
+    // Evaluated in the page (this file has no DOM types): the colour a green icon would have, and the icon's.
+    const green = await page.evaluate(`(() => {
+      const probe = document.createElement('span');
+      probe.style.color = 'rgb(var(--pf-green))';
+      document.querySelector('.pf-board').appendChild(probe);
+      const c = getComputedStyle(probe).color;
+      probe.remove();
+      return c;
+    })()`);
+    const icon = await page.evaluate(`getComputedStyle(document.querySelector('[data-kpi="success-rate"] .v-icon')).color`);
+    expect(icon).not.toBe(green);
 
     await page.goto(`${nodeRed.url}/dashboard/cameras`);
     await page.getByText('No printers yet.').waitFor({ timeout: 30_000 });
