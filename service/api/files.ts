@@ -299,7 +299,11 @@ export function fileRoutes({ files, fleet, store, previews }: ServiceContext): A
         const f = await files.localCopy(params.file_id);
         await new Promise<void>((resolve, reject) =>
           res.download(f.local_path, f.filename, { dotfiles: 'allow' }, (err) => (err && !res.headersSent ? reject(err) : resolve())),
-        );
+        ).catch(async (err) => {
+          // Deleted between the check above and the open: answered as if it had been gone before (404 or 409).
+          await files.localCopy(params.file_id);
+          throw err;
+        });
       },
     }),
     defineRoute({

@@ -1,12 +1,13 @@
 /**
  * File requests that race each other. A download is one task per file ("a second request joins the running
  * one"): two starts in the same instant must not run two transfers of one file from the printer, each writing
- * and renaming its own copy. Real PrusaLink simulator over HTTP.
+ * and renaming its own copy; a file deleted while its bytes are being fetched is answered as a file that is gone.
+ * Real PrusaLink simulator over HTTP.
  */
 import { driverFactory } from '../../service/printers/drivers';
 import { PrusaSimulator } from '../../service/simulators/prusa/simulator';
 import { until } from '../helpers/farm';
-import { startService, type Harness } from '../helpers/service';
+import { expectError, startService, uploadFile, type Harness } from '../helpers/service';
 
 describe('files: requests racing each other', () => {
   let sim: PrusaSimulator;
@@ -61,5 +62,29 @@ describe('files: requests racing each other', () => {
     await expect(start).rejects.toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE' });
     expect(downloads.status(listed.id)).toBeUndefined();
     expect((await files.get(listed.id))?.status).toBe('available');
+  });
+
+  test('a local file deleted while its bytes are being fetched: 404 FILE_NOT_FOUND, not the file server\'s bare 404 BAD_REQUEST', async () => {
+    const id = await uploadFile(h.base, 'Gone.gcode', Buffer.from('; a tiny print\nG28\n'));
+    const files = h.service.context.store.files;
+    const update = files.update.bind(files);
+    let entered!: () => void;
+    const reached = new Promise<void>((resolve) => (entered = resolve));
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    // The fetch has found the copy and marks it accessed; it waits there while the file is deleted.
+    files.update = async (fileId, patch) => {
+      if (patch.last_accessed !== undefined) {
+        files.update = update;
+        entered();
+        await gate;
+      }
+      return update(fileId, patch);
+    };
+    const fetching = h.get(`/api/v1/files/${id}/content`);
+    await reached;
+    expect((await h.del(`/api/v1/files/${id}`)).status).toBe(200);
+    open();
+    expectError(await fetching, 404, 'FILE_NOT_FOUND');
   });
 });
