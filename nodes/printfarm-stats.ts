@@ -61,8 +61,11 @@ export = function (RED: NodeAPI) {
       const client = await clientOf(server!);
       const payload = printerId ? await client.statistics.printer(printerId, filter) : await client.statistics.overview(filter);
       shown = true;
-      const jobs = (payload as { jobs: { total_jobs: number; success_rate: number } }).jobs;
-      node.status({ fill: 'green', shape: 'dot', text: t('printfarm-stats.status.updated', { jobs: jobs.total_jobs, rate: jobs.success_rate }) });
+      const jobs = (payload as { jobs: { total_jobs: number; success_rate: number; completed_jobs?: number; failed_jobs?: number } }).jobs;
+      // The service's success rate is 0 while nothing has finished: "0 % ok" would read as all failed.
+      const finished = (jobs.completed_jobs ?? 0) + (jobs.failed_jobs ?? 0);
+      const text = finished ? t('printfarm-stats.status.updated', { jobs: jobs.total_jobs, rate: jobs.success_rate }) : t('printfarm-stats.status.none-finished', { jobs: jobs.total_jobs });
+      node.status({ fill: 'green', shape: 'dot', text });
       return { ...msg, topic: printerId || 'overview', payload };
     };
 

@@ -112,6 +112,8 @@ describe('flows/farm.json in Node-RED', () => {
     const watch = collect(helper.getNode('watch'));
     helper.getNode('pf-i-stats').receive({});
     expect(await watch.next()).toMatchObject({ topic: 'overview', payload: { period: 'day', printers: { total_active: 0 } } });
+    // Nothing finished: no "0 % ok", which would read as every print failed.
+    expect(statusOf(helper.getNode('pf-stats')).text).toBe('0 jobs, none finished');
   });
 });
 

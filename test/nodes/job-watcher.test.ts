@@ -88,7 +88,8 @@ describe('job-watcher and stats nodes', () => {
     helper.getNode('st').receive({ _id: 'a' });
     const overview = await out.next((m) => m._id === 'a');
     expect(overview).toMatchObject({ topic: 'overview', payload: { period: 'week', printers: { total_active: 1 }, jobs: { total_jobs: expect.any(Number) } } });
-    expect(statusOf(helper.getNode('st')).text).toMatch(/^\d+ jobs, [\d.]+ % ok$/);
+    const { completed_jobs: completed, failed_jobs: failed } = overview.payload.jobs;
+    expect(statusOf(helper.getNode('st')).text).toMatch(completed + failed ? /^\d+ jobs, [\d.]+ % ok$/ : /^\d+ jobs, none finished$/);
 
     helper.getNode('st').receive({ _id: 'b', printer_id: printer().id, period: 'month' });
     expect(await out.next((m) => m._id === 'b')).toMatchObject({ topic: printer().id, payload: { printer_id: printer().id, period: 'month', uptime: expect.any(Object) } });
