@@ -148,8 +148,9 @@ export class AmsSync {
     }
     // (Re)loaded: the AMS's figure is the best there is; an archived spool in a tray is in use again.
     const displaced = await this.store.spools.assign(spool.id, { printer_id: printerId, slot: m.slot }, { archived: false, ...(reported !== null ? { remaining_weight_g: reported } : {}) }, now);
-    // Deleted since it was read: the sync fails and is retried (a new spool is then made from the tag).
-    if (displaced === false) throw new Error(`spool ${spool.id} was deleted while it was being loaded`);
+    // The spool deleted (or the printer removed) since they were read: the sync fails and is retried (a new spool
+    // is then made from the tag; a removed printer's sync stops at its first check).
+    if (displaced === false) throw new Error(`spool ${spool.id} or printer "${printerId}" went away while the spool was being loaded`);
     await this.spools.reloadSlots();
     if (displaced !== null) await this.spools.announce(displaced, 'unassigned');
     await this.spools.announce(spool.id, 'assigned');

@@ -187,8 +187,12 @@ export class SpoolService {
     const archived = () => conflict('SPOOL_ARCHIVED', `Spool ${spoolId} is archived; unarchive it before loading it`, { spool_id: spoolId });
     if ((await this.require(spoolId)).archived) throw archived();
     const displaced = await this.store.spools.assign(spoolId, at, {}, nowIso());
-    // Archived or deleted since it was read: the store loaded nothing; say which, as if it had been so before.
-    if (displaced === false) throw (await this.require(spoolId)).archived ? archived() : new Error(`spool ${spoolId} could not be loaded`);
+    // The printer removed, or the spool archived or deleted, since they were read: the store loaded nothing; say
+    // which, as if it had been so before.
+    if (displaced === false) {
+      await this.requirePrinter(at.printer_id);
+      throw (await this.require(spoolId)).archived ? archived() : new Error(`spool ${spoolId} could not be loaded`);
+    }
     await this.reloadSlots();
     if (displaced !== null) await this.announce(displaced, 'unassigned');
     return this.announce(spoolId, 'assigned');

@@ -3,6 +3,7 @@
  * holds by the write must not leave two spools claiming one RFID tag (500 instead of 409), an archived spool in a
  * slot, or a spool deleted while it was being loaded. The window is held open by pausing the store at the write.
  */
+import { until } from '../helpers/farm';
 import { bambu, expectError, startService, type Harness } from '../helpers/service';
 
 type Gate = { entered: Promise<void>; open(): void };
@@ -85,5 +86,21 @@ describe('spools: requests racing each other', () => {
     read.open();
     expectError(await deleting, 409, 'SPOOL_ASSIGNED');
     expect((await h.get(`/api/v1/spools/${spool.id}`)).body).toMatchObject({ printer_id: 'x1c-s1', slot: 2 });
+  });
+
+  test('a spool put in a slot of a printer being deleted: 404, and the spool is in no slot', async () => {
+    const spool = (await h.post('/api/v1/spools', { material: 'PLA' })).body;
+    // A spool already loaded there: its leaving the slot shows the removal's clean-up has run.
+    const loaded = (await h.post('/api/v1/spools', { material: 'PETG' })).body;
+    expect((await h.put('/api/v1/printers/x1c-s1/slots/0', { spool_id: loaded.id })).status).toBe(200);
+    // The assignment has read the printer (there) and waits before it reads the spool and writes.
+    const read = pause(h.service.context.store.printers, 'get');
+    const assigning = h.put('/api/v1/printers/x1c-s1/slots/3', { spool_id: spool.id });
+    await read.entered;
+    expect((await h.del('/api/v1/printers/x1c-s1')).status).toBe(200);
+    await until(async () => (await h.get(`/api/v1/spools/${loaded.id}`)).body.printer_id === null, 'the removed printer\'s spools taken out');
+    read.open();
+    expectError(await assigning, 404, 'PRINTER_NOT_FOUND');
+    expect((await h.get(`/api/v1/spools/${spool.id}`)).body).toMatchObject({ printer_id: null, slot: null });
   });
 });

@@ -112,13 +112,18 @@ export class SpoolsRepository {
 
   /**
    * Puts a spool in a slot; the spool that was there is taken out. Returns the id of that displaced spool, or false
-   * when nothing changed because the spool is gone or archived (unless the patch unarchives it): checked in the
-   * same transaction, so a spool archived or deleted since the caller read it is not loaded.
+   * when nothing changed because the printer or the spool is gone or the spool archived (unless the patch unarchives
+   * it): checked in the same transaction, so what was removed or archived since the caller read it is not loaded.
    */
   async assign(spoolId: number, at: SlotRef, patch: SpoolPatch, now: string): Promise<number | null | false> {
+    const postgres = dialectOf(this.db) === 'postgres';
     return this.db.transaction().execute(async (trx) => {
+      // PostgreSQL: a removal of the printer waits for this load to commit, then takes the spool out with the others.
+      let printer = trx.selectFrom('printers').select('id').where('id', '=', at.printer_id);
+      if (postgres) printer = printer.forShare();
+      if (!(await printer.executeTakeFirst())) return false;
       let spool = trx.selectFrom('spools').select('archived').where('id', '=', spoolId);
-      if (dialectOf(this.db) === 'postgres') spool = spool.forUpdate();
+      if (postgres) spool = spool.forUpdate();
       const found = await spool.executeTakeFirst();
       if (!found || (Number(found.archived) === 1 && patch.archived !== false)) return false;
       const previous = await trx.selectFrom('spools').select('id').where('printer_id', '=', at.printer_id).where('slot', '=', at.slot).executeTakeFirst();
