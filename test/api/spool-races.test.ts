@@ -3,6 +3,7 @@
  * holds by the write must not leave two spools claiming one RFID tag (500 instead of 409), an archived spool in a
  * slot, or a spool deleted while it was being loaded. The window is held open by pausing the store at the write.
  */
+import { describeDialects } from '../helpers/dialects';
 import { until } from '../helpers/farm';
 import { bambu, expectError, startService, type Harness } from '../helpers/service';
 
@@ -29,10 +30,10 @@ function pause<T extends object, K extends keyof T>(target: T, method: K, count 
   return { entered: reached, open };
 }
 
-describe('spools: requests racing each other', () => {
+describeDialects('spools: requests racing each other', (db) => {
   let h: Harness;
   beforeEach(async () => {
-    h = await startService();
+    h = await startService(await db.options());
     expect((await h.post('/api/v1/printers', bambu('x1c-s1'))).status).toBe(201);
   });
   afterEach(() => h.close());
