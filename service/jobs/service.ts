@@ -10,11 +10,15 @@ import { ACTIVE_JOB_STATUSES, type CreateJobInput, type JobDetailView, type JobL
 import type { SettingsService } from '../settings';
 import { calendarDate, dayStart, nowIso, rangeEnd, rangeStart } from '../util/time';
 import { paginationOf } from '../util/pagination';
+import { KeyedSerial } from '../util/keyed-serial';
 
 /** Stops the job's print on its printer (not another print it runs now); supplied by the printer connections once they exist. */
 export type StopPrint = (job: JobRecord) => Promise<void>;
 
 export class JobService {
+  /** One change of a job at a time: a change merges into what the previous one stored, not into what both read. */
+  private readonly edits = new KeyedSerial();
+
   constructor(
     private readonly store: Store,
     private readonly settings: SettingsService,
@@ -98,20 +102,24 @@ export class JobService {
     return jobDetailView(job);
   }
 
-  async update(id: number, input: UpdateJobInput) {
-    const job = await this.require(id);
-    const now = nowIso();
-    const patch: JobPatch = { ...input, updated_at: now };
-    if (input.quality_metrics) patch.quality_metrics = { ...(job.quality_metrics ?? {}), ...input.quality_metrics };
-    if (input.customer_info) patch.customer_info = withAutoCreation(input.customer_info, job.customer_info);
-    await this.store.jobs.update(id, patch);
-    this.publish({ ...job, ...patch } as JobRecord, 'updated');
-    return { id, message: 'Job updated', updated_at: now };
+  update(id: number, input: UpdateJobInput) {
+    return this.edits.run(String(id), async () => {
+      const job = await this.require(id);
+      const now = nowIso();
+      const patch: JobPatch = { ...input, updated_at: now };
+      if (input.quality_metrics) patch.quality_metrics = { ...(job.quality_metrics ?? {}), ...input.quality_metrics };
+      if (input.customer_info) patch.customer_info = withAutoCreation(input.customer_info, job.customer_info);
+      // Deleted since it was read: not announced as changed after its removal.
+      if (!(await this.store.jobs.update(id, patch))) throw this.gone(id);
+      this.publish({ ...job, ...patch } as JobRecord, 'updated');
+      return { id, message: 'Job updated', updated_at: now };
+    });
   }
 
   async remove(id: number) {
     const job = await this.require(id);
-    await this.store.jobs.delete(id);
+    // Deleted by another request since it was read: that one announced it.
+    if (!(await this.store.jobs.delete(id))) throw this.gone(id);
     const now = nowIso();
     this.publish(job, 'deleted');
     return { id, message: 'Job deleted', deleted_at: now };
@@ -146,8 +154,12 @@ export class JobService {
 
   private async require(id: number): Promise<JobRecord> {
     const job = await this.store.jobs.get(id);
-    if (!job) throw notFound('JOB_NOT_FOUND', `Job ${id} not found`, { job_id: id });
+    if (!job) throw this.gone(id);
     return job;
+  }
+
+  private gone(id: number) {
+    return notFound('JOB_NOT_FOUND', `Job ${id} not found`, { job_id: id });
   }
 
   private publish(job: JobRecord, change: JobUpdateEvent['change']): void {
