@@ -112,7 +112,8 @@ function pointer(...parts: string[]): string {
 }
 
 /** What differs between an answer and the document, or null. */
-function mismatch(checker: Checker, method: string, urlPath: string, status: number, contentType: string, body: unknown): string | null {
+function mismatch(checker: Checker, { method: verb, urlPath, status, contentType, body }: Answer): string | null {
+  const method = verb.toLowerCase();
   const pathname = new URL(urlPath, 'http://x').pathname;
   const route = checker.routes.find((r) => r.pattern.test(pathname) && checker.doc.paths[r.template][method]);
   // Routes the document does not have answer 404 from the unknown-route handler: nothing to hold them to.
@@ -137,35 +138,29 @@ function mismatch(checker: Checker, method: string, urlPath: string, status: num
     .join('; ');
 }
 
+/** One answer of a service, as a request helper got it. */
+export interface Answer {
+  method: string;
+  urlPath: string;
+  status: number;
+  contentType: string;
+  body: unknown;
+}
+
 /** What differs between one answer of `base` and its OpenAPI document, or null (also when `base` serves none). */
-export async function differenceFromOpenApi(
-  base: string,
-  method: string,
-  urlPath: string,
-  status: number,
-  contentType: string,
-  body: unknown,
-  source: OpenApiSource = FARM_SERVICE,
-): Promise<string | null> {
-  if (!urlPath.startsWith(source.prefix) || urlPath.startsWith(source.docPath)) return null;
+export async function differenceFromOpenApi(base: string, answer: Answer, source: OpenApiSource = FARM_SERVICE): Promise<string | null> {
+  if (!answer.urlPath.startsWith(source.prefix) || answer.urlPath.startsWith(source.docPath)) return null;
   let checker = checkers.get(base);
   if (!checker) checkers.set(base, (checker = load(base, source)));
   const found = await checker;
-  return found && mismatch(found, method.toLowerCase(), urlPath, status, contentType, body);
+  return found && mismatch(found, answer);
 }
 
 /** Checks one answer of `base` against its OpenAPI document (when `base` serves one). Throws on a mismatch. */
-export async function checkAgainstOpenApi(
-  base: string,
-  method: string,
-  urlPath: string,
-  status: number,
-  contentType: string,
-  body: unknown,
-  source: OpenApiSource = FARM_SERVICE,
-): Promise<void> {
-  const what = await differenceFromOpenApi(base, method, urlPath, status, contentType, body, source);
+export async function checkAgainstOpenApi(base: string, answer: Answer, source: OpenApiSource = FARM_SERVICE): Promise<void> {
+  const what = await differenceFromOpenApi(base, answer, source);
   if (!what) return;
+  const { method, urlPath, status } = answer;
   const record = process.env.PRINTFARM_OPENAPI_RECORD;
   if (record) {
     fs.appendFileSync(record, `${JSON.stringify({ test: expect.getState().testPath, method, urlPath, status, what })}\n`);

@@ -56,7 +56,7 @@ export async function jsonRequest(base: string, method: string, urlPath: string,
   } catch {
     parsed = undefined;
   }
-  await checkAgainstOpenApi(base, method, urlPath, res.status, res.headers.get('content-type') ?? '', parsed);
+  await checkAgainstOpenApi(base, { method, urlPath, status: res.status, contentType: res.headers.get('content-type') ?? '', body: parsed });
   return { status: res.status, headers: res.headers, body: parsed, text };
 }
 

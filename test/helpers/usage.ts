@@ -144,7 +144,7 @@ export async function startAggregator(options: Partial<AggregatorOptions> = {}):
     // Every answer is held to the aggregator's own OpenAPI document (openapi-conformance.ts).
     call: async (method, path, body, apiKey = needsAdmin(path) ? ADMIN_KEY : API_KEY) => {
       const reply = await httpsJson(base + path, { method, body, ca, headers: apiKey === null ? {} : { 'x-api-key': apiKey } });
-      await checkAgainstOpenApi(base, method, path, reply.status, String(reply.headers['content-type'] ?? ''), reply.body, aggregatorDocument(ca));
+      await checkAgainstOpenApi(base, { method, urlPath: path, status: reply.status, contentType: String(reply.headers['content-type'] ?? ''), body: reply.body }, aggregatorDocument(ca));
       return reply;
     },
     async close() {

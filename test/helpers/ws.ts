@@ -18,7 +18,7 @@ function checkFrame(base: string, frame: Frame): Promise<string | null> {
   if (!resource || !frame.data || typeof frame.data !== 'object') return Promise.resolve(null);
   const data = Object.fromEntries(Object.entries(frame.data).filter(([k]) => !resource.adds.includes(k)));
   const path = resource.path(frame.data);
-  return differenceFromOpenApi(base, 'GET', path, 200, 'application/json', data).then((what) => what && `${frame.type} frame (as GET ${path}): ${what}`);
+  return differenceFromOpenApi(base, { method: 'GET', urlPath: path, status: 200, contentType: 'application/json', body: data }).then((what) => what && `${frame.type} frame (as GET ${path}): ${what}`);
 }
 
 export interface Frame {
