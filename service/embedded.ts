@@ -14,6 +14,8 @@ const DEMO_QUEUE_NAME = 'Demo bracket';
 const DEMO_REST_MS = 65_000;
 /** A simulator that is free: PrusaLink/Bambu words, and Klipper's print_stats words (standby, complete, cancelled). */
 const FREE = /^(idle|finished|stopped|failed|ready|standby|complete|cancelled)$/i;
+/** The printer the demo's queue is sliced for: the farm's second Bambu printer. */
+const demoQueuePrinter = (farm: SimulatedFarm) => farm.printers.filter((p) => p.printer.type === 'bambu_lab')[1];
 
 /**
  * The demo's queue: two copies of a file sliced for the farm's idle Bambu printer. The first starts there at
@@ -24,7 +26,7 @@ async function queueDemoCopies(service: Service, farm: SimulatedFarm): Promise<v
   const { queue, files, store } = service.context;
   const open = await store.queue.itemsIn(['queued', 'printing', 'held']);
   if (open.some((i) => i.name === DEMO_QUEUE_NAME)) return;
-  const target = farm.printers.filter((p) => p.printer.type === 'bambu_lab')[1];
+  const target = demoQueuePrinter(farm);
   if (!target) return;
   const model = typeof target.printer.model === 'string' ? target.printer.model : 'P1S';
   const fileId = await files.storeUpload(`Bracket_${model.replace(/\s+/g, '_')}.gcode.3mf`, Readable.from([bambu3mf({ model })]));
@@ -36,6 +38,8 @@ export interface EmbeddedOptions extends ServiceOptions {
   demo?: boolean | FarmOptions;
   /** Demo: how often an idle simulated printer may start the next print, in ms (20 s; 0: never). */
   demoRestartMs?: number;
+  /** Demo: how long a printer rests after it was last seen printing (DEMO_REST_MS; tests shorten it). */
+  demoRestMs?: number;
 }
 
 export interface EmbeddedService {
@@ -57,14 +61,14 @@ export interface EmbeddedService {
  * with this one and their prints go on: the job tracker re-attaches to them).
  */
 export async function startEmbedded(options: EmbeddedOptions = {}, adoptFarm?: SimulatedFarm | null): Promise<EmbeddedService> {
-  const { demo, demoRestartMs, ...serviceOptions } = options;
+  const { demo, demoRestartMs, demoRestMs, ...serviceOptions } = options;
   const service = await createService(serviceOptions);
   let farm: SimulatedFarm | null = null;
   try {
     if (demo && adoptFarm) {
       await registerFarm(service, adoptFarm);
       farm = adoptFarm;
-    } else if (demo) farm = await startDemoFarm(service, demo === true ? {} : demo, demoRestartMs ?? 20_000);
+    } else if (demo) farm = await startDemoFarm(service, demo === true ? {} : demo, demoRestartMs ?? 20_000, demoRestMs);
   } catch (err) {
     await service.close();
     throw err;
@@ -109,7 +113,7 @@ async function registerFarm(service: Service, farm: SimulatedFarm): Promise<void
  * may start the next print. Used by
  * `printfarm serve --demo` and the config node's demo mode.
  */
-export async function startDemoFarm(service: Service, options: FarmOptions, restartMs: number): Promise<SimulatedFarm> {
+export async function startDemoFarm(service: Service, options: FarmOptions, restartMs: number, restMs = DEMO_REST_MS): Promise<SimulatedFarm> {
   // The Bambu printers announce themselves to the service like real ones do on the LAN (GET /discovery lists them).
   const announce = service.context.discovery.ssdpPort ?? undefined;
   const farm = await startFarm({ bambu: 3, prusa: 2, klipper: 1, speed: 20, announce, ...options });
@@ -123,13 +127,21 @@ export async function startDemoFarm(service: Service, options: FarmOptions, rest
   // When each printer was last seen busy (or started here). The job tracker makes at most one new job per
   // printer a minute and warns about the rest, so a printer rests that long before the demo starts it again.
   const lastBusy = new Map<string, number>();
+  const queueTarget = demoQueuePrinter(farm)?.printer.id;
   const startSomething = async ({ printer, control_url }: SimulatedFarm['printers'][number]) => {
     const state = (await (await fetch(`${control_url}/state`)).json()) as { status: string; files: string[] };
     if (!FREE.test(state.status)) {
       lastBusy.set(printer.id, Date.now());
       return;
     }
-    if (Date.now() - (lastBusy.get(printer.id) ?? -Infinity) < DEMO_REST_MS) return;
+    if (Date.now() - (lastBusy.get(printer.id) ?? -Infinity) < restMs) return;
+    // Like a person at the printer: take the last print off the plate, then start. The queue's printer is
+    // left waiting for "Plate cleared" (what the demo queue shows); a print on a fouled plate would show
+    // "Plate needs clearing" on a printing card.
+    if ((await service.context.store.printers.get(printer.id))?.plate_state === 'needs_clearing') {
+      if (printer.id === queueTarget) return;
+      await service.context.dispatcher.plateCleared(printer.id);
+    }
     lastBusy.set(printer.id, Date.now());
     const printable = printer.type === 'bambu_lab' ? /\.3mf$/i : printer.type === 'klipper' ? /\.gcode$/i : /\.bgcode$/i;
     const file = state.files.find((f) => printable.test(f)) ?? state.files[0];

@@ -79,4 +79,38 @@ describe('demo printers kept busy', () => {
     expect((await simState(first.control_url)).status).not.toMatch(/running|printing|prepare/i);
     expect(logs.filter((l) => /did not become a job/.test(l.msg ?? ''))).toEqual([]);
   }, 60_000);
+
+  // A printing card that says "Plate needs clearing" (with its button) made the demo look broken.
+  test('a printer started again has its plate cleared first, as a person would; the queue\'s printer waits for its plate', async () => {
+    await demo?.close();
+    demo = await startEmbedded({
+      ...queueServiceOptions,
+      host: '127.0.0.1',
+      port: 0,
+      dataDir: tempDir(),
+      env: {},
+      logStream: new Writable({ write: (_c, _e, cb) => cb() }),
+      updateCheckUrl: 'http://127.0.0.1:9/unreachable',
+      demo: true,
+      demoRestartMs: 50,
+      demoRestMs: 0,
+    });
+    const api = demo.url.replace('localhost', '127.0.0.1');
+    const printer = async (id: string) => (await jsonRequest(api, 'GET', `/api/v1/printers/${id}`)).body as { status: string; plate_state: string };
+    const first = demo.farm!.printers[0];
+    await until(async () => (await printer(first.printer.id)).status === 'printing', 'the first demo printer printing', 20_000);
+    await control(first.control_url, 'finish');
+    await until(async () => (await printer(first.printer.id)).plate_state === 'needs_clearing', 'its plate to need clearing', 20_000);
+    await until(async () => (await printer(first.printer.id)).status === 'printing', 'the demo to start it again', 20_000);
+    expect((await printer(first.printer.id)).plate_state).toBe('clear');
+
+    // The queue's printer (the second Bambu) finishes its copy and keeps its plate for "Plate cleared".
+    const target = demo.farm!.printers.filter((p) => p.printer.type === 'bambu_lab')[1];
+    await until(async () => (await printer(target.printer.id)).status === 'printing', 'the queue\'s printer printing', 20_000);
+    await control(target.control_url, 'finish');
+    await until(async () => (await printer(target.printer.id)).plate_state === 'needs_clearing', 'the queue printer\'s plate to need clearing', 20_000);
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(await printer(target.printer.id)).toMatchObject({ plate_state: 'needs_clearing' });
+    expect((await printer(target.printer.id)).status).not.toBe('printing');
+  }, 90_000);
 });
