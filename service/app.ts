@@ -317,6 +317,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       await fleet.close();
       await dispatcher.close();
       await plates.idle();
+      plates.close();
       await files.close();
       await tracker.idle();
       tracker.close();

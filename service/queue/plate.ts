@@ -20,13 +20,21 @@ export class PlateTracker {
   private readonly lastState = new Map<string, MachineState>();
   private readonly plates = new Map<string, PlateState>();
   private writes: Promise<unknown> = Promise.resolve();
+  private readonly stopListening: () => void;
 
   constructor(
     private readonly store: Store,
     private readonly fleet: Fleet,
     private readonly bus: EventBus,
     private readonly log: Logger,
-  ) {}
+  ) {
+    // A removed printer's plate goes with its record: one added again under its id starts as its new record says.
+    this.stopListening = bus.on('printer_status', (e) => {
+      if (e.change !== 'deleted') return;
+      this.plates.delete(e.printer_id);
+      this.lastState.delete(e.printer_id);
+    }, { telemetry: false });
+  }
 
   /** Loads every printer's stored plate state (at start). */
   async load(): Promise<void> {
@@ -61,6 +69,11 @@ export class PlateTracker {
   /** Waits for the stored state to catch up (tests, shutdown). */
   async idle(): Promise<void> {
     await this.writes;
+  }
+
+  /** Stops following printer removals (shutdown). */
+  close(): void {
+    this.stopListening();
   }
 
   private set(printerId: string, plate: PlateState): void {

@@ -3,10 +3,13 @@
  * awaits (the old driver's close) before it starts the new driver: a removal that lands in that wait must not
  * leave a driver running for a printer that no longer exists (connected to the printer for ever, its reports in
  * the live status and on /ws). The wait is held open by pausing that read; the printers are real simulators.
+ * A printer removed and added again under its id starts afresh: nothing the service kept of the old one in memory
+ * (its fouled plate) outlives its record.
  */
-import { until } from '../helpers/farm';
+import { bambu3mf } from '../../service/simulators/seed-files';
+import { control, until } from '../helpers/farm';
 import { startService, type Harness } from '../helpers/service';
-import { addPrinters, bambuSim, queueServiceOptions, type SimPrinter } from './queue-helpers';
+import { addPrinters, bambuSim, itemUntil, queueServiceOptions, simState, upload, type SimPrinter } from './queue-helpers';
 
 /** The next read of a printer record after a printer was written answers what it read only once `open()` is called. */
 function pauseReadAfterWrite(h: Harness) {
@@ -77,5 +80,23 @@ describe('fleet: printer changes racing each other', () => {
     expect((await edit).status).toBe(200);
     expect(fleet.statusEventOf('x1c-f2')).toBeNull();
     expect(fleet.connectedPrinters()).toEqual([]);
+  });
+
+  test('a printer removed with a fouled plate and added again starts as the new record says: clear, and takes queued prints', async () => {
+    printers = [await bambuSim('x1c-f3', 'X1C #F3')];
+    h = await startService(queueServiceOptions);
+    await addPrinters(h, printers);
+    const [p] = printers;
+    await control(p.control, 'print', { file: (await simState(p)).files.find((f: string) => /\.3mf$/.test(f)) });
+    await until(async () => (await h.get('/api/v1/printers/x1c-f3')).body.status === 'printing', 'the hand-started print');
+    await control(p.control, 'finish');
+    await until(async () => (await h.get('/api/v1/printers/x1c-f3')).body.plate_state === 'needs_clearing', 'the fouled plate');
+    expect((await h.del('/api/v1/printers/x1c-f3')).status).toBe(200);
+    await addPrinters(h, printers);
+    expect((await h.get('/api/v1/printers/x1c-f3')).body.plate_state).toBe('clear');
+    const file = await upload(h, 'Again.gcode.3mf', bambu3mf({ model: 'X1C' }));
+    const { body } = await h.post('/api/v1/queue', { file_id: file });
+    const started = await itemUntil(h, body.id, (i) => i.dispatches[0]?.state === 'printing' || i.waiting_reason !== null, 'a start or a reason');
+    expect(started).toMatchObject({ waiting_reason: null, dispatches: [{ printer_id: 'x1c-f3', state: 'printing' }] });
   });
 });
