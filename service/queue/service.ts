@@ -16,6 +16,7 @@ import { nowIso } from '../util/time';
 import type { FactsCache } from './facts-cache';
 import { copyCounts, derivedStatus, itemView } from './views';
 import { paginationOf } from '../util/pagination';
+import { KeyedSerial } from '../util/keyed-serial';
 
 /** What the service needs of the dispatcher: a nudge after every change. */
 export interface DispatchTrigger {
@@ -28,6 +29,9 @@ const TERMINAL: readonly QueueItemStatus[] = ['completed', 'failed', 'cancelled'
 const OPEN: readonly QueueItemStatus[] = ['queued', 'held', 'printing'];
 
 export class QueueService {
+  /** Moves one at a time: each writes the whole order of a priority, which the next must read after it. */
+  private readonly moves = new KeyedSerial();
+
   constructor(
     private readonly store: Store,
     private readonly bus: EventBus,
@@ -166,7 +170,11 @@ export class QueueService {
    * Moves an open item within its priority: just before another item of that priority, or to a 1-based place
    * among them. The items of that priority get the positions 1, 2, ... in their new order.
    */
-  async move(id: string, to: MoveQueueItemInput): Promise<QueueItemView> {
+  move(id: string, to: MoveQueueItemInput): Promise<QueueItemView> {
+    return this.moves.run('order', () => this.moveNow(id, to));
+  }
+
+  private async moveNow(id: string, to: MoveQueueItemInput): Promise<QueueItemView> {
     const item = await this.require(id);
     if (TERMINAL.includes(item.status)) throw conflict(item, `Queue item "${id}" is ${item.status} and has no place in the queue`);
     const group = (await this.store.queue.itemsIn(OPEN)).filter((i) => i.priority === item.priority && i.id !== id);
