@@ -163,12 +163,14 @@ export class PrinterRegistry {
     if (input.is_active === false) Object.assign(patch, { status: 'offline', connection_status: 'disconnected', status_message: 'deactivated' });
     const linkChanged = CONNECTION_FIELDS.some((k) => input[k] !== undefined && input[k] !== current[k]);
     const reconnect = (input.is_active === true && !current.is_active) || (current.is_active && input.is_active !== false && linkChanged);
-    if (reconnect) Object.assign(patch, { status: 'configuring', connection_status: 'testing', status_message: null });
     // Removed since it was read: nothing is recorded or announced for a printer that no longer exists.
     if (!(await this.store.printers.update(id, patch))) throw this.gone(id);
+    // "Testing" only while still active: a deactivation since the read above must not leave it configuring for ever.
+    const testing = { status: 'configuring', connection_status: 'testing', status_message: null } as const;
+    if (reconnect && (await this.store.printers.updateWhileActive(id, testing))) Object.assign(patch, testing);
     // (De)activation and reconnects change the status: the status history keeps uptime right.
     if (patch.status !== undefined && patch.connection_status !== undefined) await this.store.statusHistory.record(id, patch.status, patch.connection_status, now);
-    this.publish({ ...current, ...patch } as PrinterRecord, 'updated');
+    this.publish((await this.store.printers.get(id)) ?? ({ ...current, ...patch } as PrinterRecord), 'updated');
     await this.fleet.sync(id);
     return { id, message: 'Printer updated', updated_at: now };
   }

@@ -93,4 +93,16 @@ describe('printers: changes racing each other', () => {
     read.open();
     expectError(await first, 404, 'PRINTER_NOT_FOUND');
   });
+
+  test('a printer deactivated while its address is being changed stays offline, not "configuring" for ever', async () => {
+    expect((await h.post('/api/v1/printers', bambu('x1c-p4'))).status).toBe(201);
+    // The address change has read the printer (active) and waits before it writes.
+    const read = pauseNextRead(h);
+    const readdress = h.put('/api/v1/printers/x1c-p4', { ip_address: '192.168.1.44' });
+    await read.entered;
+    expect((await h.put('/api/v1/printers/x1c-p4', { is_active: false })).status).toBe(200);
+    read.open();
+    expect((await readdress).status).toBe(200);
+    expect((await h.get('/api/v1/printers/x1c-p4')).body).toMatchObject({ ip_address: '192.168.1.44', is_active: false, status: 'offline', connection_status: 'disconnected' });
+  });
 });

@@ -67,6 +67,12 @@ export class PrintersRepository {
     return result.numUpdatedRows > 0n;
   }
 
+  /** Changes a printer only while it is active (false when it is not, or gone). */
+  async updateWhileActive(id: string, patch: PrinterPatch): Promise<boolean> {
+    const result = await this.db.updateTable('printers').set(toRow(patch)).where('id', '=', id).where('is_active', '=', 1).executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
   /** Marks printers seen at `at`: one statement for the reports of many printers (the fleet gathers them). */
   async touchLastSeen(ids: string[], at: string): Promise<void> {
     for (let i = 0; i < ids.length; i += 500) {
