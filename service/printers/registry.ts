@@ -160,14 +160,20 @@ export class PrinterRegistry {
       if (input.camera_url !== null && isMaskedForm(input.camera_url, current.camera_url ?? null)) delete patch.camera_url;
       else patch.camera_url = input.camera_url || null;
     }
-    if (input.is_active === false) Object.assign(patch, { status: 'offline', connection_status: 'disconnected', status_message: 'deactivated' });
+    const deactivated = { status: 'offline', connection_status: 'disconnected', status_message: 'deactivated' } as const;
+    if (input.is_active === false) Object.assign(patch, deactivated);
     const linkChanged = CONNECTION_FIELDS.some((k) => input[k] !== undefined && input[k] !== current[k]);
     const reconnect = (input.is_active === true && !current.is_active) || (current.is_active && input.is_active !== false && linkChanged);
     // Removed since it was read: nothing is recorded or announced for a printer that no longer exists.
     if (!(await this.store.printers.update(id, patch))) throw this.gone(id);
     // "Testing" only while still active: a deactivation since the read above must not leave it configuring for ever.
     const testing = { status: 'configuring', connection_status: 'testing', status_message: null } as const;
-    if (reconnect && (await this.store.printers.updateWhileActive(id, testing))) Object.assign(patch, testing);
+    if (reconnect && (await this.store.printers.updateWhile(true, id, testing))) Object.assign(patch, testing);
+    if (input.is_active === false) {
+      // The driver stops first: a status it was storing as it went ("connected") lands before "deactivated", not after.
+      await this.fleet.sync(id);
+      await this.store.printers.updateWhile(false, id, deactivated);
+    }
     // (De)activation and reconnects change the status: the status history keeps uptime right.
     if (patch.status !== undefined && patch.connection_status !== undefined) await this.store.statusHistory.record(id, patch.status, patch.connection_status, now);
     this.publish((await this.store.printers.get(id)) ?? ({ ...current, ...patch } as PrinterRecord), 'updated');

@@ -99,4 +99,31 @@ describe('fleet: printer changes racing each other', () => {
     const started = await itemUntil(h, body.id, (i) => i.dispatches[0]?.state === 'printing' || i.waiting_reason !== null, 'a start or a reason');
     expect(started).toMatchObject({ waiting_reason: null, dispatches: [{ printer_id: 'x1c-f3', state: 'printing' }] });
   });
+
+  test('a printer deactivated while its driver reports it connected ends offline, not online', async () => {
+    printers = [await bambuSim('x1c-f4', 'X1C #F4')];
+    h = await startService(queueServiceOptions);
+    const store = h.service.context.store.printers;
+    const update = store.update.bind(store);
+    let connected!: () => void;
+    const reached = new Promise<void>((resolve) => (connected = resolve));
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    // The driver's "connected" is being stored (held here) when the deactivation comes.
+    store.update = async (id, patch) => {
+      if (patch.connection_status === 'connected') {
+        store.update = update;
+        connected();
+        await gate;
+      }
+      return update(id, patch);
+    };
+    expect((await h.post('/api/v1/printers', printers[0].body)).status).toBe(201);
+    await reached;
+    const deactivating = h.put('/api/v1/printers/x1c-f4', { is_active: false });
+    await until(async () => (await h.get('/api/v1/printers/x1c-f4')).body.is_active === false, 'the deactivation stored');
+    open();
+    expect((await deactivating).status).toBe(200);
+    expect((await h.get('/api/v1/printers/x1c-f4')).body).toMatchObject({ is_active: false, status: 'offline', connection_status: 'disconnected' });
+  });
 });

@@ -67,9 +67,9 @@ export class PrintersRepository {
     return result.numUpdatedRows > 0n;
   }
 
-  /** Changes a printer only while it is active (false when it is not, or gone). */
-  async updateWhileActive(id: string, patch: PrinterPatch): Promise<boolean> {
-    const result = await this.db.updateTable('printers').set(toRow(patch)).where('id', '=', id).where('is_active', '=', 1).executeTakeFirst();
+  /** Changes a printer only while it is (in)active as `active` says (false when it is not, or gone). */
+  async updateWhile(active: boolean, id: string, patch: PrinterPatch): Promise<boolean> {
+    const result = await this.db.updateTable('printers').set(toRow(patch)).where('id', '=', id).where('is_active', '=', active ? 1 : 0).executeTakeFirst();
     return result.numUpdatedRows > 0n;
   }
 
