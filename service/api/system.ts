@@ -1,11 +1,20 @@
 import { z } from 'zod';
 import type { ServiceContext } from '../context';
 import { ffmpegHealth } from '../cameras/ffmpeg';
-import { Health, SystemInfo, UpdateCheck } from '../schemas/system';
+import { ApiIndex, Health, SystemInfo, UpdateCheck } from '../schemas/system';
 import { defineRoute, Reply, type AnyRoute } from '../http/route';
 
 export function systemRoutes(ctx: ServiceContext): AnyRoute[] {
   return [
+    defineRoute({
+      method: 'get',
+      // The API's own address, which the startup banner prints: it says where to go from there.
+      path: '',
+      tag: 'System',
+      summary: 'Where the documentation, health check and real-time channel are',
+      response: ApiIndex,
+      handler: () => ({ name: 'Printfarm API', version: ctx.version, openapi: '/api/v1/openapi.json', docs: '/docs', redoc: '/redoc', health: '/api/v1/health', websocket: '/ws' }),
+    }),
     defineRoute({
       method: 'get',
       path: '/health',

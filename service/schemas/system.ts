@@ -49,3 +49,14 @@ export const UpdateCheck = z.object({
   release_url: z.string(),
   checked_at: timestamp.meta({ description: 'When the update source was last asked' }),
 });
+
+/** GET /api/v1: where a newcomer (or a client) finds its way from the API's address. */
+export const ApiIndex = z.object({
+  name: z.string(),
+  version: z.string(),
+  openapi: z.string().meta({ description: 'The OpenAPI 3.1 document of this API' }),
+  docs: z.string().meta({ description: 'Swagger UI' }),
+  redoc: z.string().meta({ description: 'ReDoc' }),
+  health: z.string(),
+  websocket: z.string().meta({ description: 'The real-time channel (a plain WebSocket)' }),
+});

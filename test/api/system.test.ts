@@ -59,6 +59,16 @@ describeDialects('health and system info', (db) => {
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
   });
 
+  test('GET /api/v1 (the address the startup banner prints) says where the documents, the health check and /ws are, and each answers', async () => {
+    for (const at of ['/api/v1', '/api/v1/']) {
+      const index = await h.get(at);
+      expect(index.status).toBe(200);
+      expect(index.body).toEqual({ name: 'Printfarm API', version: expect.any(String), openapi: '/api/v1/openapi.json', docs: '/docs', redoc: '/redoc', health: '/api/v1/health', websocket: '/ws' });
+    }
+    const { body } = await h.get('/api/v1');
+    for (const link of [body.openapi, body.docs, body.redoc, body.health]) expect((await fetch(h.base + link)).status).toBe(200);
+  });
+
   test('active_printers counts the active printers only', async () => {
     await h.post('/api/v1/printers', bambu('a1'));
     await h.post('/api/v1/printers', prusa('p1'));
