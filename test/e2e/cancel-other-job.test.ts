@@ -3,10 +3,9 @@
  * the print the printer is running: cancelling an older job of the same printer that still shows printing
  * (one made by hand for another file) must not stop the print that runs now.
  */
-import { driverFactory } from '../../service/printers/drivers';
 import { startFarm, type SimulatedFarm } from '../../service/simulators';
 import { startService, type Harness } from '../helpers/service';
-import { control, simState, until } from '../helpers/farm';
+import { control, quickDrivers, simState, until } from '../helpers/farm';
 
 describe('cancelling a job that is not the running print', () => {
   let farm: SimulatedFarm;
@@ -18,10 +17,7 @@ describe('cancelling a job that is not the running print', () => {
 
   test('a stale job of another file is cancelled and the print goes on; cancelling the running job stops it', async () => {
     farm = await startFarm({ bambu: 0, prusa: 1, speed: 20 });
-    h = await startService({
-      driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),
-      fleet: { watchdogMs: 1500, commandTimeoutMs: 3000, pollMs: 200, connectTimeoutMs: 4000 },
-    });
+    h = await startService(quickDrivers());
     const { printer, control_url } = farm.printers[0];
     await h.post('/api/v1/printers', printer);
     await until(async () => (await h.get(`/api/v1/printers/${printer.id}`)).body.connection_status === 'connected', 'connected');

@@ -4,10 +4,9 @@
  * (spec 2, Job file_info), only the .gcode lists it in related_jobs (spec 2, File), and POST /files/download
  * {printer_id} fetches the .gcode (spec 4.4).
  */
-import { driverFactory } from '../../service/printers/drivers';
 import { startFarm, type SimulatedFarm } from '../../service/simulators';
 import { startService, type Harness } from '../helpers/service';
-import { control, simState, until } from '../helpers/farm';
+import { control, quickDrivers, simState, until } from '../helpers/farm';
 
 interface CatalogFile {
   id: string;
@@ -27,8 +26,7 @@ describe('the printed file among variants of one name', () => {
   test('a Prusa printing the .gcode: its job and its current-job download name the .gcode, not the .bgcode', async () => {
     farm = await startFarm({ bambu: 0, prusa: 1, speed: 20 });
     h = await startService({
-      driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),
-      fleet: { watchdogMs: 1500, commandTimeoutMs: 3000, pollMs: 200, connectTimeoutMs: 4000 },
+      ...quickDrivers(),
       downloads: { attempts: 2, retryDelayMs: 100, frameIntervalMs: 50 },
     });
     const { printer, control_url } = farm.printers[0];

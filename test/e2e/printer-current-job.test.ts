@@ -2,10 +2,9 @@
  * A printer's current_job (spec 2, Printer) is the job of the print the printer runs: not a job of another
  * file that still shows printing (one made by hand), and none while a connected printer prints nothing.
  */
-import { driverFactory } from '../../service/printers/drivers';
 import { startFarm, type SimulatedFarm } from '../../service/simulators';
 import { startService, type Harness } from '../helpers/service';
-import { control, simState, until } from '../helpers/farm';
+import { control, quickDrivers, simState, until } from '../helpers/farm';
 
 describe('current_job of a printer', () => {
   let farm: SimulatedFarm;
@@ -17,10 +16,7 @@ describe('current_job of a printer', () => {
 
   test('shows the running print, not a newer job of another file; a connected idle printer has none', async () => {
     farm = await startFarm({ bambu: 0, prusa: 1, speed: 20 });
-    h = await startService({
-      driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),
-      fleet: { watchdogMs: 1500, commandTimeoutMs: 3000, pollMs: 200, connectTimeoutMs: 4000 },
-    });
+    h = await startService(quickDrivers());
     const { printer, control_url } = farm.printers[0];
     await h.post('/api/v1/printers', printer);
     await until(async () => (await h.get(`/api/v1/printers/${printer.id}`)).body.status === 'online', 'online');

@@ -2,6 +2,16 @@
  * Small tools for tests that drive the simulators: their control API, their
  * state, and waiting for a condition with a deadline (never a bare sleep).
  */
+import { driverFactory } from '../../service/printers/drivers';
+import type { ServiceOptions } from '../../service/app';
+
+/** Service options for tests with simulated printers: real drivers that reconnect and notice silence within a second or two. */
+export function quickDrivers(): Pick<ServiceOptions, 'driverFactory' | 'fleet'> {
+  return {
+    driverFactory: driverFactory({ backoffBaseMs: 100, backoffMaxMs: 1000 }),
+    fleet: { watchdogMs: 1500, commandTimeoutMs: 3000, pollMs: 200, connectTimeoutMs: 4000 },
+  };
+}
 
 /** Polls `probe` until it returns a truthy value, failing after `ms`. */
 export async function until<T>(probe: () => T | undefined | null | false | Promise<T | undefined | null | false>, what: string, ms = 10_000): Promise<T> {
