@@ -259,7 +259,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     attention,
     jobs: new JobService(store, settings, bus),
     files,
-    previews: new PreviewService(store, files, settings, dataDir),
+    previews: new PreviewService(store, files, settings),
     updates: new UpdateChecker(VERSION, config.update_check_url, config.update_check_timeout * 1000, log),
     usage,
     ideas,

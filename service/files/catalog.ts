@@ -24,6 +24,9 @@ const STATUS_ICON: Record<FileStatus, string> = { available: '☁️', downloadi
 export const MAX_UPLOAD_BYTES = 1024 * 1024 * 1024;
 const ALLOWED_UPLOADS = ['.3mf', '.gcode', '.bgcode', '.stl', '.obj', '.gco', '.g'];
 
+/** What the periodic orphan sweep leaves alone: written this recently (a download or a preview finishing now). */
+const ORPHAN_GRACE_MS = 60_000;
+
 export class FileCatalog {
   private timer: NodeJS.Timeout | null = null;
   private readonly refreshing = new Map<string, Promise<{ added: number; removed: number }>>();
@@ -54,14 +57,36 @@ export class FileCatalog {
         const removed = this.storage.sweepUnlistedUploads(await this.store.files.uploadPaths(), startedAt);
         if (removed) this.log.info({ removed }, 'removed uploads an interrupted run left without a record');
       })
-      .catch((err) => this.log.error({ err }, 'could not look for uploads left without a record'));
+      .catch((err) => this.log.error({ err }, 'could not look for uploads left without a record'))
+      .then(() => this.sweepOrphans(startedAt));
     this.fleet.onLinkUp((printerId) => {
       this.refresh(printerId).catch((err) => this.log.warn({ err: (err as Error).message, printer_id: printerId }, 'file refresh failed'));
     });
     this.timer = setInterval(() => {
       for (const id of this.fleet.connectedPrinters()) this.refresh(id).catch(() => undefined);
+      void this.sweepOrphans(Date.now() - ORPHAN_GRACE_MS);
     }, periodMs);
     this.timer.unref();
+  }
+
+  thumbnailPath(fileId: string): string {
+    return this.storage.thumbnailPath(fileId);
+  }
+
+  /**
+   * Removes the local copies and thumbnails of files whose row is gone (written before `before`): a removed
+   * printer takes its files' rows with it, a refresh drops the files gone from the printer, and neither touches
+   * the disk. Never throws.
+   */
+  async sweepOrphans(before: number): Promise<{ copies: number; thumbnails: number }> {
+    try {
+      const swept = this.storage.sweepOrphans(await this.store.files.ids(), before);
+      if (swept.copies || swept.thumbnails) this.log.info(swept, 'removed copies and thumbnails of files that are gone');
+      return swept;
+    } catch (err) {
+      this.log.error({ err }, 'could not remove copies and thumbnails of files that are gone');
+      return { copies: 0, thumbnails: 0 };
+    }
   }
 
   async close(): Promise<void> {

@@ -25,20 +25,16 @@ const FITS: Record<PreviewAction, readonly string[]> = {
 type PreviewOutcome = Awaited<ReturnType<PreviewService['make']>>;
 
 export class PreviewService {
-  private readonly dir: string;
   private readonly running = new Map<string, { result: Promise<PreviewOutcome>; abort: AbortController; waiting: number }>();
 
   constructor(
     private readonly store: Store,
     private readonly catalog: FileCatalog,
     private readonly settings: SettingsService,
-    dataDir: string,
-  ) {
-    this.dir = path.join(dataDir, 'thumbnails');
-  }
+  ) {}
 
   thumbnailPath(fileId: string): string {
-    return path.join(this.dir, `${fileId.replace(/[^A-Za-z0-9_-]/g, '_')}.png`);
+    return this.catalog.thumbnailPath(fileId);
   }
 
   /**
@@ -87,8 +83,8 @@ export class PreviewService {
       return null;
     });
     if (signal.aborted) throw new PreviewError('ABORTED', 'preview stopped: nobody waits for it any more');
-    fs.mkdirSync(this.dir, { recursive: true });
     const target = this.thumbnailPath(fileId);
+    fs.mkdirSync(path.dirname(target), { recursive: true });
     const temp = `${target}.part-${process.pid}`;
     fs.writeFileSync(temp, result.data);
     fs.renameSync(temp, target);

@@ -6,6 +6,7 @@
  * users, so every name is reduced to one safe path segment and every path is
  * checked to stay inside DATA_DIR/files. Copies of earlier versions lived at
  * files/<printer id>/<name>; `moveToLayout` brings them over at start.
+ * Thumbnails are DATA_DIR/thumbnails/<file id>.png.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -116,6 +117,46 @@ export class FileStorage {
       removed++;
     }
     return removed;
+  }
+
+  thumbnailPath(fileId: string): string {
+    return path.join(this.dataDir, 'thumbnails', `${fileId.replace(/[^A-Za-z0-9_-]/g, '_')}.png`);
+  }
+
+  /**
+   * Copies and thumbnails of files no row names any more (a printer removed with its files, a file gone from its
+   * printer, a local file deleted), last written before `before`: removed. Only the folders and names this
+   * storage gives them; what a download or a preview writes now is younger than `before` and stays.
+   */
+  sweepOrphans(fileIds: readonly string[], before: number): { copies: number; thumbnails: number } {
+    const copies = new Set(fileIds.map(safeSegment));
+    const thumbnails = new Set(fileIds.map((id) => path.basename(this.thumbnailPath(id))));
+    // Gone meanwhile (a download's temp renamed, a delete): not ours to judge.
+    const old = (p: string) => {
+      try {
+        return fs.statSync(p).mtimeMs < before;
+      } catch {
+        return false;
+      }
+    };
+    const swept = { copies: 0, thumbnails: 0 };
+    const copiesDir = this.inside(PRINTER_COPIES);
+    for (const entry of fs.existsSync(copiesDir) ? fs.readdirSync(copiesDir, { withFileTypes: true }) : []) {
+      const dir = path.join(copiesDir, entry.name);
+      if (!entry.isDirectory() || copies.has(entry.name) || !fs.readdirSync(dir).every((name) => old(path.join(dir, name)))) continue;
+      fs.rmSync(dir, { recursive: true, force: true });
+      swept.copies++;
+    }
+    const thumbnailsDir = path.dirname(this.thumbnailPath('x'));
+    for (const entry of fs.existsSync(thumbnailsDir) ? fs.readdirSync(thumbnailsDir, { withFileTypes: true }) : []) {
+      const file = path.join(thumbnailsDir, entry.name);
+      // Pictures (and the temp files of a preview cut short) whose file is gone.
+      const stem = entry.name.replace(/\.part-\d+$/, '');
+      if (!entry.isFile() || !/^[A-Za-z0-9_-]+\.png$/.test(stem) || (thumbnails.has(stem) && stem === entry.name) || !old(file)) continue;
+      fs.rmSync(file, { force: true });
+      swept.thumbnails++;
+    }
+    return swept;
   }
 
   /** Temp files left by a crash mid-transfer. */

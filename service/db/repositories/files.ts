@@ -201,6 +201,11 @@ export class FilesRepository {
     return rows as { id: string; local_path: string; checksum: string | null; status: string }[];
   }
 
+  /** Every file's id (the orphan sweep keeps what these name). */
+  async ids(): Promise<string[]> {
+    return (await this.db.selectFrom('files').select('id').execute()).map((r) => r.id);
+  }
+
   /** Where the library's uploads are (local files, no printer). */
   async uploadPaths(): Promise<string[]> {
     const rows = await this.db.selectFrom('files').select('local_path').where('printer_id', 'is', null).where('local_path', 'is not', null).execute();
