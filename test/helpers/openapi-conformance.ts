@@ -1,6 +1,6 @@
 /**
  * Holds every JSON answer the tests get from a service to the OpenAPI document that service publishes
- * (`/api/v1/openapi.json`): the status must be documented for the operation, and the body must match the
+ * (the farm's `/api/v1/openapi.json`, the aggregator's `/openapi.json`): the status must be documented for the operation, and the body must match the
  * documented schema. So the document users and generated clients read cannot drift from what the server
  * sends, in any of the thousands of requests the suite makes (the zod response schemas only type the
  * handlers: nothing checks their output at run time).
