@@ -4,6 +4,7 @@
  * update); writes go to the database first and then to memory, so a failed
  * write changes nothing.
  */
+import { isMaskedForm, maskCameraUrl } from './cameras/camera-url';
 import { DomainError } from './errors';
 import { isHttpUrl, RUNTIME_SETTINGS, runtimeDefaults, type RuntimeSettingKey, type RuntimeSettings } from './config';
 import type { SettingsRepository } from './db/repositories/settings';
@@ -44,6 +45,8 @@ export class SettingsService {
     for (const [key, def] of Object.entries(RUNTIME_SETTINGS)) {
       if ('secret' in def && def.secret && out[key as RuntimeSettingKey]) (out as Record<string, unknown>)[key] = MASK;
     }
+    // A Spoolman behind an authenticating proxy has its user and password in the URL: shown as ****.
+    out.spoolman_url = maskCameraUrl(out.spoolman_url) ?? '';
     return out;
   }
 
@@ -70,6 +73,7 @@ export class SettingsService {
     }
     // Writing back the mask shown by GET must not replace the real secret.
     const changes: Record<string, unknown> = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined && v !== MASK));
+    if (typeof changes.spoolman_url === 'string' && isMaskedForm(changes.spoolman_url, this.values.spoolman_url)) delete changes.spoolman_url;
     // A new endpoint does not get the old key (else anyone who can write settings could have it sent to them).
     if (changes.usage_stats_endpoint !== undefined && changes.usage_stats_endpoint !== this.values.usage_stats_endpoint && changes.usage_stats_api_key === undefined) {
       changes.usage_stats_api_key = '';

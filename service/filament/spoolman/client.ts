@@ -80,19 +80,40 @@ export function parseSpool(raw: unknown): SpoolmanSpool | null {
   };
 }
 
+/**
+ * A base URL's user and password as a Basic authorization header, and the URL without them: fetch refuses
+ * URLs with credentials, and its error then quoted the whole URL, password included, into logs and answers.
+ */
+export function splitCredentials(baseUrl: string): { url: string; authorization: string | null } {
+  if (!URL.canParse(baseUrl)) return { url: baseUrl, authorization: null };
+  const url = new URL(baseUrl);
+  if (!url.username && !url.password) return { url: baseUrl, authorization: null };
+  const pair = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
+  url.username = '';
+  url.password = '';
+  return { url: url.toString(), authorization: `Basic ${Buffer.from(pair).toString('base64')}` };
+}
+
 export class SpoolmanClient {
+  private readonly baseUrl: string;
+  private readonly authorization: string | null;
+
   constructor(
-    private readonly baseUrl: string,
+    baseUrl: string,
     private readonly timeoutMs = 5000,
-  ) {}
+  ) {
+    ({ url: this.baseUrl, authorization: this.authorization } = splitCredentials(baseUrl));
+  }
 
   private async request(method: 'GET' | 'PUT' | 'PATCH', path: string, body?: unknown): Promise<unknown> {
     const url = new URL(`api/v1/${path}`, this.baseUrl.endsWith('/') ? this.baseUrl : `${this.baseUrl}/`);
+    const headers: Record<string, string> = body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' };
+    if (this.authorization) headers.authorization = this.authorization;
     let res: Response;
     try {
       res = await fetch(url, {
         method,
-        headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+        headers,
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(this.timeoutMs),
         redirect: 'error',
