@@ -62,6 +62,8 @@ export interface SqlFlavour {
   jsonArrayHasCi(column: Expr, value: string): RawBuilder<boolean>;
   /** `column LIKE pattern` with backslash escapes, case ignored for ASCII (SQLite's LIKE). */
   likeCi(column: Expr, pattern: string): RawBuilder<boolean>;
+  /** Text with its ASCII letters in lower case, to sort by: ordered by code point (SQLite's BINARY). */
+  sortKeyCi(text: Expr): Expr;
 }
 
 const SQLITE: SqlFlavour = {
@@ -75,6 +77,7 @@ const SQLITE: SqlFlavour = {
     sql`(CASE WHEN json_type(${json}, ${sql.lit(`$.${key}`)}) IN ('integer', 'real') THEN json_extract(${json}, ${sql.lit(`$.${key}`)}) END)`,
   jsonArrayHasCi: (column, value) => sql<boolean>`exists (select 1 from json_each(${column}) as t where lower(t.value) = lower(${value}))`,
   likeCi: (column, pattern) => sql<boolean>`${column} LIKE ${pattern} ESCAPE '\\'`,
+  sortKeyCi: (text) => sql`lower(${text})`,
 };
 
 // Cast to text: a bare parameter's type is otherwise unknown to PostgreSQL in an IS NULL test.
@@ -93,6 +96,9 @@ const POSTGRES: SqlFlavour = {
   jsonArrayHasCi: (column, value) =>
     sql<boolean>`exists (select 1 from jsonb_array_elements_text(CAST(${column} AS jsonb)) as t(value) where lower(t.value) = lower(${value}))`,
   likeCi: (column, pattern) => sql<boolean>`${column} ILIKE ${pattern} ESCAPE '\\'`,
+  // The database's own collation (en_US, ICU) orders by the language's rules and its lower() folds every letter
+  // (only --locale=C servers agree with SQLite): the C collation gives SQLite's order and ASCII-only folding.
+  sortKeyCi: (text) => sql`lower(${text} COLLATE "C")`,
 };
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

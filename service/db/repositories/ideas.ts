@@ -112,7 +112,7 @@ export class IdeasRepository {
     }
     const { total } = await base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
     const dir = q.order_dir === 'asc' ? sql`asc` : sql`desc`;
-    const key = q.order_by === 'title' ? sql`lower(ideas.title)` : sql.ref(`ideas.${q.order_by}`);
+    const key = q.order_by === 'title' ? flavour.sortKeyCi(sql.ref('ideas.title')) : sql.ref(`ideas.${q.order_by}`);
     const rows = await base
       .selectAll()
       .orderBy(sql`${key} ${dir}`)

@@ -1,0 +1,51 @@
+/**
+ * Text that is compared or sorted in SQL gives the same answer on SQLite and on a PostgreSQL server set
+ * up with a real locale. The tests' own server is initialised with --locale=C, where PostgreSQL happens
+ * to agree with SQLite; servers as installed (Debian's cluster, the Docker image, hosted ones) use
+ * en_US.UTF-8 or an ICU locale, where lower() and ILIKE fold every letter and ORDER BY follows the
+ * language's rules. Here the PostgreSQL database is made with an ICU locale (en-US) for that reason.
+ */
+import pg from 'pg';
+import { describeDialects, type DialectUnderTest } from '../helpers/dialects';
+import { startService, type Harness } from '../helpers/service';
+
+/** A fresh database like one of a server installed with a real locale (ICU en-US), PostgreSQL only. */
+async function localeOptions(db: DialectUnderTest): Promise<{ databaseUrl?: string }> {
+  const url = await db.url();
+  if (url === undefined) return {};
+  const target = new URL(url);
+  const name = `${target.pathname.slice(1)}_icu`;
+  const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString() });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name} TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.utf8'`);
+  } finally {
+    await admin.end();
+  }
+  target.pathname = `/${name}`;
+  return { databaseUrl: target.toString() };
+}
+
+describeDialects('text compared and sorted in SQL', (db) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startService(await localeOptions(db));
+  });
+  afterAll(() => h?.close());
+
+  const idea = async (title: string, tags: string[] = []) => {
+    const res = await h.post('/api/v1/ideas', { title, tags });
+    expect(res.status).toBe(201);
+    return res.body.id as number;
+  };
+  const titles = async (query: string) => {
+    const res = await h.get(`/api/v1/ideas${query}`);
+    expect(res.status).toBe(200);
+    return (res.body.ideas as { title: string }[]).map((i) => i.title);
+  };
+
+  test('ideas by title: the same order on both, letters by their code (case of ASCII letters ignored)', async () => {
+    for (const title of ['zebra stand', 'Éclair box', 'apple tray', '_draft', '10 mm cube', 'Apricot', 'a-b clip', 'ab clip']) await idea(title);
+    expect(await titles('?order_by=title&order_dir=asc')).toEqual(['10 mm cube', '_draft', 'a-b clip', 'ab clip', 'apple tray', 'Apricot', 'zebra stand', 'Éclair box']);
+  });
+});
