@@ -2,7 +2,7 @@
  * Optional access control (off while no token exists; see auth/tokens.ts). With tokens, every /api/v1
  * route but /health and /openapi.json, and /ws, needs `Authorization: Bearer <token>`:
  *  - viewer reads (printer details without access codes);
- *  - operator also controls printers, jobs, files, ideas and the queue;
+ *  - operator also controls printers, jobs, files, ideas and the queue (webhook URLs still by their origin only);
  *  - admin also changes printers' configuration, settings and usage statistics.
  * No or an unknown token: 401; a role too low: 403; both with the error body.
  */
@@ -67,21 +67,27 @@ export function routeAuth(tokens: TokenRegistry, route: AnyRoute): RequestHandle
       if (result.error.status === 401) res.setHeader('WWW-Authenticate', 'Bearer realm="printfarm"');
       return sendError(res, result.error);
     }
-    if (result.role === 'viewer') hideAccessCodes(res);
+    if (result.role && result.role !== 'admin') hideSecrets(res, result.role);
     next();
   };
 }
 
-/** Viewers see printers without their credentials, and webhook URLs (an ntfy topic, a token in a query) only by their origin. */
-function hideAccessCodes(res: Parameters<RequestHandler>[1]): void {
+/**
+ * Below admin, webhook URLs (an ntfy topic, a token in a query) show only their origin: setting and reading
+ * them whole is the admin's (docs/notifications.md). Viewers also see printers without their access codes;
+ * operators keep those, as they run the printers.
+ */
+function hideSecrets(res: Parameters<RequestHandler>[1], role: Role): void {
   const json = res.json.bind(res);
-  res.json = (body: unknown) => json(redact(body, 0));
+  res.json = (body: unknown) => json(redact(body, 0, role === 'viewer'));
 }
 
-function redact(value: unknown, depth: number): unknown {
+function redact(value: unknown, depth: number, dropAccessCodes: boolean): unknown {
   if (depth > 8 || value === null || typeof value !== 'object') return value;
-  if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
-  return Object.fromEntries(Object.entries(value).flatMap(([k, v]) => (k === 'access_code' ? [] : [[k, k === 'notify_webhooks' ? maskWebhooks(v) : redact(v, depth + 1)]])));
+  if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1, dropAccessCodes));
+  return Object.fromEntries(
+    Object.entries(value).flatMap(([k, v]) => (k === 'access_code' && dropAccessCodes ? [] : [[k, k === 'notify_webhooks' ? maskWebhooks(v) : redact(v, depth + 1, dropAccessCodes)]])),
+  );
 }
 
 function maskWebhooks(value: unknown): unknown {

@@ -79,6 +79,16 @@ describe('access control with AUTH_TOKENS', () => {
     expect((await h.request('GET', '/api/v1/settings', undefined, as(TOKENS.admin))).body.notify_webhooks).toEqual(hooks);
   });
 
+  test('an operator, who may not set webhooks, does not read them whole either (only an admin does)', async () => {
+    const hooks = [{ url: 'https://ntfy.sh/farm-operator-topic', kinds: ['print_failed'] }];
+    expect((await h.request('PUT', '/api/v1/settings', { notify_webhooks: hooks }, as(TOKENS.admin))).status).toBe(200);
+    const seen = await h.request('GET', '/api/v1/settings', undefined, as(TOKENS.operator));
+    expect(seen.body.notify_webhooks).toEqual([{ url: 'https://ntfy.sh/********', kinds: ['print_failed'] }]);
+    expect(seen.text).not.toContain('farm-operator-topic');
+    // Operators run the printers: they keep the access codes.
+    expect((await h.request('GET', '/api/v1/printers/mk4-01', undefined, as(TOKENS.operator))).body.access_code).toBe(prusa('mk4-01').access_code);
+  });
+
   test('an operator controls jobs but may not configure printers or settings', async () => {
     const job = await h.request('POST', '/api/v1/jobs', { printer_id: 'mk4-01', job_name: 'Clip' }, as(TOKENS.operator));
     expect(job.status).toBe(201);
