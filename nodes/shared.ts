@@ -87,6 +87,8 @@ export function useServer(RED: NodeAPI, node: ServerUser, serverId: string | und
   if (!server || typeof server.register !== 'function') {
     node.status({ fill: 'red', shape: 'ring', text: RED._(`${type}.status.no-server`) });
     node.error(RED._(`${type}.errors.no-server`));
+    // Its inputs end with that error (Catch nodes see it), rather than vanish without a word.
+    node.on('input', (_msg: unknown, _send: unknown, done: (err?: Error) => void) => done(new Error(RED._(`${type}.errors.no-server`))));
     node.on('close', (done: () => void) => {
       Promise.resolve(onClose?.()).finally(done);
     });

@@ -1,0 +1,47 @@
+/**
+ * The nodes' life cycle at its edges: a node whose config node is missing
+ * (removed while its users stay), and settings out of range in a flow that
+ * did not come through the editor's checks.
+ */
+import { collect, flow, helper, NODES, statusOf, type FlowNode } from '../helpers/node-red';
+
+beforeEach(() => helper.startServer());
+afterEach(async () => {
+  await helper.unload();
+  await helper.stopServer();
+});
+
+describe('a node whose config node is missing', () => {
+  const catcher: FlowNode[] = [
+    { id: 'c1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
+    { id: 'caught', type: 'helper' },
+  ];
+  // The config node was deleted (or never deployed) while the nodes that use it stayed.
+  const users: FlowNode[] = [
+    { id: 'printer', type: 'printfarm-printer', server: 'gone', printer: 'x1', register: false, wires: [] },
+    { id: 'stats', type: 'printfarm-stats', server: 'gone', scope: 'overview', period: 'week', interval: 0, wires: [] },
+    { id: 'queue', type: 'printfarm-queue', server: 'gone', printer: '', wires: [] },
+    { id: 'download', type: 'printfarm-file-download', server: 'gone', printer: '', wires: [] },
+    { id: 'preview', type: 'printfarm-gcode-preview', server: 'gone', wires: [] },
+  ];
+
+  test('answers every input with an error Catch nodes get (it used to drop the message without a word)', async () => {
+    await helper.load(NODES, flow([...users, ...catcher]).filter((n) => n.id !== 'srv'));
+    const caught = collect(helper.getNode('caught'));
+    const inputs: Record<string, Record<string, unknown>> = {
+      printer: { payload: 'pause' },
+      stats: { payload: 'now' },
+      queue: { payload: { file_id: 'f1' } },
+      download: { payload: 'f1' },
+      preview: { payload: 'f1' },
+    };
+    for (const [id, msg] of Object.entries(inputs)) {
+      expect(statusOf(helper.getNode(id))).toEqual({ fill: 'red', shape: 'ring', text: 'no server' });
+      helper.getNode(id).receive({ ...msg, _probe: id });
+      const err = await caught.next((m) => m._probe === id);
+      expect(err.error).toMatchObject({ message: 'Error: No printfarm-server configured', source: { id } });
+    }
+    // Each input ended once (one Catch message each).
+    expect(caught.messages.map((m) => m._probe)).toEqual(Object.keys(inputs));
+  });
+});
