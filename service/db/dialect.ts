@@ -93,11 +93,12 @@ const POSTGRES: SqlFlavour = {
   json: (column) => sql`printfarm_try_jsonb(${column})`,
   jsonText: (json, key) => sql`(${json} ->> ${sql.lit(key)})`,
   jsonNumber: (json, key) => sql`(CASE WHEN jsonb_typeof(${json} -> ${sql.lit(key)}) = 'number' THEN (${json} ->> ${sql.lit(key)})::float8 END)`,
+  // Under the database's own locale (en_US, ICU: how servers are installed; only --locale=C ones agree with
+  // SQLite) lower() and ILIKE fold every letter and ORDER BY follows the language's rules. The C collation
+  // gives SQLite's answers whatever the server: ASCII-only folding, order by code point.
   jsonArrayHasCi: (column, value) =>
-    sql<boolean>`exists (select 1 from jsonb_array_elements_text(CAST(${column} AS jsonb)) as t(value) where lower(t.value) = lower(${value}))`,
-  likeCi: (column, pattern) => sql<boolean>`${column} ILIKE ${pattern} ESCAPE '\\'`,
-  // The database's own collation (en_US, ICU) orders by the language's rules and its lower() folds every letter
-  // (only --locale=C servers agree with SQLite): the C collation gives SQLite's order and ASCII-only folding.
+    sql<boolean>`exists (select 1 from jsonb_array_elements_text(CAST(${column} AS jsonb)) as t(value) where lower(t.value COLLATE "C") = lower(CAST(${value} AS text) COLLATE "C"))`,
+  likeCi: (column, pattern) => sql<boolean>`(${column} COLLATE "C") ILIKE ${pattern} ESCAPE '\\'`,
   sortKeyCi: (text) => sql`lower(${text} COLLATE "C")`,
 };
 

@@ -48,4 +48,13 @@ describeDialects('text compared and sorted in SQL', (db) => {
     for (const title of ['zebra stand', 'Éclair box', 'apple tray', '_draft', '10 mm cube', 'Apricot', 'a-b clip', 'ab clip']) await idea(title);
     expect(await titles('?order_by=title&order_dir=asc')).toEqual(['10 mm cube', '_draft', 'a-b clip', 'ab clip', 'apple tray', 'Apricot', 'zebra stand', 'Éclair box']);
   });
+
+  test('search and tag filters: ASCII letters match in either case, other letters as written, the same on both', async () => {
+    await idea('Crème brûlée mould', ['Île', 'Boat']);
+    const found = async (query: string) => (await titles(query)).includes('Crème brûlée mould');
+    expect(await found('?search=CRèME BRûLéE')).toBe(true);
+    expect(await found('?search=CRÈME')).toBe(false);
+    expect(await found('?tags=BOAT,Île')).toBe(true);
+    expect(await found('?tags=île')).toBe(false);
+  });
 });
