@@ -24,6 +24,7 @@ import * as m012 from './012_queue_variants';
 import * as m013 from './013_spools';
 import * as m014 from './014_klipper_printers';
 import * as m016 from './016_job_tallies';
+import * as m017 from './017_bigint_columns';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001_initial': m001,
@@ -41,4 +42,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '013_spools': m013,
   '014_klipper_printers': m014,
   '016_job_tallies': m016,
+  '017_bigint_columns': m017,
 };

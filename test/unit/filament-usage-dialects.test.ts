@@ -1,0 +1,48 @@
+/**
+ * The filament tables (migration 013) and their repositories give the same answers on SQLite and
+ * PostgreSQL: ids as large as the API accepts (Spoolman's spool ids go up to 2^53 - 1 in the spec) are
+ * stored on both, and the per-material and per-spool totals come in the same order.
+ */
+import fs from 'node:fs';
+import { openStore, type Store } from '../../service/db';
+import type { NewUsage } from '../../service/db/repositories/filament-usage';
+import { describeDialects } from '../helpers/dialects';
+import { tempDir } from '../helpers/service';
+
+const NOW = '2026-11-27T12:00:00.000Z';
+
+describeDialects('filament usage tables', (db) => {
+  let dir: string;
+  let store: Store;
+  beforeEach(async () => {
+    dir = tempDir();
+    store = await openStore(dir, await db.options());
+  });
+  afterEach(async () => {
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const usage = (u: Partial<NewUsage> & Pick<NewUsage, 'slot' | 'grams'>): NewUsage => ({
+    job_id: 1,
+    printer_id: 'p1',
+    source: null,
+    spool_id: null,
+    material: null,
+    color: null,
+    cost: null,
+    ...u,
+  });
+
+  test('a Spoolman spool id beyond 32 bits is kept in its slot and in the usage of a print (64-bit like every integer)', async () => {
+    const big = 2 ** 40 + 7;
+    await store.spools.assignSpoolman(big, { printer_id: 'p1', slot: 3 }, NOW);
+    expect(await store.spools.spoolmanSlots()).toEqual([{ printer_id: 'p1', slot: 3, spoolman_id: big }]);
+
+    const job = 2 ** 33 + 1;
+    await store.filamentUsage.savePlan({ job_id: job, printer_id: 'p1', entries: [], slots_seen: [3] }, NOW);
+    const written = await store.filamentUsage.settle(job, [usage({ job_id: job, slot: 3, source: 'spoolman', spool_id: big, grams: 12.5 })], NOW);
+    expect(written.map((w) => [w.job_id, w.spool_id, w.spoolman_state])).toEqual([[job, big, 'pending']]);
+    expect((await store.filamentUsage.plan(job))?.settled_at).toBe(NOW);
+  });
+});
