@@ -4,8 +4,8 @@
  * code from any site: a page could POST to /printers/{id}/stop, read /ws, or, through DNS
  * rebinding, read the whole API under its own name. So:
  *  - a Host that is not ours (an IP address, localhost, this machine's names, ALLOWED_HOSTS) gets 421;
- *  - a state-changing request (or a /ws upgrade) from another origin gets 403, unless that origin
- *    is listed in ALLOWED_ORIGINS; listed origins also get CORS answers so their pages can read;
+ *  - a state-changing request (or a /ws upgrade) from another origin (its Origin, else its Referer) gets
+ *    403, unless that origin is listed in ALLOWED_ORIGINS; listed origins also get CORS answers so their pages can read;
  *  - every answer says `X-Content-Type-Options: nosniff`.
  * Clients that send no Origin (anything but a browser) are not affected.
  */
@@ -126,6 +126,12 @@ export class BrowserGuard {
       if (this.originAllowed(origin, req)) return null;
       return new ApiError(403, 'ORIGIN_NOT_ALLOWED', 'Requests from web pages of other origins are refused; add the origin to ALLOWED_ORIGINS', { origin });
     }
+    // Browsers that send no Origin on a form POST (older ones, some privacy settings) still name the page in
+    // Referer: a foreign page there is refused just the same. Non-browser clients send neither.
+    const page = refererOrigin(req.headers.referer);
+    if (page !== null && !this.originAllowed(page, req)) {
+      return new ApiError(403, 'ORIGIN_NOT_ALLOWED', 'Requests from web pages of other origins are refused; add the origin to ALLOWED_ORIGINS', { origin: page });
+    }
     if (req.headers['sec-fetch-site'] === 'cross-site') {
       return new ApiError(403, 'ORIGIN_NOT_ALLOWED', 'Cross-site requests from web pages are refused; add the origin to ALLOWED_ORIGINS', { origin: null });
     }
@@ -170,6 +176,13 @@ function hostNameOf(hostHeader: string): string {
   } catch {
     return '';
   }
+}
+
+/** The origin of a Referer (its scheme, host and port), or null when there is none to judge. */
+function refererOrigin(referer: string | undefined): string | null {
+  if (!referer || !URL.canParse(referer)) return null;
+  const url = new URL(referer);
+  return /^https?:$/.test(url.protocol) ? url.origin : null;
 }
 
 function normalizeOrigin(origin: string): string | null {

@@ -89,6 +89,17 @@ describe('browser guard (default configuration)', () => {
     expectErrorBody(r, 403, 'ORIGIN_NOT_ALLOWED');
   });
 
+  test('a foreign page named only by Referer (a browser that sent no Origin) is refused too; our own page is not', async () => {
+    const form = 'opt_in=1';
+    const r = await raw(h.base, 'POST', '/api/v1/usage-stats/opt-in', { Referer: `${EVIL}/farm-attack.html`, 'Content-Type': 'application/x-www-form-urlencoded' }, form);
+    expectErrorBody(r, 403, 'ORIGIN_NOT_ALLOWED');
+    expect(r.body.error.details).toEqual({ origin: EVIL });
+    expect((await h.get('/api/v1/usage-stats/local')).body.opted_in).toBe(false);
+    expect(await upgrade(h.base, { Referer: `${EVIL}/` })).toMatchObject({ status: 403, body: { error: { code: 'ORIGIN_NOT_ALLOWED' } } });
+    const ownPage = await raw(h.base, 'PUT', '/api/v1/settings', { Referer: `${own}/docs/`, 'Content-Type': 'application/json' }, JSON.stringify({ business_mode: false }));
+    expect(ownPage.status).toBe(200);
+  });
+
   test('clients without Origin and the service’s own pages are unaffected', async () => {
     const curl = await raw(h.base, 'PUT', '/api/v1/settings', { 'Content-Type': 'application/json' }, JSON.stringify({ business_mode: true }));
     expect(curl.status).toBe(200);
