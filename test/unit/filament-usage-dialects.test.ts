@@ -45,4 +45,19 @@ describeDialects('filament usage tables', (db) => {
     expect(written.map((w) => [w.job_id, w.spool_id, w.spoolman_state])).toEqual([[job, big, 'pending']]);
     expect((await store.filamentUsage.plan(job))?.settled_at).toBe(NOW);
   });
+
+  test('totals of equal grams come in the same order on both: by material name (no material last), by spool source and id', async () => {
+    const rows = [
+      usage({ job_id: 1, slot: 0, material: 'PLA', source: 'local', spool_id: 10, grams: 5 }),
+      usage({ job_id: 1, slot: 1, material: null, source: 'spoolman', spool_id: 1, grams: 5 }),
+      usage({ job_id: 2, slot: 0, material: 'petg', source: 'local', spool_id: 2, grams: 5 }),
+      usage({ job_id: 2, slot: 1, material: 'ABS', source: 'local', spool_id: 9, grams: 5 }),
+      usage({ job_id: 3, slot: 0, material: 'TPU', grams: 20 }),
+    ];
+    await store.filamentUsage.settle(1, rows.slice(0, 2), NOW);
+    await store.filamentUsage.settle(2, rows.slice(2, 4), NOW);
+    await store.filamentUsage.settle(3, rows.slice(4), NOW);
+    expect((await store.filamentUsage.totals('material', null, null)).map((t) => t.key)).toEqual(['TPU', 'ABS', 'PLA', 'petg', 'unknown']);
+    expect((await store.filamentUsage.totals('spool', null, null)).map((t) => t.key)).toEqual(['local:2', 'local:9', 'local:10', 'spoolman:1']);
+  });
 });

@@ -150,13 +150,19 @@ export class FilamentUsageRepository {
             .select(['material', (eb) => eb.fn.sum<number>('grams').as('grams'), (eb) => eb.fn.sum<number>('cost').as('cost'), (eb) => eb.fn.count<number>('job_id').distinct().as('jobs')])
             .groupBy('material')
             .execute();
+    // Equal grams are ordered here, not left in the order of the GROUP BY: SQLite's comes sorted with NULL first,
+    // PostgreSQL's in hash order or by its collation with NULL last.
+    const tie = (r: Record<string, unknown>): [number, string, number] =>
+      by === 'spool' ? [0, String(r.source), Number(r.spool_id)] : [r.material == null ? 1 : 0, String(r.material ?? ''), 0];
+    const byTie = (a: [number, string, number], b: [number, string, number]) => a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0) || a[2] - b[2];
     return rows
       .map((r) => {
         const rec = r as Record<string, unknown>;
         const key = by === 'spool' ? `${rec.source}:${rec.spool_id}` : String(rec.material ?? 'unknown');
-        return { key, grams: Number(rec.grams ?? 0), cost: Number(rec.cost ?? 0), jobs: Number(rec.jobs ?? 0) };
+        return { key, grams: Number(rec.grams ?? 0), cost: Number(rec.cost ?? 0), jobs: Number(rec.jobs ?? 0), tie: tie(rec) };
       })
-      .sort((a, b) => b.grams - a.grams);
+      .sort((a, b) => b.grams - a.grams || byTie(a.tie, b.tie))
+      .map(({ tie: _tie, ...totals }) => totals);
   }
 
   // --- Spoolman outbox ---
