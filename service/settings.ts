@@ -13,6 +13,12 @@ import { isValidTimeZone, nowIso } from './util/time';
 
 export const MASK = '********';
 
+/**
+ * URL settings that may carry credentials: a Spoolman behind an authenticating proxy (user:password@), an
+ * aggregation endpoint with a key in its query. Shown masked; writing the masked form back keeps the real one.
+ */
+const CREDENTIAL_URLS = ['spoolman_url', 'usage_stats_endpoint'] as const;
+
 export class SettingsService {
   private values: RuntimeSettings;
   private readonly listeners: ((changed: string[]) => void)[] = [];
@@ -45,9 +51,13 @@ export class SettingsService {
     for (const [key, def] of Object.entries(RUNTIME_SETTINGS)) {
       if ('secret' in def && def.secret && out[key as RuntimeSettingKey]) (out as Record<string, unknown>)[key] = MASK;
     }
-    // A Spoolman behind an authenticating proxy has its user and password in the URL: shown as ****.
-    out.spoolman_url = maskCameraUrl(out.spoolman_url) ?? '';
+    for (const key of CREDENTIAL_URLS) out[key] = this.shown(key);
     return out;
+  }
+
+  /** A URL setting as shown to API clients: user, password and credential query parameters as ****. */
+  shown(key: (typeof CREDENTIAL_URLS)[number]): string {
+    return maskCameraUrl(this.values[key]) ?? '';
   }
 
   /** Validated values (types and ranges come from the schema); checks what a schema cannot, then persists. */
@@ -73,7 +83,7 @@ export class SettingsService {
     }
     // Writing back the mask shown by GET must not replace the real secret.
     const changes: Record<string, unknown> = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined && v !== MASK));
-    if (typeof changes.spoolman_url === 'string' && isMaskedForm(changes.spoolman_url, this.values.spoolman_url)) delete changes.spoolman_url;
+    for (const key of CREDENTIAL_URLS) if (typeof changes[key] === 'string' && isMaskedForm(changes[key], this.values[key])) delete changes[key];
     // A new endpoint does not get the old key (else anyone who can write settings could have it sent to them).
     if (changes.usage_stats_endpoint !== undefined && changes.usage_stats_endpoint !== this.values.usage_stats_endpoint && changes.usage_stats_api_key === undefined) {
       changes.usage_stats_api_key = '';

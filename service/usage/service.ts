@@ -290,7 +290,7 @@ export class UsageService {
       ...state,
       next_submission_due_at: this.nextDueAt(),
       settings: {
-        endpoint: settings.get('usage_stats_endpoint'),
+        endpoint: settings.shown('usage_stats_endpoint'),
         api_key_set: settings.get('usage_stats_api_key') !== '',
         timeout_seconds: settings.get('usage_stats_timeout'),
         retry_count: settings.get('usage_stats_retry_count'),

@@ -82,6 +82,20 @@ describe('usage statistics key binding', () => {
     expect(home.attempts.map((a) => a.headers['x-api-key'])).toEqual([ENV_KEY]);
   });
 
+  test('a key in the endpoint\'s query is shown as **** and kept when the shown endpoint is written back', async () => {
+    const endpoint = `${sink.url}/collect?key=query-secret-key`;
+    await h.put('/api/v1/settings', { usage_stats_endpoint: endpoint, usage_stats_api_key: 'sink-key' });
+    const shown = (await h.get('/api/v1/settings')).body.usage_stats_endpoint;
+    expect(shown).toBe(`${sink.url}/collect?key=****`);
+    const local = await h.get('/api/v1/usage-stats/local');
+    expect(local.body.settings.endpoint).toBe(shown);
+    expect((await h.get('/api/v1/usage-stats/export')).text + local.text).not.toContain('query-secret-key');
+    // A form that sends back what it was shown changes nothing: the endpoint and its key stay.
+    expect((await h.put('/api/v1/settings', { usage_stats_endpoint: shown })).body.updated).toEqual([]);
+    await h.post('/api/v1/usage-stats/submit');
+    expect(sink.attempts.map((a) => [a.url, a.headers['x-api-key']])).toEqual([['/collect?key=query-secret-key', 'sink-key']]);
+  });
+
   test('the remote answer is never echoed: only our words for its status class', async () => {
     await h.put('/api/v1/settings', { usage_stats_endpoint: `${sink.url}/collect` });
     const err = expectError(await h.post('/api/v1/usage-stats/submit'), 502, 'USAGE_SUBMISSION_FAILED');
