@@ -212,8 +212,9 @@ export class FilesRepository {
     return rows.map((r) => r.local_path as string);
   }
 
+  /** A printer's files, catalogued first first (namesakes in two folders: the caller takes the first match). */
   async forPrinter(printerId: string): Promise<FileRecord[]> {
-    const rows = await this.select().where('files.printer_id', '=', printerId).execute();
+    const rows = await this.select().where('files.printer_id', '=', printerId).orderBy('files.created_at').orderBy('files.id').execute();
     return rows.map(toRecord);
   }
 
