@@ -133,6 +133,8 @@ export class FarmConnection extends EventEmitter {
   close(): Promise<void> {
     this.closing ??= (async () => {
       if (!this.opening) this.settle.reject(new Error('closed before it was opened'));
+      // Requests in flight end now (a service that never answers would hold the close for their timeout).
+      this.client?.close();
       await this.opening?.catch(() => undefined);
       await this.monitor?.close();
       await this.service?.close();

@@ -123,8 +123,39 @@ export class PrintfarmClient {
     return u.href;
   }
 
+  /**
+   * Aborts every request in flight and refuses new ones (ABORTED). Whoever owns the client calls it when
+   * done (FarmConnection.close): a service that accepts but never answers would otherwise hold a closing
+   * Node-RED node until each request's timeout. Controllers per request, not one long-lived signal in
+   * AbortSignal.any: Node 20 keeps every signal combined with a long-lived one.
+   */
+  close(): void {
+    this.closed = true;
+    for (const c of this.inFlight) c.abort();
+    this.inFlight.clear();
+  }
+
+  private closed = false;
+  private readonly inFlight = new Set<AbortController>();
+
+  /** Runs `call` with a signal that close() aborts, until its answer has been read. */
+  private async tracked<T>(method: string, path: string, options: RequestOptions, call: (options: RequestOptions) => Promise<T>): Promise<T> {
+    if (this.closed) throw new PrintfarmError(0, 'ABORTED', `${method} ${path}: the client is closed`);
+    const own = new AbortController();
+    this.inFlight.add(own);
+    try {
+      return await call({ ...options, signal: options.signal ? AbortSignal.any([options.signal, own.signal]) : own.signal });
+    } finally {
+      this.inFlight.delete(own);
+    }
+  }
+
   /** Sends one request; resolves with the parsed JSON body, rejects with PrintfarmError. */
-  async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+  request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    return this.tracked(method, path, options, (o) => this.requestOnce<T>(method, path, o));
+  }
+
+  private async requestOnce<T>(method: string, path: string, options: RequestOptions): Promise<T> {
     const res = await this.send(method, path, options, 'application/json');
     const text = (await this.readBody(res, method, path, options.maxBytes ?? MAX_JSON_BYTES)).toString('utf8');
     let body: unknown = undefined;
@@ -140,7 +171,11 @@ export class PrintfarmClient {
   }
 
   /** Like request() but gives the bytes (file contents, pictures). */
-  async requestBytes(method: string, path: string, options: RequestOptions = {}): Promise<{ data: Buffer; contentType: string | null }> {
+  requestBytes(method: string, path: string, options: RequestOptions = {}): Promise<{ data: Buffer; contentType: string | null }> {
+    return this.tracked(method, path, options, (o) => this.requestBytesOnce(method, path, o));
+  }
+
+  private async requestBytesOnce(method: string, path: string, options: RequestOptions): Promise<{ data: Buffer; contentType: string | null }> {
     const res = await this.send(method, path, options, '*/*');
     const data = await this.readBody(res, method, path, options.maxBytes ?? MAX_FILE_BYTES);
     if (!res.ok) {
