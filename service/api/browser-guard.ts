@@ -115,10 +115,23 @@ export class BrowserGuard {
     return own !== undefined && this.sameHostPorts.has(port) && url.hostname === hostNameOf(own);
   }
 
+  /**
+   * Every host name the request names: Host and, behind a trusted proxy, each X-Forwarded-Host. All must be
+   * ours. A rebound page is same-origin to the browser, so it may set X-Forwarded-Host itself; a proxy that
+   * passes Host on and leaves that header alone (nginx's usual `proxy_set_header Host $host`) forwarded
+   * "X-Forwarded-Host: localhost" beside the attacker's Host, and judging the forwarded name alone let it read the API.
+   */
+  private namedHosts(req: IncomingMessage): (string | undefined)[] {
+    const forwarded = this.trustProxy ? req.headers['x-forwarded-host'] : undefined;
+    const extra = typeof forwarded === 'string' ? forwarded.split(',').map((h) => h.trim()).filter(Boolean) : [];
+    return [req.headers.host, ...extra];
+  }
+
   /** Why the request is refused, or null. Shared by HTTP requests and /ws upgrades. */
   check(req: IncomingMessage, changesState: boolean): ApiError | null {
-    if (!this.hostAllowed(this.publicHost(req))) {
-      return new ApiError(421, 'HOST_NOT_ALLOWED', 'This service does not answer to that host name; add it to ALLOWED_HOSTS', { host: this.publicHost(req) ?? null });
+    const foreign = this.namedHosts(req).find((host) => !this.hostAllowed(host));
+    if (foreign !== undefined || !this.hostAllowed(this.publicHost(req))) {
+      return new ApiError(421, 'HOST_NOT_ALLOWED', 'This service does not answer to that host name; add it to ALLOWED_HOSTS', { host: foreign ?? this.publicHost(req) ?? null });
     }
     if (!changesState) return null;
     const origin = req.headers.origin;

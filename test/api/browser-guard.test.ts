@@ -189,3 +189,27 @@ describe('browser guard with ALLOWED_ORIGINS and ALLOWED_HOSTS', () => {
     expectErrorBody(await raw(h.base, 'GET', '/api/v1/health', { Host: 'farm.example.org' }), 421, 'HOST_NOT_ALLOWED');
   });
 });
+
+describe('browser guard behind a trusted proxy (TRUST_PROXY)', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startService({ env: { TRUST_PROXY: 'true', ALLOWED_HOSTS: 'farm.example.com' } });
+  });
+  afterAll(() => h.close());
+
+  test('a rebound page cannot name an allowed host in X-Forwarded-Host beside its own Host', async () => {
+    // A proxy that passes Host on and leaves X-Forwarded-Host alone: the page (same-origin to the browser) sets it.
+    const read = await raw(h.base, 'GET', '/api/v1/printers', { Host: 'rebind.evil.example', 'X-Forwarded-Host': 'localhost' });
+    expectErrorBody(read, 421, 'HOST_NOT_ALLOWED');
+    expect(read.body.error.details).toEqual({ host: 'rebind.evil.example' });
+    expect(await upgrade(h.base, { Host: 'rebind.evil.example', 'X-Forwarded-Host': 'localhost' })).toMatchObject({ status: 421 });
+    expectErrorBody(await raw(h.base, 'GET', '/api/v1/printers', { Host: '127.0.0.1', 'X-Forwarded-Host': 'rebind.evil.example' }), 421, 'HOST_NOT_ALLOWED');
+  });
+
+  test('what proxies send is served: the public name in Host, in X-Forwarded-Host, or both', async () => {
+    expect((await raw(h.base, 'GET', '/api/v1/printers', { Host: 'farm.example.com', 'X-Forwarded-Host': 'farm.example.com' })).status).toBe(200);
+    expect((await raw(h.base, 'GET', '/api/v1/printers', { Host: '127.0.0.1:8000', 'X-Forwarded-Host': 'farm.example.com' })).status).toBe(200);
+    const own = await raw(h.base, 'PUT', '/api/v1/settings', { Host: 'printfarm:8000', 'X-Forwarded-Host': 'farm.example.com', Origin: 'https://farm.example.com', 'Content-Type': 'application/json' }, '{"business_mode":true}');
+    expect(own.status).toBe(200);
+  });
+});
