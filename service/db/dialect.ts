@@ -64,6 +64,8 @@ export interface SqlFlavour {
   likeCi(column: Expr, pattern: string): RawBuilder<boolean>;
   /** Text with its ASCII letters in lower case, to sort by: ordered by code point (SQLite's BINARY). */
   sortKeyCi(text: Expr): Expr;
+  /** Text to sort by, ordered by code point (SQLite's BINARY). */
+  sortKey(text: Expr): Expr;
 }
 
 const SQLITE: SqlFlavour = {
@@ -78,6 +80,7 @@ const SQLITE: SqlFlavour = {
   jsonArrayHasCi: (column, value) => sql<boolean>`exists (select 1 from json_each(${column}) as t where lower(t.value) = lower(${value}))`,
   likeCi: (column, pattern) => sql<boolean>`${column} LIKE ${pattern} ESCAPE '\\'`,
   sortKeyCi: (text) => sql`lower(${text})`,
+  sortKey: (text) => text,
 };
 
 // Cast to text: a bare parameter's type is otherwise unknown to PostgreSQL in an IS NULL test.
@@ -100,6 +103,7 @@ const POSTGRES: SqlFlavour = {
     sql<boolean>`exists (select 1 from jsonb_array_elements_text(CAST(${column} AS jsonb)) as t(value) where lower(t.value COLLATE "C") = lower(CAST(${value} AS text) COLLATE "C"))`,
   likeCi: (column, pattern) => sql<boolean>`(${column} COLLATE "C") ILIKE ${pattern} ESCAPE '\\'`,
   sortKeyCi: (text) => sql`lower(${text} COLLATE "C")`,
+  sortKey: (text) => sql`(${text} COLLATE "C")`,
 };
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

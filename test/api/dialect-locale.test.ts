@@ -5,31 +5,13 @@
  * en_US.UTF-8 or an ICU locale, where lower() and ILIKE fold every letter and ORDER BY follows the
  * language's rules. Here the PostgreSQL database is made with an ICU locale (en-US) for that reason.
  */
-import pg from 'pg';
-import { describeDialects, type DialectUnderTest } from '../helpers/dialects';
+import { describeDialects, localeDatabaseOptions } from '../helpers/dialects';
 import { startService, type Harness } from '../helpers/service';
-
-/** A fresh database like one of a server installed with a real locale (ICU en-US), PostgreSQL only. */
-async function localeOptions(db: DialectUnderTest): Promise<{ databaseUrl?: string }> {
-  const url = await db.url();
-  if (url === undefined) return {};
-  const target = new URL(url);
-  const name = `${target.pathname.slice(1)}_icu`;
-  const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString() });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name} TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.utf8'`);
-  } finally {
-    await admin.end();
-  }
-  target.pathname = `/${name}`;
-  return { databaseUrl: target.toString() };
-}
 
 describeDialects('text compared and sorted in SQL', (db) => {
   let h: Harness;
   beforeAll(async () => {
-    h = await startService(await localeOptions(db));
+    h = await startService(await localeDatabaseOptions(db));
   });
   afterAll(() => h?.close());
 

@@ -6,6 +6,7 @@
  * PostgreSQL database's URL (`databaseUrl`) otherwise.
  */
 import type BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
 import type { AnyConnection } from '../../service/db/connection';
 import { postgresUnavailable, usePostgres } from './postgres';
 
@@ -46,4 +47,25 @@ export function describeDialects(title: string, body: (db: DialectUnderTest) => 
 export function sqliteOf<T>(connection: AnyConnection<T>): BetterSqlite3.Database {
   if (connection.dialect !== 'sqlite') throw new Error('this test needs the SQLite database');
   return connection.sqlite;
+}
+
+/**
+ * `db.options()` of a PostgreSQL database made like one of a server installed with a real locale (ICU en-US:
+ * lower() and ILIKE fold every letter, ORDER BY follows the language), where the tests' own server (--locale=C)
+ * happens to agree with SQLite; `{}` on SQLite.
+ */
+export async function localeDatabaseOptions(db: DialectUnderTest): Promise<{ databaseUrl?: string }> {
+  const url = await db.url();
+  if (url === undefined) return {};
+  const target = new URL(url);
+  const name = `${target.pathname.slice(1)}_icu`;
+  const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString() });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name} TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.utf8'`);
+  } finally {
+    await admin.end();
+  }
+  target.pathname = `/${name}`;
+  return { databaseUrl: target.toString() };
 }

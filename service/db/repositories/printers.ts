@@ -1,5 +1,6 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../connection';
+import { flavourOf } from '../dialect';
 import type { PrintersTable } from '../schema';
 
 export type PlateState = 'clear' | 'needs_clearing';
@@ -44,7 +45,8 @@ export class PrintersRepository {
     let q = this.db.selectFrom('printers').selectAll();
     if (filter.active !== undefined) q = q.where('is_active', '=', filter.active ? 1 : 0);
     if (filter.type !== undefined) q = q.where('type', '=', filter.type);
-    const rows = await q.orderBy('created_at').orderBy('id').execute();
+    // Ids of printers created in the same millisecond by code point, on PostgreSQL too whatever its collation.
+    const rows = await q.orderBy('created_at').orderBy(flavourOf(this.db).sortKey(sql.ref('id'))).execute();
     return rows.map(toRecord);
   }
 
