@@ -19,6 +19,8 @@ interface StatsDef extends NodeDef {
 
 const TYPE = 'printfarm-stats';
 const PERIODS: StatisticsPeriod[] = ['day', 'week', 'month', 'year'];
+/** The editor's limit. A flow that skipped its check may hold more: past about 24.8 days a Node timer fires after 1 ms (a flood). */
+const MAX_INTERVAL_S = 86_400;
 
 export = function (RED: NodeAPI) {
   function StatsNode(this: ServerUser, def: StatsDef) {
@@ -26,6 +28,7 @@ export = function (RED: NodeAPI) {
     const node = this;
     const t = (key: string, subs?: Record<string, string | number>) => RED._(key, subs);
     const seconds = Number(def.interval) || 0;
+    const badInterval = !(seconds >= 0 && seconds <= MAX_INTERVAL_S);
     let server: ServerNode | null = null;
     let timer: NodeJS.Timeout | null = null;
     let shown = false;
@@ -40,6 +43,7 @@ export = function (RED: NodeAPI) {
     };
 
     node.onServerState = (state: ConnectionState, error?: Error) => {
+      if (badInterval) return; // the light keeps saying why no update comes by itself
       if ((state === 'connected' || state === 'polling') && shown) return;
       node.status(connectionStatus(t, TYPE, state, error));
     };
@@ -81,7 +85,10 @@ export = function (RED: NodeAPI) {
     });
     if (!server) return;
 
-    if (seconds > 0) {
+    if (badInterval) {
+      node.status({ fill: 'red', shape: 'ring', text: t('printfarm-stats.status.bad-interval') });
+      node.error(t('printfarm-stats.errors.bad-interval', { value: String(def.interval).slice(0, 20), max: MAX_INTERVAL_S }));
+    } else if (seconds > 0) {
       const tick = () => {
         read({}).then(
           (msg) => node.send(msg),

@@ -3,7 +3,7 @@
  * (removed while its users stay), and settings out of range in a flow that
  * did not come through the editor's checks.
  */
-import { collect, flow, helper, NODES, statusOf, type FlowNode } from '../helpers/node-red';
+import { callsOf, collect, flow, helper, NODES, statusOf, type FlowNode } from '../helpers/node-red';
 
 beforeEach(() => helper.startServer());
 afterEach(async () => {
@@ -43,5 +43,20 @@ describe('a node whose config node is missing', () => {
     }
     // Each input ended once (one Catch message each).
     expect(caught.messages.map((m) => m._probe)).toEqual(Object.keys(inputs));
+  });
+});
+
+describe('settings out of range (a flow imported or deployed past the editor\'s checks)', () => {
+  afterEach(() => jest.restoreAllMocks());
+
+  test('stats: an interval past the editor\'s day is refused, not a timer that Node fires every millisecond', async () => {
+    const timers = jest.spyOn(global, 'setInterval');
+    // Nothing listens on port 9: every update the node tried would fail at once.
+    await helper.load(NODES, flow([{ id: 'stats', type: 'printfarm-stats', server: 'srv', scope: 'overview', period: 'week', interval: 1e7, wires: [] }], { mode: 'remote', url: 'http://127.0.0.1:9' }));
+    const stats = helper.getNode('stats');
+    // Node's timers take at most 2^31-1 ms; a longer delay becomes 1 ms.
+    expect(timers.mock.calls.filter(([, ms]) => Number(ms) > 2 ** 31 - 1)).toEqual([]);
+    expect(callsOf(stats, 'error').map((c) => String(c[0]))).toEqual(['"Every (s)" must be 0 to 86400 seconds, got "10000000": no automatic updates, only answers to inputs']);
+    expect(statusOf(stats)).toEqual({ fill: 'red', shape: 'ring', text: 'bad interval' });
   });
 });
