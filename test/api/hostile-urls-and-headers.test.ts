@@ -42,7 +42,7 @@ describeDialects('hostile input', (db) => {
     test.each([
       ['GET', '/'],
       ['GET', '/api'],
-      ['GET', '/api/v1'],
+      ['POST', '/api/v1'],
       ['GET', '/api/v1/nope'],
       ['GET', '/api/v2/health'],
       ['GET', '/api/v1/health/extra'],
