@@ -1,5 +1,6 @@
 import { sql, type Generated, type Selectable } from 'kysely';
 import type { Db } from '../connection';
+import { dialectOf } from '../dialect';
 
 /** Table types of migration 007 (reached through `withTables`, so schema.ts stays as it is). */
 export interface UsageEventsTable {
@@ -132,10 +133,15 @@ export class UsageRepository {
    * open (split into a new row), so nothing is marked that was not sent.
    */
   async markSubmitted(captured: CapturedCounter[], at: string): Promise<number> {
+    const postgres = dialectOf(this.db) === 'postgres';
     return this.db.transaction().execute(async (trx) => {
       let marked = 0;
       for (const { id, count } of captured) {
-        const row = await trx.selectFrom('usage_events').selectAll().where('id', '=', id).where('submitted', '=', 0).executeTakeFirst();
+        // PostgreSQL runs a count (add) beside this transaction: the row is locked as it is read, else a count
+        // committed between this read and the update below would be written over (SQLite has one writer anyway).
+        let read = trx.selectFrom('usage_events').selectAll().where('id', '=', id).where('submitted', '=', 0);
+        if (postgres) read = read.forUpdate();
+        const row = await read.executeTakeFirst();
         if (!row) continue;
         await trx.updateTable('usage_events').set({ submitted: 1, submitted_at: at, count }).where('id', '=', id).execute();
         if (row.count > count) {

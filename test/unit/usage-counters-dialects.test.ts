@@ -1,0 +1,68 @@
+/**
+ * Usage counters marked as submitted while events keep being counted (SQLite and PostgreSQL): what was
+ * sent is marked, what arrived meanwhile stays open for the next submission, nothing is lost. On SQLite
+ * the marking and the count take turns on the one connection; on PostgreSQL they run side by side, and
+ * the test makes the count land exactly between the marking's read and its write (a second connection
+ * holds the count uncommitted until the marking waits for it).
+ */
+import fs from 'node:fs';
+import pg from 'pg';
+import { openStore, type Store } from '../../service/db';
+import { describeDialects } from '../helpers/dialects';
+import { tempDir } from '../helpers/service';
+
+const AT = '2026-11-27T10:15:00.000Z';
+
+describeDialects('usage counters', (db) => {
+  let dir: string;
+  let store: Store;
+  let url: string | undefined;
+  beforeEach(async () => {
+    dir = tempDir();
+    url = (await db.options()).databaseUrl;
+    store = await openStore(dir, { databaseUrl: url });
+  });
+  afterEach(async () => {
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Waits (with a deadline) until a statement of another connection waits for a row lock. */
+  async function untilLockWait(client: pg.Client) {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const { rows } = await client.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+      if (rows[0].n > 0) return;
+      if (Date.now() > deadline) throw new Error('the marking never waited for the counted row');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  test('an event counted while a submission is being marked stays open for the next one', async () => {
+    await store.usage.add('job_created', 5, AT);
+    const captured = (await store.usage.pending()).map((e) => ({ id: e.id, count: e.count }));
+    expect(captured).toHaveLength(1);
+
+    if (url === undefined) {
+      await Promise.all([store.usage.markSubmitted(captured, AT), store.usage.add('job_created', 1, AT)]);
+    } else {
+      const other = new pg.Client({ connectionString: url });
+      const watcher = new pg.Client({ connectionString: url });
+      await Promise.all([other.connect(), watcher.connect()]);
+      try {
+        await other.query('BEGIN');
+        await other.query('UPDATE usage_events SET count = count + 1, last_at = $1 WHERE id = $2', [AT, captured[0].id]);
+        const marking = store.usage.markSubmitted(captured, AT);
+        await untilLockWait(watcher);
+        await other.query('COMMIT');
+        await marking;
+      } finally {
+        await Promise.all([other.end(), watcher.end()]);
+      }
+    }
+
+    const all = await store.usage.all();
+    expect(all.filter((e) => e.submitted).map((e) => e.count)).toEqual([5]);
+    expect((await store.usage.pending()).map((e) => [e.type, e.count])).toEqual([['job_created', 1]]);
+  });
+});
