@@ -5,7 +5,7 @@
  * transaction (unique index on printer_id + slot as the last guard).
  */
 import type { Insertable, Selectable, Updateable } from 'kysely';
-import type { Db } from '../connection';
+import { isUniqueViolation, type Db } from '../connection';
 import { dialectOf, readSnapshot } from '../dialect';
 import type { SpoolsTable } from '../schema';
 
@@ -50,6 +50,25 @@ const toRecord = (row: Selectable<SpoolsTable>): SpoolRecord => ({
   archived: Number(row.archived) === 1,
   low_notified: Number(row.low_notified) === 1,
 });
+
+/** The unique indexes that keep one spool per slot (and, in Spoolman mode, one slot per spool). */
+const SLOT_INDEXES = new Set(['spools_slot', 'spoolman_slots_pk', 'spoolman_slots_spool']);
+
+/**
+ * Runs a slot load again when PostgreSQL refuses it for a load of the same slot committed meanwhile (the two
+ * ran side by side; SQLite's one writer runs them one after the other): the second run sees that load and
+ * takes its spool out, as on SQLite. A few runs at most; anything else is thrown at once.
+ */
+async function redoOnSlotClash<T>(postgres: boolean, load: () => Promise<T>): Promise<T> {
+  for (let run = 1; ; run++) {
+    try {
+      return await load();
+    } catch (err) {
+      const index = (err as { constraint?: unknown }).constraint;
+      if (!postgres || run >= 3 || !isUniqueViolation(err) || typeof index !== 'string' || !SLOT_INDEXES.has(index)) throw err;
+    }
+  }
+}
 
 export class SpoolsRepository {
   constructor(private readonly db: Db) {}
@@ -117,6 +136,10 @@ export class SpoolsRepository {
    */
   async assign(spoolId: number, at: SlotRef, patch: SpoolPatch, now: string): Promise<number | null | false> {
     const postgres = dialectOf(this.db) === 'postgres';
+    return redoOnSlotClash(postgres, () => this.assignOnce(spoolId, at, patch, now, postgres));
+  }
+
+  private assignOnce(spoolId: number, at: SlotRef, patch: SpoolPatch, now: string, postgres: boolean): Promise<number | null | false> {
     return this.db.transaction().execute(async (trx) => {
       // PostgreSQL: a removal of the printer waits for this load to commit, then takes the spool out with the others.
       let printer = trx.selectFrom('printers').select('id').where('id', '=', at.printer_id);
@@ -155,11 +178,13 @@ export class SpoolsRepository {
 
   /** A Spoolman spool into a slot: out of any other slot, and the slot's previous spool out. */
   async assignSpoolman(spoolmanId: number, at: SlotRef, now: string): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
-      await trx.deleteFrom('spoolman_slots').where('spoolman_id', '=', spoolmanId).execute();
-      await trx.deleteFrom('spoolman_slots').where('printer_id', '=', at.printer_id).where('slot', '=', at.slot).execute();
-      await trx.insertInto('spoolman_slots').values({ printer_id: at.printer_id, slot: at.slot, spoolman_id: spoolmanId, assigned_at: now }).execute();
-    });
+    await redoOnSlotClash(dialectOf(this.db) === 'postgres', () =>
+      this.db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('spoolman_slots').where('spoolman_id', '=', spoolmanId).execute();
+        await trx.deleteFrom('spoolman_slots').where('printer_id', '=', at.printer_id).where('slot', '=', at.slot).execute();
+        await trx.insertInto('spoolman_slots').values({ printer_id: at.printer_id, slot: at.slot, spoolman_id: spoolmanId, assigned_at: now }).execute();
+      }),
+    );
   }
 
   async unassignSpoolman(at: SlotRef): Promise<boolean> {
