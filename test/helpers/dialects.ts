@@ -52,7 +52,8 @@ export function sqliteOf<T>(connection: AnyConnection<T>): BetterSqlite3.Databas
 /**
  * `db.options()` of a PostgreSQL database made like one of a server installed with a real locale (ICU en-US:
  * lower() and ILIKE fold every letter, ORDER BY follows the language), where the tests' own server (--locale=C)
- * happens to agree with SQLite; `{}` on SQLite.
+ * happens to agree with SQLite; `{}` on SQLite. LC_COLLATE/LC_CTYPE stay C: ICU alone decides, and no OS locale
+ * has to be installed.
  */
 export async function localeDatabaseOptions(db: DialectUnderTest): Promise<{ databaseUrl?: string }> {
   const url = await db.url();
@@ -62,7 +63,7 @@ export async function localeDatabaseOptions(db: DialectUnderTest): Promise<{ dat
   const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString() });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE ${name} TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.utf8'`);
+    await admin.query(`CREATE DATABASE ${name} TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C'`);
   } finally {
     await admin.end();
   }
