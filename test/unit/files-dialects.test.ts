@@ -3,9 +3,11 @@
  * the order of its rows: a print that names its file without a folder is matched to the first of the
  * printer's files with that name, so "first" must not be whatever order the database's plan reads them
  * in (SQLite: an index, by path; PostgreSQL: an index or, on a larger catalog, the table's physical
- * order, which every refresh of the listing rewrites).
+ * order, which every refresh of the listing rewrites). And a refresh of the listing, which PostgreSQL runs
+ * beside a download (SQLite's one writer runs them one after the other), never drops a downloaded file.
  */
 import fs from 'node:fs';
+import pg from 'pg';
 import { openStore, type Store } from '../../service/db';
 import type { PrinterFileEntry } from '../../service/db/repositories/files';
 import { printedFile } from '../../service/monitoring/print-identity';
@@ -14,12 +16,25 @@ import { tempDir } from '../helpers/service';
 
 const entry = (id: string, path: string): PrinterFileEntry => ({ id, path, name: path.split('/').pop()!, file_type: '.gcode', size: 100, modified: null });
 
+/** Waits (with a deadline) until a statement of another connection waits for a row lock (PostgreSQL). */
+async function untilLockWait(client: pg.Client) {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const { rows } = await client.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+    if (rows[0].n > 0) return;
+    if (Date.now() > deadline) throw new Error('the refresh never waited for the download');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 describeDialects('file catalog rows', (db) => {
   let dir: string;
   let store: Store;
+  let url: string | undefined;
   beforeEach(async () => {
     dir = tempDir();
-    store = await openStore(dir, await db.options());
+    url = (await db.options()).databaseUrl;
+    store = await openStore(dir, { databaseUrl: url });
     const now = '2026-11-27T10:00:00.000Z';
     await store.printers.insert({
       id: 'p1', name: 'P1', type: 'prusa_core', model: 'MK4', ip_address: '127.0.0.1', serial_number: null, access_code: null, is_active: true,
@@ -41,5 +56,34 @@ describeDialects('file catalog rows', (db) => {
     await store.files.syncPrinter('p1', [second, first], '2026-11-27T13:00:00.000Z');
     expect((await store.files.forPrinter('p1')).map((f) => f.id)).toEqual(['f1', 'f2']);
     expect(printedFile(await store.files.forPrinter('p1'), { name: 'cube.gcode' })?.printer_path).toBe('/usb/cube.gcode');
+  });
+
+  test('a file downloaded while the listing that no longer has it is applied keeps its row (it has a local copy)', async () => {
+    const file = entry('f1', '/usb/cube.gcode');
+    await store.files.syncPrinter('p1', [file], '2026-11-27T11:00:00.000Z');
+    const downloaded = { status: 'downloaded' as const, local_path: '/data/files/f1.gcode', downloaded_at: '2026-11-27T11:30:00.000Z' };
+    let result: { added: number; removed: number };
+    if (url === undefined) {
+      // SQLite: one writer; the download's write is either before the refresh (kept) or after it (row gone, 404).
+      await store.files.transition('f1', ['available', 'downloading'], downloaded);
+      result = await store.files.syncPrinter('p1', [], '2026-11-27T12:00:00.000Z');
+    } else {
+      // PostgreSQL: the download commits between the refresh's read of the rows and its delete.
+      const other = new pg.Client({ connectionString: url });
+      const watcher = new pg.Client({ connectionString: url });
+      await Promise.all([other.connect(), watcher.connect()]);
+      try {
+        await other.query('BEGIN');
+        await other.query('UPDATE files SET status = $1, local_path = $2, downloaded_at = $3 WHERE id = $4', [downloaded.status, downloaded.local_path, downloaded.downloaded_at, 'f1']);
+        const refresh = store.files.syncPrinter('p1', [], '2026-11-27T12:00:00.000Z');
+        await untilLockWait(watcher);
+        await other.query('COMMIT');
+        result = await refresh;
+      } finally {
+        await Promise.all([other.end(), watcher.end()]);
+      }
+    }
+    expect(result).toEqual({ added: 0, removed: 0 });
+    expect(await store.files.get('f1')).toMatchObject({ status: 'downloaded', local_path: '/data/files/f1.gcode' });
   });
 });

@@ -123,8 +123,10 @@ export class FilesRepository {
         }
       }
       const gone = [...known.values()].filter((r) => r.status === 'available' || r.status === 'error').map((r) => r.id);
-      if (gone.length) await trx.deleteFrom('files').where('id', 'in', gone).execute();
-      return { added, removed: gone.length };
+      // The status is checked again as the rows are deleted: on PostgreSQL a download that committed since the read
+      // above (SQLite's one writer cannot interleave) has a local copy now, and its row stays.
+      const removed = gone.length ? Number((await trx.deleteFrom('files').where('id', 'in', gone).where('status', 'in', ['available', 'error']).executeTakeFirst()).numDeletedRows) : 0;
+      return { added, removed };
     });
   }
 
