@@ -23,6 +23,7 @@ export function systemRoutes(ctx: ServiceContext): AnyRoute[] {
       description:
         'Answers 200 while the database answers and its file is still the one the service opened; 503 (same body, status "unhealthy", database "error") when it does not, e.g. when printfarm.db was deleted or replaced while the service runs (writes would be lost: restart the service). `ffmpeg` says whether RTSPS cameras can be decoded (install Debian\'s package ffmpeg where it is missing).',
       response: Health,
+      alsoStatus: { status: 503, description: 'The database does not answer, or its file was replaced (status "unhealthy")' },
       async handler() {
         const dbOk = await ctx.store.ping();
         const active = dbOk ? (await ctx.store.printers.counts()).active : 0;

@@ -104,10 +104,13 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
       responses[route.alsoStatus.status] = { description: route.alsoStatus.description, content: { 'application/json': { schema: jsonSchema(route.response, 'output') } } };
     }
     for (const code of [...errorStatuses].sort()) {
+      const error = { $ref: '#/components/schemas/Error' };
+      // A status the route answers with its own body too (GET /health's 503 "unhealthy" beside "starting up"): either.
+      const own = responses[code] as { description: string; content: { 'application/json': { schema: object } } } | undefined;
       responses[code] = {
-        description: ERROR_TEXT[code] ?? 'Error',
+        description: own ? `${own.description}; or ${ERROR_TEXT[code] ?? 'an error'}` : (ERROR_TEXT[code] ?? 'Error'),
         ...(code === 429 && info.rateLimited ? { headers: RATE_LIMIT_HEADERS } : {}),
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+        content: { 'application/json': { schema: own ? { anyOf: [own.content['application/json'].schema, error] } : error } },
       };
     }
     const fullPath = basePath + route.path;
