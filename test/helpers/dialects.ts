@@ -70,3 +70,17 @@ export async function localeDatabaseOptions(db: DialectUnderTest): Promise<{ dat
   target.pathname = `/${name}`;
   return { databaseUrl: target.toString() };
 }
+
+/**
+ * Waits (with a deadline) until a statement of another connection of `client`'s database waits for a row
+ * lock (PostgreSQL): how a race test knows the code under test reached the write a held transaction blocks.
+ */
+export async function untilLockWait(client: pg.Client, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const { rows } = await client.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+    if (rows[0].n > 0) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting: ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -11,21 +11,10 @@ import pg from 'pg';
 import { openStore, type Store } from '../../service/db';
 import type { PrinterFileEntry } from '../../service/db/repositories/files';
 import { printedFile } from '../../service/monitoring/print-identity';
-import { describeDialects } from '../helpers/dialects';
+import { describeDialects, untilLockWait } from '../helpers/dialects';
 import { tempDir } from '../helpers/service';
 
 const entry = (id: string, path: string): PrinterFileEntry => ({ id, path, name: path.split('/').pop()!, file_type: '.gcode', size: 100, modified: null });
-
-/** Waits (with a deadline) until a statement of another connection waits for a row lock (PostgreSQL). */
-async function untilLockWait(client: pg.Client) {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const { rows } = await client.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-    if (rows[0].n > 0) return;
-    if (Date.now() > deadline) throw new Error('the refresh never waited for the download');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describeDialects('file catalog rows', (db) => {
   let dir: string;
@@ -76,7 +65,7 @@ describeDialects('file catalog rows', (db) => {
         await other.query('BEGIN');
         await other.query('UPDATE files SET status = $1, local_path = $2, downloaded_at = $3 WHERE id = $4', [downloaded.status, downloaded.local_path, downloaded.downloaded_at, 'f1']);
         const refresh = store.files.syncPrinter('p1', [], '2026-11-27T12:00:00.000Z');
-        await untilLockWait(watcher);
+        await untilLockWait(watcher, 'the refresh never waited for the download');
         await other.query('COMMIT');
         result = await refresh;
       } finally {

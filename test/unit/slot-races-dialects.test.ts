@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import pg from 'pg';
 import { openStore, type Store } from '../../service/db';
-import { describeDialects } from '../helpers/dialects';
+import { describeDialects, untilLockWait } from '../helpers/dialects';
 import { tempDir } from '../helpers/service';
 
 const NOW = '2026-11-27T10:00:00.000Z';
@@ -45,13 +45,7 @@ describeDialects('two loads of one slot at once', (db) => {
       await other.query('BEGIN');
       for (const q of first) await other.query(q.sql, q.params);
       const running = second();
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        const { rows } = await watcher.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-        if (rows[0].n > 0) break;
-        if (Date.now() > deadline) throw new Error('the second load never waited for the first');
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await untilLockWait(watcher, 'the second load never waited for the first');
       await other.query('COMMIT');
       return await running;
     } finally {

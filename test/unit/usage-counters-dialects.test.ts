@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import pg from 'pg';
 import { openStore, type Store } from '../../service/db';
-import { describeDialects } from '../helpers/dialects';
+import { describeDialects, untilLockWait } from '../helpers/dialects';
 import { tempDir } from '../helpers/service';
 
 const AT = '2026-11-27T10:15:00.000Z';
@@ -27,17 +27,6 @@ describeDialects('usage counters', (db) => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  /** Waits (with a deadline) until a statement of another connection waits for a row lock. */
-  async function untilLockWait(client: pg.Client) {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const { rows } = await client.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-      if (rows[0].n > 0) return;
-      if (Date.now() > deadline) throw new Error('the marking never waited for the counted row');
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
-
   test('an event counted while a submission is being marked stays open for the next one', async () => {
     await store.usage.add('job_created', 5, AT);
     const captured = (await store.usage.pending()).map((e) => ({ id: e.id, count: e.count }));
@@ -53,7 +42,7 @@ describeDialects('usage counters', (db) => {
         await other.query('BEGIN');
         await other.query('UPDATE usage_events SET count = count + 1, last_at = $1 WHERE id = $2', [AT, captured[0].id]);
         const marking = store.usage.markSubmitted(captured, AT);
-        await untilLockWait(watcher);
+        await untilLockWait(watcher, 'the marking never waited for the counted row');
         await other.query('COMMIT');
         await marking;
       } finally {
