@@ -32,6 +32,8 @@ export = function (RED: NodeAPI) {
     let server: ServerNode | null = null;
     let timer: NodeJS.Timeout | null = null;
     let shown = false;
+    /** Closed (a deploy): an answer still on its way must not reach the flow from this node any more. */
+    let closed = false;
     let stopFlagging: (() => void) | null = null;
     const fixedPrinter = def.scope === 'printer' ? String(def.printer ?? '').trim() : '';
     /** A failed query turns the light red with its reason (it used to stay green "connected"). */
@@ -49,7 +51,7 @@ export = function (RED: NodeAPI) {
     };
 
     /** Reads the statistics the node (or the msg) asks for. */
-    const read = async (msg: Partial<NodeMessage>): Promise<NodeMessage> => {
+    const read = async (msg: Partial<NodeMessage>): Promise<NodeMessage | null> => {
       const m = msg as { period?: unknown; start_date?: unknown; end_date?: unknown; printer_id?: unknown };
       const filter: StatisticsFilter = {};
       if (typeof m.start_date === 'string' || typeof m.end_date === 'string') {
@@ -64,6 +66,10 @@ export = function (RED: NodeAPI) {
       if (def.scope === 'printer' && !printerId) throw new Error(t('printfarm-stats.errors.no-printer'));
       const client = await clientOf(server!);
       const payload = printerId ? await client.statistics.printer(printerId, filter) : await client.statistics.overview(filter);
+      if (closed) {
+        node.debug(t('printfarm-stats.log.late', { topic: printerId || 'overview' }));
+        return null;
+      }
       shown = true;
       const jobs = (payload as { jobs: { total_jobs: number; success_rate: number; completed_jobs?: number; failed_jobs?: number } }).jobs;
       // The service's success rate is 0 while nothing has finished: "0 % ok" would read as all failed.
@@ -78,6 +84,7 @@ export = function (RED: NodeAPI) {
         if (fixedPrinter) stopFlagging = flagUnknownPrinter(node, farm, fixedPrinter, TYPE, t);
       },
       close: () => {
+        closed = true;
         if (timer) clearInterval(timer);
         timer = null;
         stopFlagging?.();
@@ -90,9 +97,10 @@ export = function (RED: NodeAPI) {
       node.error(t('printfarm-stats.errors.bad-interval', { value: String(def.interval).slice(0, 20), max: MAX_INTERVAL_S }));
     } else if (seconds > 0) {
       const tick = () => {
+        if (closed) return;
         read({}).then(
-          (msg) => node.send(msg),
-          (err) => node.error(failed(err), { topic: fixedPrinter || 'overview' }),
+          (msg) => msg && node.send(msg),
+          (err) => !closed && node.error(failed(err), { topic: fixedPrinter || 'overview' }),
         );
       };
       timer = setInterval(tick, seconds * 1000);
@@ -102,7 +110,7 @@ export = function (RED: NodeAPI) {
     node.on('input', (msg: NodeMessageInFlow, send: (m: NodeMessage) => void, done: (err?: Error) => void) => {
       read(msg).then(
         (out) => {
-          send(out);
+          if (out) send(out);
           done();
         },
         (err) => done(failed(err)),
