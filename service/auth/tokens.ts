@@ -40,10 +40,22 @@ export function parseAuthTokens(text: string): { role: Role; token: string }[] {
     });
 }
 
+/**
+ * The stored tokens. An entry that is no token (a role spelt "Admin", a hash cut short) throws rather than
+ * being skipped: skipped, a file of such entries turned access control off and opened the API, while
+ * `npm start` (which counts the entries) still locked the editor as if it were on.
+ */
 function readFile(file: string): StoredToken[] {
   if (!fs.existsSync(file)) return [];
-  const parsed = JSON.parse(fs.readFileSync(file, 'utf8')) as { tokens?: StoredToken[] };
-  return Array.isArray(parsed.tokens) ? parsed.tokens.filter((t) => (ROLES as readonly string[]).includes(t.role) && /^sha256:[0-9a-f]{64}$/.test(t.hash)) : [];
+  const parsed = JSON.parse(fs.readFileSync(file, 'utf8')) as { tokens?: unknown } | null;
+  const tokens = parsed?.tokens ?? [];
+  if (!Array.isArray(tokens)) throw new Error(`${TOKENS_FILE}: "tokens" must be a list`);
+  tokens.forEach((t: Partial<StoredToken> | null, i) => {
+    if (!(ROLES as readonly string[]).includes(String(t?.role)) || !/^sha256:[0-9a-f]{64}$/.test(String(t?.hash))) {
+      throw new Error(`${TOKENS_FILE}: entry ${i + 1} is no token (role viewer, operator or admin and a "sha256:<64 hex>" hash)`);
+    }
+  });
+  return tokens as StoredToken[];
 }
 
 /** Makes a token, stores its hash in DATA_DIR/tokens.json (mode 0600) and returns the token: the only time it is seen. */

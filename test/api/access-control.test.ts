@@ -152,6 +152,29 @@ describe('tokens made with printfarm token create', () => {
     }
   });
 
+  test('a token file entry that is no token stops the start instead of leaving the API open', async () => {
+    const dataDir = tempDir();
+    const hash = `sha256:${'0'.repeat(64)}`;
+    // Why the start failed, or 'started' (then the service is stopped again, its data dir kept).
+    const refusal = () =>
+      startService({}, dataDir).then(
+        (h) => h.stop().then(() => 'started'),
+        (err: Error) => err.message,
+      );
+    fs.writeFileSync(path.join(dataDir, TOKENS_FILE), JSON.stringify({ tokens: [{ id: 'a1', role: 'Admin', name: '', hash, created_at: '2026-01-01T00:00:00Z' }] }));
+    expect(await refusal()).toMatch(/tokens\.json: entry 1 is no token/);
+    fs.writeFileSync(path.join(dataDir, TOKENS_FILE), JSON.stringify({ tokens: [{ id: 'a1', role: 'admin', name: '', hash: 'sha256:abc', created_at: '2026-01-01T00:00:00Z' }] }));
+    expect(await refusal()).toMatch(/entry 1 is no token/);
+    // An empty list is no tokens: open, as the spec says.
+    fs.writeFileSync(path.join(dataDir, TOKENS_FILE), JSON.stringify({ tokens: [] }));
+    const open = await startService({}, dataDir);
+    try {
+      expect((await open.get('/api/v1/printers')).status).toBe(200);
+    } finally {
+      await open.close();
+    }
+  });
+
   test('a bad AUTH_TOKENS entry stops the start with a clear message', async () => {
     await expect(startService({ env: { AUTH_TOKENS: 'guest:0123456789abcdef' } })).rejects.toThrow(/AUTH_TOKENS: unknown role "guest"/);
     await expect(startService({ env: { AUTH_TOKENS: 'admin:short' } })).rejects.toThrow(/at least 16 characters/);
