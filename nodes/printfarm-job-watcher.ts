@@ -41,6 +41,8 @@ export = function (RED: NodeAPI) {
     let server: ServerNode | null = null;
     let last: NodeMessage | null = null;
     let stopFlagging: (() => void) | null = null;
+    /** Closed (a deploy): an event whose job detail is still being read must not reach the flow from this node. */
+    let closed = false;
 
     node.onServerState = (state: ConnectionState, error?: Error) => {
       if ((state === 'connected' || state === 'polling') && last) return;
@@ -55,8 +57,9 @@ export = function (RED: NodeAPI) {
         try {
           payload.job = await (await clientOf(server)).jobs.get(e.job_id);
         } catch (err) {
-          node.warn(t('printfarm-job-watcher.errors.detail-failed', { job: e.job_id, message: asError(err).message }));
+          if (!closed) node.warn(t('printfarm-job-watcher.errors.detail-failed', { job: e.job_id, message: asError(err).message }));
         }
+        if (closed) return node.debug(t('printfarm-job-watcher.log.late', { event: e.event, job: e.job_id }));
       }
       last = { topic: e.printer_id, event: e.event, payload };
       node.send(last);
@@ -73,6 +76,7 @@ export = function (RED: NodeAPI) {
         });
       },
       close: () => {
+        closed = true;
         stream?.close();
         stopFlagging?.();
       },

@@ -5,28 +5,47 @@
  */
 import http from 'node:http';
 import type net from 'node:net';
+import { WebSocketServer, type WebSocket } from 'ws';
 import { callsOf, collect, flow, helper, NODES, statusOf, until, type FlowNode, type TestNode } from '../helpers/node-red';
 
-/** A remote "service" with no printers whose statistics answers wait until the test releases them. */
-async function holdingService(): Promise<{ url: string; held: http.ServerResponse[]; release(res: http.ServerResponse): void; close(): Promise<void> }> {
+/**
+ * A remote "service" with no printers: requests whose path matches `hold` wait until the test answers
+ * them, `/ws` takes connections (the test sends their frames).
+ */
+async function holdingService(hold: RegExp): Promise<{ url: string; held: http.ServerResponse[]; sockets: WebSocket[]; answer(res: http.ServerResponse, body: unknown): void; close(): Promise<void> }> {
   const held: http.ServerResponse[] = [];
+  const sockets: WebSocket[] = [];
   const server = http.createServer((req, res) => {
-    if (req.url?.startsWith('/api/v1/statistics/overview')) return void held.push(res);
-    res.writeHead(req.url?.startsWith('/api/v1/printers') ? 200 : 404, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(req.url?.startsWith('/api/v1/printers') ? { printers: [] } : { error: { code: 'NOT_FOUND', message: 'no' } }));
+    if (hold.test(req.url ?? '')) return void held.push(res);
+    const printers = req.url?.startsWith('/api/v1/printers');
+    res.writeHead(printers ? 200 : 404, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(printers ? { printers: [] } : { error: { code: 'NOT_FOUND', message: 'no' } }));
   });
+  const wss = new WebSocketServer({ server, path: '/ws' });
+  wss.on('connection', (ws) => sockets.push(ws));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
     held,
-    release: (res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jobs: { total_jobs: 3, success_rate: 100, completed_jobs: 3, failed_jobs: 0 } })),
+    sockets,
+    answer: (res, body) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body)),
     close: () =>
       new Promise<void>((resolve) => {
+        for (const ws of wss.clients) ws.terminate();
+        wss.close();
         server.closeAllConnections();
         server.close(() => resolve());
       }),
   };
 }
+
+/** Whether closed node `old` sent what it was still busy with, or dropped it (saying so in a debug line). */
+const outcomeOf = (old: TestNode) =>
+  new Promise<string>((resolve) => {
+    old.on('call:send', () => resolve('sent'));
+    old.on('call:debug', () => resolve('dropped'));
+  });
+const sendsOf = (old: TestNode) => (old.send as unknown as { getCalls(): { thisValue: unknown }[] }).getCalls().filter((c) => c.thisValue === old);
 
 beforeEach(() => helper.startServer());
 afterEach(async () => {
@@ -86,7 +105,7 @@ describe('settings out of range (a flow imported or deployed past the editor\'s 
 
 describe('a node closed while its request is on its way', () => {
   test('stats: the answer of an update started before a deploy is not sent by the closed node (it went out next to the new node\'s)', async () => {
-    const service = await holdingService();
+    const service = await holdingService(/^\/api\/v1\/statistics\/overview/);
     try {
       const first = flow([{ id: 'stats', type: 'printfarm-stats', name: 'a', server: 'srv', scope: 'overview', period: 'week', interval: 3600, wires: [['out']] }, { id: 'out', type: 'helper' }], { mode: 'remote', url: service.url });
       const statsFlow = (name: string) => first.map((n) => (n.id === 'stats' ? { ...n, name } : n));
@@ -97,14 +116,36 @@ describe('a node closed while its request is on its way', () => {
       // ...when a deploy of the modified nodes replaces the node (the config node and its connection stay).
       await helper.setFlows(statsFlow('b'), 'nodes');
       expect(helper.getNode('stats')).not.toBe(old);
-      const outcome = new Promise<string>((resolve) => {
-        old.on('call:send', () => resolve('sent'));
-        old.on('call:debug', () => resolve('dropped'));
-      });
-      service.release(service.held[0]);
+      const outcome = outcomeOf(old);
+      const stats = { jobs: { total_jobs: 3, success_rate: 100, completed_jobs: 3, failed_jobs: 0 } };
+      service.answer(service.held[0], stats);
       expect(await outcome).toBe('dropped');
-      expect((old.send as unknown as { getCalls(): { thisValue: unknown }[] }).getCalls().filter((c) => c.thisValue === old)).toEqual([]);
-      for (const res of service.held.slice(1)) service.release(res);
+      expect(sendsOf(old)).toEqual([]);
+      for (const res of service.held.slice(1)) service.answer(res, stats);
+    } finally {
+      await helper.unload();
+      await service.close();
+    }
+  });
+
+  test('job watcher: a finished job whose detail is read while a deploy replaces the node is not sent by the closed node', async () => {
+    const service = await holdingService(/^\/api\/v1\/jobs\/7/);
+    try {
+      const first = flow([{ id: 'jw', type: 'printfarm-job-watcher', name: 'a', server: 'srv', printer: '', events: '', throttle: 10, details: true, wires: [['out']] }, { id: 'out', type: 'helper' }], { mode: 'remote', url: service.url });
+      await helper.load(NODES, first);
+      const old = helper.getNode('jw');
+      await until(() => service.sockets.length === 1, 'the /ws connection');
+      const frame = { type: 'job_update', timestamp: new Date().toISOString(), data: { job_id: 7, printer_id: 'p1', job_name: 'Cube', status: 'completed', change: 'status', progress: 100 } };
+      service.sockets[0].send(JSON.stringify(frame));
+      // The completed event's detail is on its way...
+      await until(() => service.held.length === 1, 'the read of the job detail');
+      // ...when a deploy of the modified nodes replaces the node.
+      await helper.setFlows(first.map((n) => (n.id === 'jw' ? { ...n, name: 'b' } : n)), 'nodes');
+      expect(helper.getNode('jw')).not.toBe(old);
+      const outcome = outcomeOf(old);
+      service.answer(service.held[0], { id: 7, printer_id: 'p1', status: 'completed' });
+      expect(await outcome).toBe('dropped');
+      expect(sendsOf(old)).toEqual([]);
     } finally {
       await helper.unload();
       await service.close();
