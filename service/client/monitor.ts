@@ -139,6 +139,9 @@ export class FarmMonitor extends EventEmitter {
     options: MonitorOptions = {},
   ) {
     super();
+    // One listener per node that follows the farm (a dozen printers, a node each, is no leak: Node's default
+    // limit of 10 would print a leak warning); the nodes remove theirs on close (test/nodes/many-users).
+    this.setMaxListeners(0);
     this.pollMs = options.pollIntervalMs ?? FALLBACK_POLL_MS;
     this.realtime = options.realtime === false ? null : (options.realtime ?? new RealtimeClient(client.wsUrl, { token: client.token, ...options.realtimeOptions }));
     this.realtime?.on('open', () => this.onOpen());
