@@ -98,8 +98,11 @@ export = function (RED: NodeAPI) {
     try {
       queue = new DownloadQueue(workers, queueOptions(def));
     } catch (err) {
+      const reason = asError(err);
       node.status({ fill: 'red', shape: 'ring', text: t('printfarm-file-download.status.bad-config') });
-      node.error(asError(err));
+      node.error(reason);
+      // Its inputs end with the reason (Catch nodes see it), rather than vanish without a word.
+      node.on('input', (_msg: NodeMessageInFlow, _send: Send, done: Done) => done(reason));
       return;
     }
 

@@ -88,6 +88,22 @@ describe('a node whose config node is missing', () => {
   });
 });
 
+test('file download with settings the queue refuses answers every input with the reason (it dropped them without a word)', async () => {
+  await helper.load(
+    NODES,
+    flow([
+      { id: 'download', type: 'printfarm-file-download', server: 'srv', printer: '', retryAttempts: -1, wires: [] },
+      { id: 'c1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
+      { id: 'caught', type: 'helper' },
+    ]),
+  );
+  expect(statusOf(helper.getNode('download'))).toMatchObject({ fill: 'red', shape: 'ring' });
+  const caught = collect(helper.getNode('caught'));
+  helper.getNode('download').receive({ payload: 'f1' });
+  const err = await caught.next();
+  expect(err.error).toMatchObject({ message: 'RangeError: retryAttempts, retryDelay and logRetentionDays must not be negative', source: { id: 'download' } });
+});
+
 describe('settings out of range (a flow imported or deployed past the editor\'s checks)', () => {
   afterEach(() => jest.restoreAllMocks());
 
