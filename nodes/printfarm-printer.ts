@@ -42,6 +42,11 @@ const TYPE = 'printfarm-printer';
 const COMMANDS = ['pause', 'resume', 'stop', 'refresh'] as const;
 type Command = (typeof COMMANDS)[number];
 
+/** A msg property as text: a string or number as it is, anything else as '' (String() of an object such as {"toString": 1} throws). */
+function textOf(v: unknown): string {
+  return typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : '';
+}
+
 /** The body that registers the configured printer (ports only when given). */
 function registration(def: PrinterDef, accessCode: string | undefined): CreatePrinterInput {
   const port = (v: string | number) => (v === '' || v === undefined || v === null ? undefined : Number(v));
@@ -145,8 +150,8 @@ export = function (RED: NodeAPI) {
 
     /** msg.topic "snapshot" / "stream": the printer is the node's, or msg.printer_id. */
     const onCamera = (topic: 'snapshot' | 'stream', msg: NodeMessageInFlow, send: (m: NodeMessage) => void, done: (err?: Error) => void) => {
-      const named = String((msg as { printer_id?: unknown }).printer_id ?? '').trim();
-      const target = wanted || named || (cameraTopicOf({ topic: msg.topic }) ? '' : String(msg.topic ?? '').trim());
+      const named = textOf((msg as { printer_id?: unknown }).printer_id).trim();
+      const target = wanted || named || (cameraTopicOf({ topic: msg.topic }) ? '' : textOf(msg.topic).trim());
       if (!target) return done(new Error(t('printfarm-printer.errors.no-camera-printer')));
       if (topic === 'stream') {
         const res = httpResponseOf(msg as { res?: unknown });
@@ -174,11 +179,10 @@ export = function (RED: NodeAPI) {
     node.on('input', (msg: NodeMessageInFlow, send: (m: NodeMessage | (NodeMessage | NodeMessage[] | null)[]) => void, done: (err?: Error) => void) => {
       const camera = cameraTopicOf(msg as { topic?: unknown; command?: unknown; payload?: unknown });
       if (camera) return onCamera(camera, msg, send, done);
-      const command = String((msg as { command?: unknown }).command ?? msg.payload ?? '')
-        .trim()
-        .toLowerCase() as Command;
-      const target = wanted || String((msg as { printer_id?: unknown }).printer_id ?? msg.topic ?? '').trim();
-      if (!COMMANDS.includes(command)) return done(new Error(t('printfarm-printer.errors.unknown-command', { command: String(msg.payload).slice(0, 40) })));
+      const given = (msg as { command?: unknown }).command ?? msg.payload;
+      const command = textOf(given).trim().toLowerCase() as Command;
+      const target = wanted || textOf((msg as { printer_id?: unknown }).printer_id ?? msg.topic).trim();
+      if (!COMMANDS.includes(command)) return done(new Error(t('printfarm-printer.errors.unknown-command', { command: textOf(given).slice(0, 40) || `(${given === null ? 'null' : typeof given})` })));
       if (!target && command !== 'refresh') return done(new Error(t('printfarm-printer.errors.no-printer')));
       clientOf(farm)
         .then(async (client) => {

@@ -168,3 +168,34 @@ describe('a node closed while its request is on its way', () => {
     }
   });
 });
+
+test('printer: inputs of the wrong type end once with a clear error (an object whose String() throws gave a bare TypeError and never ended)', async () => {
+  // Nothing listens on port 9: the inputs are refused before any request.
+  await helper.load(
+    NODES,
+    flow(
+      [
+        { id: 'printer', type: 'printfarm-printer', server: 'srv', printer: '', register: false, wires: [] },
+        { id: 'c1', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
+        { id: 'caught', type: 'helper' },
+      ],
+      { mode: 'remote', url: 'http://127.0.0.1:9' },
+    ),
+  );
+  const caught = collect(helper.getNode('caught'));
+  const unknown = (command: string) => `Error: Unknown command "${command}" (use pause, resume, stop, refresh, snapshot or stream)`;
+  const cases: [Record<string, unknown>, string][] = [
+    [{ payload: JSON.parse('{"toString": 1}') }, unknown('(object)')],
+    [{ payload: JSON.parse('{"__proto__": {"polluted": true}}') }, unknown('(object)')],
+    [{ command: 'explode', payload: 'pause' }, unknown('explode')],
+    [{ payload: 'pause', topic: JSON.parse('{"toString": 1}') }, 'Error: Which printer? Set msg.printer_id or msg.topic'],
+    [{ payload: null }, unknown('(null)')],
+    [{ payload: 'x'.repeat(100_000) }, unknown('x'.repeat(40))],
+  ];
+  for (const [i, [msg, message]] of cases.entries()) {
+    helper.getNode('printer').receive({ ...msg, _probe: i });
+    expect((await caught.next((m) => m._probe === i)).error.message).toBe(message);
+  }
+  expect(caught.messages.map((m) => m._probe)).toEqual(cases.map((_, i) => i));
+  expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+});
