@@ -96,12 +96,18 @@ export = function (RED: NodeAPI) {
       node.status({ fill: 'red', shape: 'ring', text: t('printfarm-stats.status.bad-interval') });
       node.error(t('printfarm-stats.errors.bad-interval', { value: String(def.interval).slice(0, 20), max: MAX_INTERVAL_S }));
     } else if (seconds > 0) {
+      // One update at a time: a service slower than the interval (or one that never answers, 30 s each)
+      // would otherwise get a request per tick, all waiting at once.
+      let reading = false;
       const tick = () => {
-        if (closed) return;
-        read({}).then(
-          (msg) => msg && node.send(msg),
-          (err) => !closed && node.error(failed(err), { topic: fixedPrinter || 'overview' }),
-        );
+        if (closed || reading) return;
+        reading = true;
+        read({})
+          .then(
+            (msg) => msg && node.send(msg),
+            (err) => !closed && node.error(failed(err), { topic: fixedPrinter || 'overview' }),
+          )
+          .finally(() => (reading = false));
       };
       timer = setInterval(tick, seconds * 1000);
       clientOf(server).then(tick, () => undefined);

@@ -144,6 +144,37 @@ describe('a node closed while its request is on its way', () => {
     }
   });
 
+  test('stats: a tick while the last update is still on its way (a slow service) asks nothing more (they piled up, one per tick)', async () => {
+    const service = await holdingService(/^\/api\/v1\/statistics\/overview/);
+    const timers = jest.spyOn(global, 'setInterval');
+    const fetches = jest.spyOn(global, 'fetch');
+    try {
+      await helper.load(NODES, flow([{ id: 'stats', type: 'printfarm-stats', server: 'srv', scope: 'overview', period: 'week', interval: 3600, wires: [['out']] }, { id: 'out', type: 'helper' }], { mode: 'remote', url: service.url }));
+      const asked = () => fetches.mock.calls.filter(([url]) => String(url).includes('/statistics/overview')).length;
+      // The first update (once connected) waits for its answer...
+      await until(() => service.held.length === 1, 'the first update');
+      // ...while the node's timer fires three times more (called here: no waiting for an hour).
+      const tick = timers.mock.calls.find(([, ms]) => ms === 3_600_000)![0] as () => void;
+      tick();
+      tick();
+      tick();
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(asked()).toBe(1);
+      // Answered, the next tick asks again.
+      const out = collect(helper.getNode('out'));
+      service.answer(service.held[0], { jobs: { total_jobs: 3, success_rate: 100, completed_jobs: 3, failed_jobs: 0 } });
+      await out.next();
+      tick();
+      await until(() => service.held.length === 2, 'the next update');
+      expect(asked()).toBe(2);
+      service.answer(service.held[1], { jobs: { total_jobs: 3, success_rate: 100, completed_jobs: 3, failed_jobs: 0 } });
+    } finally {
+      jest.restoreAllMocks();
+      await helper.unload();
+      await service.close();
+    }
+  });
+
   test('job watcher: a finished job whose detail is read while a deploy replaces the node is not sent by the closed node', async () => {
     const service = await holdingService(/^\/api\/v1\/jobs\/7/);
     try {
