@@ -50,6 +50,7 @@ import { lockDataDir, type DataDirLock } from './system/data-lock';
 import { ServiceMetrics } from './system/metrics';
 import { UpdateChecker } from './system/update-check';
 import { UsageService, type UsageOptions } from './usage/service';
+import { compileTrust, type TrustFn } from './util/proxy-trust';
 
 export interface ServiceOptions {
   /** A number, or the text of a flag (validated like PORT). */
@@ -131,6 +132,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const env = options.env ?? process.env;
   // Fail on a bad environment variable before anything is opened.
   runtimeDefaults(env);
+  const trust = compileTrust(config.trust_proxy);
   const log: Logger = pino({ level: config.log_level, base: { service: 'printfarm' } }, options.logStream ?? pino.destination(1));
   const dataDir = path.resolve(config.data_dir);
 
@@ -158,7 +160,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const guard = new BrowserGuard({
     allowedOrigins: [...parseList(config.allowed_origins), ...(options.allowedOrigins ?? [])],
     allowedHosts: [...parseList(config.allowed_hosts), ...(options.allowedHosts ?? [])],
-    trustProxy: config.trust_proxy,
+    trustProxy: trust,
   });
   let tokens: TokenRegistry;
   try {
@@ -168,7 +170,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     limiter.close();
     throw new ConfigError(`access control: ${(err as Error).message} (AUTH_TOKENS or ${path.join(dataDir, TOKENS_FILE)})`);
   }
-  const api = createApi(log, () => phase, { metrics, limiter, trustProxy: config.trust_proxy, guard, tokens });
+  const api = createApi(log, () => phase, { metrics, limiter, trustProxy: trust, guard, tokens });
   const server = http.createServer(api.app);
   server.on('clientError', answerClientError);
   // One service per data directory, checked before anything listens or opens (DataDirLockedError otherwise).
@@ -276,7 +278,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     maxPerAddress: config.ws_max_clients_per_ip,
     onRefusals: (summary) => log.warn(summary, '/ws connections refused: the connection cap is reached (WS_MAX_CLIENTS, WS_MAX_CLIENTS_PER_IP)'),
   });
-  realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs, admit: (req) => admitWebSocket(guard, tokens, wsCap, limiter, req, config.trust_proxy) });
+  realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs, admit: (req) => admitWebSocket(guard, tokens, wsCap, limiter, req, trust) });
   realtime.attach(server);
   phase = 'ready';
   usage.start();
@@ -353,12 +355,12 @@ export function exposureWarning(host: string, port: number, accessControl: boole
  * site's page (403: browsers always send Origin on WebSocket upgrades), then the connection cap (503, always
  * on: WS_MAX_CLIENTS in total, WS_MAX_CLIENTS_PER_IP per address), then the per-client limit (429).
  */
-function admitWebSocket(guard: BrowserGuard, tokens: TokenRegistry, cap: ConnectionCap, limiter: RateLimiter, req: http.IncomingMessage, trustProxy: boolean) {
+function admitWebSocket(guard: BrowserGuard, tokens: TokenRegistry, cap: ConnectionCap, limiter: RateLimiter, req: http.IncomingMessage, trust: TrustFn) {
   const refusal = guard.check(req, true);
   if (refusal) return refuseUpgrade(refusal, {});
   const auth = authorize(tokens, req, 'viewer', true);
   if ('error' in auth) return refuseUpgrade(auth.error, auth.error.status === 401 ? { 'WWW-Authenticate': 'Bearer realm="printfarm"' } : {});
-  const address = clientAddress(req, trustProxy);
+  const address = clientAddress(req, trust);
   const capped = cap.admit(address);
   if ('refused' in capped) {
     const message =

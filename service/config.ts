@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { hoursError } from './queue/working-hours';
 import { NotifyWebhooks, type NotifyWebhookTarget } from './schemas/notify';
+import { parseTrustProxy, type TrustProxySetting } from './util/proxy-trust';
 import { isValidTimeZone } from './util/time';
 
 /** The package root: the folder of our package.json, found from here whether running from TypeScript sources or dist/. */
@@ -53,7 +54,13 @@ export const STARTUP_OPTIONS = {
     description: 'Where GET /update-check learns the latest version (GitHub release or npm "latest" JSON)',
   },
   update_check_timeout: { type: 'integer', default: 3, env: 'UPDATE_CHECK_TIMEOUT', min: 1, max: 30, description: 'Seconds before an unreachable update source counts as "no update"' },
-  trust_proxy: { type: 'boolean', default: false, env: 'TRUST_PROXY', description: 'Behind a reverse proxy: take the client address from X-Forwarded-For (rate limits count per client address)' },
+  trust_proxy: {
+    type: 'string',
+    default: false,
+    env: 'TRUST_PROXY',
+    description:
+      'Behind reverse proxies: `true` (one proxy), their number, or their addresses/subnets (comma-separated). The client address is the right-most X-Forwarded-For entry no trusted proxy added (rate limits count per client address)',
+  },
   database_url: {
     type: 'string',
     default: '',
@@ -295,6 +302,13 @@ export function parseSettingValue(key: string, def: SettingDef, raw: string): bo
       // Named without its value: a connection string holds a password.
       if (key === 'database_url' && !/^postgres(ql)?:\/\/./i.test(raw)) throw new ConfigError(`${def.env} must be a postgres:// URL`);
       if (key === 'spoolman_url' && !isHttpUrl(raw)) throw fail('must be an http(s) URL');
+      if (key === 'trust_proxy') {
+        try {
+          return parseTrustProxy(raw);
+        } catch (err) {
+          throw fail((err as Error).message);
+        }
+      }
       return raw;
   }
 }
@@ -320,7 +334,7 @@ export interface StartupOptions {
   log_level: (typeof LOG_LEVELS)[number];
   update_check_url: string;
   update_check_timeout: number;
-  trust_proxy: boolean;
+  trust_proxy: TrustProxySetting;
   database_url: string;
   database_pool_max: number;
   ws_max_clients: number;

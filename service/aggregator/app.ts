@@ -19,6 +19,7 @@ import { answerClientError, errorHandler, unknownRoute } from '../http/errors';
 import { buildOpenApi } from '../http/openapi';
 import { defineRoute, mountRoutes, type AnyRoute } from '../http/route';
 import { ConfigError, VERSION } from '../config';
+import { compileTrust, type TrustProxySetting } from '../util/proxy-trust';
 import { redactUrl } from '../db/dialect';
 import { ADMIN_PATHS, DEFAULT_RATE_LIMIT_PER_ADDRESS, DEFAULT_RATE_LIMIT_PER_KEY, keyCheck, SubmissionLimiter, SUBMIT_PATHS } from './access';
 import { openAggregatorDatabase } from './db';
@@ -41,8 +42,8 @@ export interface AggregatorOptions {
   rateLimitPerAddress?: number;
   /** Submission requests per submit key per hour (default 10000). */
   rateLimitPerKey?: number;
-  /** Express `trust proxy` (behind a TLS proxy: its hop count or address), so that the per-address limit sees the client. */
-  trustProxy?: boolean | number | string;
+  /** The proxies in front (behind a TLS proxy: true for one, a hop count or their addresses), so that the per-address limit sees the client. */
+  trustProxy?: TrustProxySetting;
   smtp?: SmtpOptions;
   /** Serve HTTPS with this key and certificate (PEM); plain HTTP otherwise (behind a TLS proxy). */
   tls?: { key: string | Buffer; cert: string | Buffer };
@@ -154,7 +155,8 @@ export async function createAggregator(options: AggregatorOptions): Promise<Aggr
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  if (options.trustProxy !== undefined) app.set('trust proxy', options.trustProxy);
+  // Compiled here, not handed to Express as is: Express's own `true` trusts every hop, so the client could name its address.
+  if (options.trustProxy !== undefined) app.set('trust proxy', compileTrust(options.trustProxy));
   app.use(requestLog(log));
   // The key first: a body is not even parsed for a client without one (or, on /submit, over its limits).
   app.use(SUBMIT_PATHS, keyCheck(keys, 'submit'));

@@ -12,7 +12,7 @@
  * | --rate-limit | AGGREGATOR_RATE_LIMIT_PER_HOUR | 10 (per installation) |
  * | --rate-limit-per-address | AGGREGATOR_RATE_LIMIT_PER_ADDRESS | 60 |
  * | --rate-limit-per-key | AGGREGATOR_RATE_LIMIT_PER_KEY | 10000 |
- * | --trust-proxy | AGGREGATOR_TRUST_PROXY | off (true, a hop count, or proxy addresses) |
+ * | --trust-proxy | AGGREGATOR_TRUST_PROXY | off (true: one proxy, a hop count, or proxy addresses) |
  * | --tls-key / --tls-cert (PEM files) | AGGREGATOR_TLS_KEY / AGGREGATOR_TLS_CERT | plain HTTP |
  * | --database-url | DATABASE_URL | SQLite (aggregator.db in the data dir) |
  * | | DATABASE_POOL_MAX | 10 |
@@ -20,6 +20,7 @@
  */
 import fs from 'node:fs';
 import { ConfigError } from '../config';
+import { parseTrustProxy, type TrustProxySetting } from '../util/proxy-trust';
 import type { AggregatorOptions } from './app';
 import type { SmtpOptions } from './reports';
 
@@ -54,14 +55,13 @@ function readPem(name: string, file: string): string {
   }
 }
 
-/** Express `trust proxy`: true/false, a hop count, or the proxies' addresses (comma-separated). */
-function proxySetting(raw: string): boolean | number | string {
-  const v = raw.trim().toLowerCase();
-  if (['true', 'yes', 'on'].includes(v)) return true;
-  if (['false', 'no', 'off'].includes(v)) return false;
-  if (/^\d{1,2}$/.test(v)) return Number(v);
-  if (!/^[0-9a-f.:/, ]{1,1000}$/i.test(v)) throw new ConfigError(`--trust-proxy must be true, false, a hop count or proxy addresses, got "${raw.slice(0, 60)}"`);
-  return v;
+/** The proxies in front: true (one), false, a hop count, or the proxies' addresses (comma-separated); see util/proxy-trust.ts. */
+function proxySetting(raw: string): TrustProxySetting {
+  try {
+    return parseTrustProxy(raw);
+  } catch {
+    throw new ConfigError(`--trust-proxy must be true, false, a hop count or proxy addresses, got "${raw.slice(0, 60)}"`);
+  }
 }
 
 export function aggregatorOptions(flags: AggregatorFlags, env: NodeJS.ProcessEnv = process.env): AggregatorOptions {

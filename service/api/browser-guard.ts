@@ -14,6 +14,7 @@ import os from 'node:os';
 import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
 import { ApiError, sendError } from '../http/errors';
+import { compileTrust, forwardedValue, forwardedValues, type TrustFn } from '../util/proxy-trust';
 
 export interface BrowserGuardOptions {
   /**
@@ -23,8 +24,8 @@ export interface BrowserGuardOptions {
   allowedOrigins?: readonly string[];
   /** Extra Host names: `printfarm.example.com` exactly, `.example.com` for it and its subdomains, or `*` for any. */
   allowedHosts?: readonly string[];
-  /** Behind a reverse proxy: the public host is X-Forwarded-Host. */
-  trustProxy?: boolean;
+  /** Which proxies in front are trusted (TRUST_PROXY): behind them the public host is X-Forwarded-Host. */
+  trustProxy?: TrustFn;
 }
 
 /** Methods that only read: a cross-origin page cannot read their answers without CORS, which we give to listed origins only. */
@@ -62,7 +63,7 @@ export class BrowserGuard {
   private readonly hostSuffixes: string[];
   private readonly anyHost: boolean;
   private readonly names = machineNames();
-  private readonly trustProxy: boolean;
+  private readonly trust: TrustFn;
 
   constructor(options: BrowserGuardOptions = {}) {
     const origins = options.allowedOrigins ?? [];
@@ -73,7 +74,7 @@ export class BrowserGuard {
     this.anyHost = hosts.includes('*');
     this.hostSuffixes = hosts.filter((h) => h.startsWith('.'));
     this.hosts = new Set(hosts.filter((h) => h !== '*' && !h.startsWith('.')));
-    this.trustProxy = options.trustProxy ?? false;
+    this.trust = options.trustProxy ?? compileTrust(false);
   }
 
   /**
@@ -91,11 +92,12 @@ export class BrowserGuard {
     return this.hostSuffixes.some((suffix) => name.endsWith(suffix) || name === suffix.slice(1));
   }
 
-  /** The public host of the request (the proxy's when trusted). */
+  /**
+   * The public host of the request: behind trusted proxies the X-Forwarded-Host entry the outermost of them
+   * added, counted from the right like X-Forwarded-For (a left-hand entry may be the client's own).
+   */
   private publicHost(req: IncomingMessage): string | undefined {
-    const forwarded = this.trustProxy ? req.headers['x-forwarded-host'] : undefined;
-    const first = typeof forwarded === 'string' ? forwarded.split(',')[0].trim() : undefined;
-    return first || req.headers.host;
+    return forwardedValue(req, 'x-forwarded-host', this.trust) || req.headers.host;
   }
 
   /** Whether `origin` may act here: our own origin, a listed one, or the same host on a listed port. */
@@ -122,9 +124,7 @@ export class BrowserGuard {
    * "X-Forwarded-Host: localhost" beside the attacker's Host, and judging the forwarded name alone let it read the API.
    */
   private namedHosts(req: IncomingMessage): (string | undefined)[] {
-    const forwarded = this.trustProxy ? req.headers['x-forwarded-host'] : undefined;
-    const extra = typeof forwarded === 'string' ? forwarded.split(',').map((h) => h.trim()).filter(Boolean) : [];
-    return [req.headers.host, ...extra];
+    return [req.headers.host, ...forwardedValues(req, 'x-forwarded-host', this.trust)];
   }
 
   /** Why the request is refused, or null. Shared by HTTP requests and /ws upgrades. */

@@ -12,6 +12,7 @@ import type { BrowserGuard } from './browser-guard';
 import { docsRouter } from '../http/docs';
 import type { ServiceMetrics } from '../system/metrics';
 import { PROMETHEUS_CONTENT_TYPE } from '../util/prometheus';
+import { compileTrust, type TrustFn } from '../util/proxy-trust';
 import { ApiError, errorHandler, sendError, unknownRoute } from '../http/errors';
 import { fileRoutes } from './files';
 import { ideaRoutes } from './ideas';
@@ -72,15 +73,15 @@ export interface Api {
 export interface ApiOptions {
   metrics: ServiceMetrics;
   limiter: RateLimiter;
-  /** Behind a reverse proxy: the client address is the left-most X-Forwarded-For (rate limits count per client). */
-  trustProxy?: boolean;
+  /** Which proxies in front are trusted (TRUST_PROXY): `req.ip`, the address rate limits count, follows it. */
+  trustProxy?: TrustFn;
   /** Host and Origin checks, nosniff (see browser-guard.ts). */
   guard: BrowserGuard;
   /** Bearer tokens of the optional access control (off while there are none). */
   tokens: TokenRegistry;
 }
 
-export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, trustProxy = false, guard, tokens }: ApiOptions): Api {
+export function createApi(log: Logger, phase: () => Phase, { metrics, limiter, trustProxy = compileTrust(false), guard, tokens }: ApiOptions): Api {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);

@@ -19,6 +19,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Request, RequestHandler, Response } from 'express';
 import { MemoryStore, rateLimit, type RateLimitInfo } from 'express-rate-limit';
 import { ApiError } from '../http/errors';
+import { forwardedClient, type TrustFn } from '../util/proxy-trust';
 
 export interface RateLimits {
   general: { limit: number; windowMs: number };
@@ -78,13 +79,11 @@ export function clientKey(address: string | undefined): string {
 }
 
 /**
- * The client address of a raw request (a WebSocket upgrade), read the way
- * express reads `req.ip`: behind a trusted proxy the left-most X-Forwarded-For.
+ * The client address of a raw request (a WebSocket upgrade), read the way express reads `req.ip` with the
+ * same trust function: the right-most X-Forwarded-For entry that no trusted proxy added (util/proxy-trust.ts).
  */
-export function clientAddress(req: IncomingMessage, trustProxy: boolean): string {
-  const forwarded = trustProxy ? req.headers['x-forwarded-for'] : undefined;
-  const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
-  return clientKey(first || req.socket.remoteAddress);
+export function clientAddress(req: IncomingMessage, trust: TrustFn): string {
+  return clientKey(forwardedClient(req, trust));
 }
 
 export function setQuotaHeaders(res: Response, quota: Quota): void {
@@ -197,8 +196,8 @@ export class RateLimiter {
         next(this.refuse(res, limit, { limit: info.limit, remaining: 0, reset: Math.ceil((info.resetTime?.getTime() ?? now) / 1000) }, now));
       },
       validate: {
-        // TRUST_PROXY=true is the documented setting behind a reverse proxy; without it an
-        // X-Forwarded-For is ignored on purpose. Clients are their addresses (clientKey), IPv6 too.
+        // TRUST_PROXY is the documented setting behind reverse proxies (req.ip then follows its trust
+        // function, util/proxy-trust.ts); without it an X-Forwarded-For is ignored on purpose. Clients are their addresses (clientKey), IPv6 too.
         trustProxy: false,
         xForwardedForHeader: false,
         forwardedHeader: false,

@@ -87,6 +87,8 @@ describe('aggregator submission limits', () => {
     expect((await from('203.0.113.1')).status).toBe(201);
     expect((await from('203.0.113.1')).status).toBe(201);
     expect((await from('203.0.113.1')).status).toBe(429);
+    // true is one proxy: an entry the client wrote before the one the proxy appended buys nothing.
+    expect((await from('198.51.100.7, 203.0.113.1')).status).toBe(429);
     expect((await from('203.0.113.2')).status).toBe(201);
     // One IPv6 host owns a /64: its addresses share one window.
     expect((await from('2001:db8:1:2::1')).status).toBe(201);

@@ -207,13 +207,44 @@ describe('with shortened limits', () => {
     expect(headersOf(fresh).remaining).toBe(2);
   });
 
-  test('behind a trusted proxy each X-Forwarded-For client has its own budget', async () => {
+  test('behind a trusted proxy each client (the entry the proxy appended) has its own budget', async () => {
     h = await startService({
       env: { RATE_LIMIT_ENABLED: 'true', TRUST_PROXY: 'true' },
       rateLimits: { ...V1_RATE_LIMITS, general: { limit: 2, windowMs: 3_600_000 } },
     });
-    const from = (client: string) => fetch(`${h.base}/api/v1/jobs`, { headers: { 'x-forwarded-for': `${client}, 10.0.0.1` } }).then((r) => r.status);
+    // This test is the proxy: it appends the address it was reached from to whatever the client sent.
+    const from = (client: string, sent?: string) => fetch(`${h.base}/api/v1/jobs`, { headers: { 'x-forwarded-for': sent ? `${sent}, ${client}` : client } }).then((r) => r.status);
     expect([await from('192.0.2.1'), await from('192.0.2.1'), await from('192.0.2.1')]).toEqual([200, 200, 429]);
     expect(await from('192.0.2.2')).toBe(200);
+    // What the client wrote into the header itself buys no new budget.
+    expect(await from('192.0.2.1', '198.51.100.7')).toBe(429);
+    expect(await from('192.0.2.1', '198.51.100.8, 198.51.100.9')).toBe(429);
+  });
+
+  test('TRUST_PROXY as a count: two proxies in front, the entry the outer one appended is the client', async () => {
+    h = await startService({
+      env: { RATE_LIMIT_ENABLED: 'true', TRUST_PROXY: '2' },
+      rateLimits: { ...V1_RATE_LIMITS, general: { limit: 1, windowMs: 3_600_000 } },
+    });
+    const from = (header: string) => fetch(`${h.base}/api/v1/jobs`, { headers: { 'x-forwarded-for': header } }).then((r) => r.status);
+    expect(await from('192.0.2.1, 10.0.0.5')).toBe(200);
+    expect(await from('198.51.100.7, 192.0.2.1, 10.0.0.5')).toBe(429);
+    expect(await from('192.0.2.2, 10.0.0.5')).toBe(200);
+  });
+
+  test('behind a trusted proxy a client-written X-Forwarded-For does not lift the /ws limit', async () => {
+    h = await startService({ env: { RATE_LIMIT_ENABLED: 'true', TRUST_PROXY: 'true' }, rateLimits: { ...V1_RATE_LIMITS, websockets: 1 } });
+    const first = new WebSocket(h.base.replace(/^http/, 'ws') + '/ws', { headers: { 'x-forwarded-for': '192.0.2.1' } });
+    await new Promise((resolve, reject) => first.once('open', resolve).once('error', reject));
+    const second = new WebSocket(h.base.replace(/^http/, 'ws') + '/ws', { headers: { 'x-forwarded-for': '198.51.100.7, 192.0.2.1' } });
+    const status = await new Promise<number>((resolve) => {
+      second.once('open', () => resolve(101));
+      second.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      second.once('error', () => resolve(0));
+    });
+    second.terminate();
+    first.close();
+    await new Promise((r) => first.once('close', r));
+    expect(status).toBe(429);
   });
 });
