@@ -16,7 +16,6 @@ import { nowIso } from '../util/time';
 import type { FactsCache } from './facts-cache';
 import { copyCounts, derivedStatus, itemView } from './views';
 import { paginationOf } from '../util/pagination';
-import { KeyedSerial } from '../util/keyed-serial';
 
 /** What the service needs of the dispatcher: a nudge after every change. */
 export interface DispatchTrigger {
@@ -26,12 +25,8 @@ export interface DispatchTrigger {
 }
 
 const TERMINAL: readonly QueueItemStatus[] = ['completed', 'failed', 'cancelled'];
-const OPEN: readonly QueueItemStatus[] = ['queued', 'held', 'printing'];
 
 export class QueueService {
-  /** Moves one at a time: each writes the whole order of a priority, which the next must read after it. */
-  private readonly moves = new KeyedSerial();
-
   constructor(
     private readonly store: Store,
     private readonly bus: EventBus,
@@ -58,6 +53,7 @@ export class QueueService {
       name: input.name ?? file.filename.replace(/(\.gcode)?\.(3mf|gcode|bgcode|gco|g)$/i, ''),
       plate: variants[0].plate,
       files: list,
+      // Decided by the store when it inserts the item: last among the open items of its priority.
       position: 0,
       copies: input.copies,
       priority: input.priority,
@@ -104,11 +100,9 @@ export class QueueService {
     }
     const patch: Partial<QueueItemRecord> = { updated_at: nowIso() };
     if (input.name !== undefined) patch.name = input.name;
-    if (input.priority !== undefined && input.priority !== item.priority) {
-      // A new priority puts the item last among the items of that priority.
-      patch.priority = input.priority;
-      patch.position = await this.store.queue.placeIn(input.priority);
-    }
+    // A new priority puts the item last among the open items of that priority (the store decides the place).
+    const newPriority = input.priority !== undefined && input.priority !== item.priority ? input.priority : undefined;
+    if (newPriority !== undefined) patch.priority = newPriority;
     if (input.copies !== undefined) patch.copies = input.copies;
     if (input.target !== undefined) patch.target = input.target;
     if (input.requirements !== undefined) patch.requirements = input.requirements;
@@ -118,7 +112,11 @@ export class QueueService {
     // More or fewer copies can complete the item or send it back to the queue.
     patch.status = derivedStatus(next, dispatches, this.settings.get('queue_max_attempts'));
     // New copies are written only over the count they were checked against (a copy claimed meanwhile conflicts).
-    if (!(await this.store.queue.transitionItem(id, [item.status], patch, started))) throw conflict(item, `Queue item "${id}" changed meanwhile; try again`);
+    const written =
+      newPriority === undefined
+        ? await this.store.queue.transitionItem(id, [item.status], patch, started)
+        : await this.store.queue.transitionItemToPriority(id, [item.status], { ...patch, priority: newPriority }, started);
+    if (!written) throw conflict(item, `Queue item "${id}" changed meanwhile; try again`);
     // The status above came from the dispatches as read: a copy that ended since then is settled again now.
     await this.trigger.settle(id, null);
     const view = await this.publish(id);
@@ -168,28 +166,21 @@ export class QueueService {
 
   /**
    * Moves an open item within its priority: just before another item of that priority, or to a 1-based place
-   * among them. The items of that priority get the positions 1, 2, ... in their new order.
+   * among them. The items of that priority get the positions 1, 2, ... in their new order (read and written by
+   * the store in one step: adds and other moves wait for it).
    */
-  move(id: string, to: MoveQueueItemInput): Promise<QueueItemView> {
-    return this.moves.run('order', () => this.moveNow(id, to));
-  }
-
-  private async moveNow(id: string, to: MoveQueueItemInput): Promise<QueueItemView> {
+  async move(id: string, to: MoveQueueItemInput): Promise<QueueItemView> {
     const item = await this.require(id);
     if (TERMINAL.includes(item.status)) throw conflict(item, `Queue item "${id}" is ${item.status} and has no place in the queue`);
-    const group = (await this.store.queue.itemsIn(OPEN)).filter((i) => i.priority === item.priority && i.id !== id);
-    let at: number;
-    if ('before' in to) {
-      if (to.before === id) throw invalid('before', 'an item cannot be moved before itself');
-      at = group.findIndex((i) => i.id === to.before);
-      if (at < 0) {
-        const other = await this.store.queue.getItem(to.before);
-        if (!other) throw new DomainError(404, 'QUEUE_ITEM_NOT_FOUND', `Queue item "${to.before}" not found`, { item_id: to.before });
-        throw invalid('before', TERMINAL.includes(other.status) ? `item "${to.before}" is ${other.status}` : `item "${to.before}" has priority ${other.priority}, not ${item.priority}; change the priority to move across priorities`);
-      }
-    } else at = Math.min(to.position - 1, group.length);
-    group.splice(at, 0, item);
-    await this.store.queue.reorder(group.map((i) => i.id), nowIso());
+    if ('before' in to && to.before === id) throw invalid('before', 'an item cannot be moved before itself');
+    const place = (others: QueueItemRecord[]) => ('before' in to ? others.findIndex((i) => i.id === to.before) : to.position - 1);
+    const outcome = await this.store.queue.moveItem(id, item.priority, place, nowIso());
+    if (outcome === 'gone') throw conflict(item, `Queue item "${id}" changed meanwhile; try again`);
+    if (outcome === 'unplaced' && 'before' in to) {
+      const other = await this.store.queue.getItem(to.before);
+      if (!other) throw new DomainError(404, 'QUEUE_ITEM_NOT_FOUND', `Queue item "${to.before}" not found`, { item_id: to.before });
+      throw invalid('before', TERMINAL.includes(other.status) ? `item "${to.before}" is ${other.status}` : `item "${to.before}" has priority ${other.priority}, not ${item.priority}; change the priority to move across priorities`);
+    }
     const view = await this.publish(id);
     this.trigger.wake('item moved');
     return view;

@@ -131,7 +131,7 @@ export const QueueItem = z.object({
   options: z.object({ bed_leveling: z.boolean(), timelapse: z.boolean(), flow_cali: z.boolean(), vibration_cali: z.boolean() }),
   start_after: nullableTimestamp,
   finish_by: nullableTimestamp,
-  position: z.number().int().meta({ description: 'Place within its priority after a move (0: never moved; then oldest first)' }),
+  position: z.number().int().meta({ description: 'Place within its priority: a new item (or one changed to the priority) gets the one after the last open item, a move numbers the open items 1, 2, ...; open items of a priority never share one, also when added at once (0: an item stored before places were given on adding; these come first, oldest first)' }),
   files: z
     .array(
       z.object({

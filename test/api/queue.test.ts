@@ -48,7 +48,7 @@ describeDialects('print queue API', (db) => {
       options: { bed_leveling: true, timelapse: false, flow_cali: false, vibration_cali: false },
       start_after: null,
       finish_by: null,
-      position: 0,
+      position: 1,
       files: [{ file_id: x1cFile, plate: 1, printing: 0, completed: 0, failed: 0 }],
       created_at: expect.any(String),
       updated_at: expect.any(String),

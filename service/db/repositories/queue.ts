@@ -3,16 +3,19 @@
  * copy). Queries use kysely's builder only (no SQLite-only functions), so the
  * repository runs on PostgreSQL as well.
  */
-import type { Selectable } from 'kysely';
+import { sql, type Selectable, type UpdateObject } from 'kysely';
 import type { Db } from '../connection';
-import type { QueueDispatchesTable, QueueItemsTable } from '../schema';
+import type { DB, QueueDispatchesTable, QueueItemsTable } from '../schema';
 import { dialectOf, readSnapshot } from '../dialect';
+import { lockQueueOrder } from '../queue-order-lock';
 
 export const QUEUE_ITEM_STATUSES = ['queued', 'held', 'printing', 'completed', 'failed', 'cancelled'] as const;
 export type QueueItemStatus = (typeof QUEUE_ITEM_STATUSES)[number];
 
 export const DISPATCH_STATES = ['claimed', 'uploading', 'starting', 'printing', 'completed', 'failed', 'cancelled', 'start_failed'] as const;
 export type DispatchState = (typeof DISPATCH_STATES)[number];
+/** Items with a place in the queue's order (a move counts these; a new item goes after the last of them). */
+export const OPEN_ITEM_STATUSES: readonly QueueItemStatus[] = ['queued', 'held', 'printing'];
 /** A dispatch in one of these holds its printer and counts as a started (or starting) copy. */
 export const OPEN_DISPATCH_STATES: readonly DispatchState[] = ['claimed', 'uploading', 'starting', 'printing'];
 /** A copy in one of these is completed or under way: it counts against the item's copies. */
@@ -90,42 +93,89 @@ const dispatchRecord = (row: Selectable<QueueDispatchesTable>): DispatchRecord =
   file_id: row.file_id ?? null,
 });
 
+/** The place after the last open item of `priority` (1 when there is none), as a subquery of the statement that writes it. */
+function nextPlace(db: Db, priority: number) {
+  return db
+    .selectFrom('queue_items')
+    .select(sql<number>`coalesce(max(position), 0) + 1`.as('next'))
+    .where('priority', '=', priority)
+    .where('status', 'in', [...OPEN_ITEM_STATUSES]);
+}
+
+/** The update of transitionItem (see there), on `db` or a transaction. */
+function compareAndSet(db: Db, id: string, from: readonly QueueItemStatus[], values: UpdateObject<DB, 'queue_items'>, started?: number) {
+  let update = db.updateTable('queue_items').set(values).where('id', '=', id).where('status', 'in', [...from]);
+  if (started !== undefined) {
+    update = update.where((eb) =>
+      eb(
+        eb.selectFrom('queue_dispatches').select((s) => s.fn.countAll<number>().as('n')).where('item_id', '=', id).where('state', 'in', [...STARTED_DISPATCH_STATES]),
+        '=',
+        started,
+      ),
+    );
+  }
+  return update;
+}
+
+/** The items in one of `statuses` (of one priority when given) in the dispatcher's order. */
+async function ordered(db: Db, statuses: readonly QueueItemStatus[], priority?: number): Promise<QueueItemRecord[]> {
+  let query = db.selectFrom('queue_items').selectAll().where('status', 'in', [...statuses]);
+  if (priority !== undefined) query = query.where('priority', '=', priority);
+  const rows = await query.orderBy('priority', 'desc').orderBy('position', 'asc').orderBy('created_at', 'asc').orderBy('id', 'asc').execute();
+  return rows.map(itemRecord);
+}
+
 export class QueueRepository {
   constructor(private readonly db: Db) {}
 
-  /** Inserts an item last within its priority (its position after every other item of that priority). */
+  /** Inserts an item last among the open items of its priority (see queue-order-lock.ts). */
   async insertItem(item: QueueItemRecord): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
-      const position = await QueueRepository.lastPlace(trx, item.priority);
+      await lockQueueOrder(trx, item.priority);
+      // The place in the insert itself: no round trip more than the insert alone.
       await trx
         .insertInto('queue_items')
-        .values(itemRow({ ...item, position }) as QueueItemsTable)
+        .values({ ...(itemRow(item) as QueueItemsTable), position: nextPlace(trx, item.priority) })
         .execute();
     });
   }
 
-  /** The position that puts an item last within `priority`: 0 while no item of it was moved (age orders them), else after the highest. */
-  static async lastPlace(db: Pick<Db, 'selectFrom'>, priority: number): Promise<number> {
-    const { last } = await db
-      .selectFrom('queue_items')
-      .select((eb) => eb.fn.max<number | null>('position').as('last'))
-      .where('priority', '=', priority)
-      .executeTakeFirstOrThrow();
-    return last === null || Number(last) === 0 ? 0 : Number(last) + 1;
+  /**
+   * transitionItem that also puts the item last among the open items of `patch.priority` (its new priority), the
+   * place decided under that priority's order lock.
+   */
+  async transitionItemToPriority(id: string, from: readonly QueueItemStatus[], patch: QueueItemPatch & { priority: number }, started?: number): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      await lockQueueOrder(trx, patch.priority);
+      const result = await compareAndSet(trx, id, from, { ...itemRow(patch), position: nextPlace(trx, patch.priority) }, started).executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    });
   }
 
-  /** The position for an item that changes to `priority`: last there. */
-  placeIn(priority: number): Promise<number> {
-    return QueueRepository.lastPlace(this.db, priority);
-  }
-
-  /** Gives `ids` (items of one priority, in their new order) the positions 1, 2, ... */
-  async reorder(ids: readonly string[], updatedAt: string): Promise<void> {
-    // Rows are written in id order whatever the new order: two moves at once lock them in the same order
-    // (PostgreSQL would otherwise find a deadlock between them).
-    const byId = ids.map((id, i) => ({ id, position: i + 1 })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    await this.db.transaction().execute(async (trx) => {
-      for (const { id, position } of byId) await trx.updateTable('queue_items').set({ position, updated_at: updatedAt }).where('id', '=', id).execute();
+  /**
+   * Moves an open item within its priority: in one transaction under the priority's order lock (no add or other move
+   * between the read and the write), `place` gets the other open items of the priority in their order and answers
+   * the item's 0-based index among them (negative: nowhere, nothing is written); they all get the positions 1, 2, ...
+   * 'gone' when the item is no longer an open item of `priority`.
+   */
+  async moveItem(id: string, priority: number, place: (others: QueueItemRecord[]) => number, updatedAt: string): Promise<'moved' | 'unplaced' | 'gone'> {
+    return this.db.transaction().execute(async (trx) => {
+      await lockQueueOrder(trx, priority);
+      const group = await ordered(trx, OPEN_ITEM_STATUSES, priority);
+      const item = group.find((i) => i.id === id);
+      if (!item) return 'gone';
+      const others = group.filter((i) => i.id !== id);
+      const at = place(others);
+      if (at < 0) return 'unplaced';
+      others.splice(Math.min(at, others.length), 0, item);
+      // Rows are written in id order whatever the new order: any other writer of several of them locks them in the
+      // same order (PostgreSQL would otherwise find a deadlock). An item that changed its priority meanwhile (that
+      // takes the other priority's lock) keeps the place its new priority gave it.
+      const byId = others.map((i, n) => ({ id: i.id, position: n + 1 })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      for (const row of byId) {
+        await trx.updateTable('queue_items').set({ position: row.position, updated_at: updatedAt }).where('id', '=', row.id).where('priority', '=', priority).execute();
+      }
+      return 'moved';
     });
   }
 
@@ -140,17 +190,7 @@ export class QueueRepository {
    * copies decided on that count is not written over a copy claimed or ended meanwhile).
    */
   async transitionItem(id: string, from: readonly QueueItemStatus[], patch: QueueItemPatch, started?: number): Promise<boolean> {
-    let update = this.db.updateTable('queue_items').set(itemRow(patch)).where('id', '=', id).where('status', 'in', [...from]);
-    if (started !== undefined) {
-      update = update.where((eb) =>
-        eb(
-          eb.selectFrom('queue_dispatches').select((s) => s.fn.countAll<number>().as('n')).where('item_id', '=', id).where('state', 'in', [...STARTED_DISPATCH_STATES]),
-          '=',
-          started,
-        ),
-      );
-    }
-    const result = await update.executeTakeFirst();
+    const result = await compareAndSet(this.db, id, from, itemRow(patch), started).executeTakeFirst();
     return result.numUpdatedRows > 0n;
   }
 
@@ -175,17 +215,8 @@ export class QueueRepository {
   }
 
   /** Every item in one of `statuses`, in the dispatcher's order. */
-  async itemsIn(statuses: readonly QueueItemStatus[]): Promise<QueueItemRecord[]> {
-    const rows = await this.db
-      .selectFrom('queue_items')
-      .selectAll()
-      .where('status', 'in', [...statuses])
-      .orderBy('priority', 'desc')
-      .orderBy('position', 'asc')
-      .orderBy('created_at', 'asc')
-      .orderBy('id', 'asc')
-      .execute();
-    return rows.map(itemRecord);
+  itemsIn(statuses: readonly QueueItemStatus[]): Promise<QueueItemRecord[]> {
+    return ordered(this.db, statuses);
   }
 
   async countByStatus(): Promise<Record<string, number>> {
