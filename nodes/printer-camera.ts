@@ -47,14 +47,18 @@ function answerError(res: ServerResponse, err: { status?: number; code?: string;
 }
 
 /**
- * Relays the camera stream of `printerId` into `res` until either side ends. Backpressure is the
- * socket's: a browser that stops reading stops the relay's reads, and the service then skips its
- * frames (it never queues them). Resolves when the relay ended; errors are answered, not thrown.
+ * Relays the camera stream of `printerId` into `res` until either side ends, or `until` aborts (the
+ * printer node closing on a deploy: a relay it left behind would run for as long as the browser
+ * stays, on a service the new flows may no longer use). Backpressure is the socket's: a browser that
+ * stops reading stops the relay's reads, and the service then skips its frames (it never queues them).
+ * Resolves when the relay ended; errors are answered, not thrown.
  */
-export async function relayCameraStream(client: PrintfarmClient, printerId: string, res: ServerResponse): Promise<void> {
+export async function relayCameraStream(client: PrintfarmClient, printerId: string, res: ServerResponse, until?: AbortSignal): Promise<void> {
   const abort = new AbortController();
   const stop = () => abort.abort();
+  if (until?.aborted) return void res.destroy();
   res.once('close', stop);
+  until?.addEventListener('abort', stop, { once: true });
   try {
     const upstream = await client.printers.cameraStream(printerId, abort.signal);
     if (res.destroyed || !upstream.body) {
@@ -81,8 +85,11 @@ export async function relayCameraStream(client: PrintfarmClient, printerId: stri
     });
   } catch (err) {
     if (!abort.signal.aborted) answerError(res, err as { status?: number; code?: string; message: string });
+    // Stopped before the stream began: the browser must not wait for an answer that never comes.
+    else if (!res.writableEnded) res.destroy();
   } finally {
     res.off('close', stop);
+    until?.removeEventListener('abort', stop);
     abort.abort();
   }
 }

@@ -90,6 +90,8 @@ export = function (RED: NodeAPI) {
     let online = false;
     let server: ServerNode | null = null;
     let closed = false;
+    // Ends the camera relays this node runs when it closes (a deploy): they would otherwise go on for as long as the browser reads.
+    const relays = new AbortController();
 
     const showStatus = () => {
       const monitor = server?.connection.monitor;
@@ -141,6 +143,7 @@ export = function (RED: NodeAPI) {
       },
       close: () => {
         closed = true;
+        relays.abort();
         if (statusTimer) clearTimeout(statusTimer);
         server?.connection.monitor?.off('printer', onPrinter).off('removed', onRemoved);
       },
@@ -158,7 +161,7 @@ export = function (RED: NodeAPI) {
         if (!res) return done(new Error(t('printfarm-printer.errors.stream-needs-http')));
         // The relay answers the request itself (also with the service's error): nothing to send on.
         clientOf(farm)
-          .then((client) => relayCameraStream(client, target, res))
+          .then((client) => relayCameraStream(client, target, res, relays.signal))
           .then(
             () => done(),
             (err) => done(asError(err)),

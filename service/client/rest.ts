@@ -192,15 +192,27 @@ export class PrintfarmClient {
 
   /**
    * Opens an endless answer (a camera stream): resolves with the response once its headers arrived
-   * (within the client's timeout), or rejects with PrintfarmError; the body runs until `signal` aborts.
+   * (within the client's timeout), or rejects with PrintfarmError; the body runs until `signal` aborts
+   * or the client closes (a relay must not outlive the config node that owns the client: with a remote
+   * service, nothing else would ever end it).
    */
   async openStream(path: string, signal: AbortSignal): Promise<Response> {
+    if (this.closed) throw new PrintfarmError(0, 'ABORTED', `GET ${path}: the client is closed`);
     const headersDue = new AbortController();
     const timer = setTimeout(() => headersDue.abort(new DOMException('no headers in time', 'TimeoutError')), this.timeoutMs);
+    // Tracked for as long as the caller's signal is not aborted (the stream's whole life, not just its headers).
+    const own = new AbortController();
+    const untrack = () => this.inFlight.delete(own);
+    this.inFlight.add(own);
+    signal.addEventListener('abort', untrack, { once: true });
+    let streaming = false;
     try {
       // The whole-request timeout of send() must not cut the stream: about 24 days (the longest a timer takes).
-      const res = await this.send('GET', path, { signal: AbortSignal.any([signal, headersDue.signal]), timeoutMs: 2 ** 31 - 1 }, 'multipart/x-mixed-replace, image/jpeg, application/json');
-      if (res.ok) return res;
+      const res = await this.send('GET', path, { signal: AbortSignal.any([signal, headersDue.signal, own.signal]), timeoutMs: 2 ** 31 - 1 }, 'multipart/x-mixed-replace, image/jpeg, application/json');
+      if (res.ok) {
+        streaming = true;
+        return res;
+      }
       const text = await this.readBody(res, 'GET', path, MAX_JSON_BYTES).then(String, () => '');
       let body: unknown;
       try {
@@ -211,6 +223,10 @@ export class PrintfarmClient {
       throw PrintfarmError.fromBody(res.status, body, `GET ${path} answered ${res.status}`);
     } finally {
       clearTimeout(timer);
+      if (!streaming) {
+        untrack();
+        signal.removeEventListener('abort', untrack);
+      }
     }
   }
 
