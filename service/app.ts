@@ -2,7 +2,6 @@
  * createService(options) -> { url, server, close() }: the one entry that the
  * CLI, the Node-RED config node and the tests use to run the service.
  */
-import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -10,9 +9,9 @@ import pino, { type DestinationStream, type Logger } from 'pino';
 import { createApi, type Phase } from './api';
 import { CameraHub } from './cameras/hub';
 import { BrowserGuard, parseList } from './api/browser-guard';
-import { answerClientError, errorPayload, type ApiError } from './http/errors';
-import { clientAddress, RateLimiter, type RateLimits } from './api/rate-limit';
-import { authorize } from './api/auth';
+import { answerClientError } from './http/errors';
+import { RateLimiter, type RateLimits } from './api/rate-limit';
+import { admitWebSocket } from './api/ws-admission';
 import { TOKENS_FILE, TokenRegistry } from './auth/tokens';
 import { ConfigError, runtimeDefaults, startupOptions, VERSION, type StartupOptions } from './config';
 import type { ServiceContext } from './context';
@@ -50,7 +49,7 @@ import { lockDataDir, type DataDirLock } from './system/data-lock';
 import { ServiceMetrics } from './system/metrics';
 import { UpdateChecker } from './system/update-check';
 import { UsageService, type UsageOptions } from './usage/service';
-import { compileTrust, type TrustFn } from './util/proxy-trust';
+import { compileTrust } from './util/proxy-trust';
 
 export interface ServiceOptions {
   /** A number, or the text of a flag (validated like PORT). */
@@ -278,8 +277,11 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     maxPerAddress: config.ws_max_clients_per_ip,
     onRefusals: (summary) => log.warn(summary, '/ws connections refused: the connection cap is reached (WS_MAX_CLIENTS, WS_MAX_CLIENTS_PER_IP)'),
   });
-  realtime = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs, admit: (req) => admitWebSocket(guard, tokens, wsCap, limiter, req, trust) });
-  realtime.attach(server);
+  const hub = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs, admit: (req) => admitWebSocket({ guard, tokens, cap: wsCap, limiter, trust }, req) });
+  realtime = hub;
+  hub.attach(server);
+  // A token removed from tokens.json (or given a role /ws refuses) ends the connections it opened.
+  const stopRecheck = tokens.onChange(() => hub.recheck());
   phase = 'ready';
   usage.start();
   files.start();
@@ -312,6 +314,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       await ideas.close();
       await retention.close();
       await usage.close();
+      stopRecheck();
       await realtime!.close();
       await files.downloads.close();
       dispatcher.halt();
@@ -348,47 +351,4 @@ export function exposureWarning(host: string, port: number, accessControl: boole
   if (accessControl || loopback) return null;
   const where = host === '0.0.0.0' || host === '::' ? 'any address of this machine' : host;
   return `the API is open: anyone who can reach port ${port} on ${where} can control the printers and read their access codes; set HOST=127.0.0.1, or AUTH_TOKENS / printfarm token create (see docs/security.md)`;
-}
-
-/**
- * A /ws upgrade is refused like any other request, with the error body: a foreign Host (421) or another
- * site's page (403: browsers always send Origin on WebSocket upgrades), then the connection cap (503, always
- * on: WS_MAX_CLIENTS in total, WS_MAX_CLIENTS_PER_IP per address), then the per-client limit (429).
- */
-function admitWebSocket(guard: BrowserGuard, tokens: TokenRegistry, cap: ConnectionCap, limiter: RateLimiter, req: http.IncomingMessage, trust: TrustFn) {
-  const refusal = guard.check(req, true);
-  if (refusal) return refuseUpgrade(refusal, {});
-  const auth = authorize(tokens, req, 'viewer', true);
-  if ('error' in auth) return refuseUpgrade(auth.error, auth.error.status === 401 ? { 'WWW-Authenticate': 'Bearer realm="printfarm"' } : {});
-  const address = clientAddress(req, trust);
-  const capped = cap.admit(address);
-  if ('refused' in capped) {
-    const message =
-      capped.refused === 'total'
-        ? `Too many /ws connections: the service keeps at most ${capped.limit} open; try again later`
-        : `Too many /ws connections from this address: at most ${capped.limit} at once`;
-    return refuseUpgrade({ status: 503, code: 'SERVICE_UNAVAILABLE', message, details: { limit: capped.limit, scope: capped.refused } }, { 'Retry-After': '60' });
-  }
-  const admission = limiter.admitWebSocket(address);
-  if ('release' in admission) {
-    return {
-      release: () => {
-        capped.release();
-        admission.release();
-      },
-    };
-  }
-  capped.release();
-  return refuseUpgrade(admission.error, { 'Retry-After': String(admission.error.details.retry_after_seconds) });
-}
-
-function refuseUpgrade(error: Pick<ApiError, 'status' | 'code' | 'message' | 'details'>, headers: Record<string, string>) {
-  const requestId = randomUUID();
-  return {
-    refuse: {
-      status: error.status,
-      headers: { 'X-Request-Id': requestId, 'X-Content-Type-Options': 'nosniff', ...headers },
-      body: JSON.stringify(errorPayload(error.code, error.message, error.details, requestId)),
-    },
-  };
 }

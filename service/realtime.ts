@@ -44,8 +44,14 @@ export interface RealtimeOptions {
    * Asked before each upgrade (the per-client connection limit): a function to
    * call when the socket closes, or an HTTP answer that refuses the upgrade.
    */
-  admit?: (req: IncomingMessage) => { release: () => void } | { refuse: { status: number; headers: Record<string, string>; body: string } };
+  admit?: (req: IncomingMessage) => Admission;
 }
+
+/**
+ * What `admit` decides. A connection let in may say how to judge it again (`stillAllowed`: is its token
+ * still known with a role /ws takes?), which recheck() asks.
+ */
+export type Admission = { release: () => void; stillAllowed?: () => boolean } | { refuse: { status: number; headers: Record<string, string>; body: string } };
 
 export class RealtimeHub {
   private readonly wss: WebSocketServer;
@@ -57,6 +63,8 @@ export class RealtimeHub {
   private readonly maxBuffered: number;
   private corked: Client[] = [];
   private flush: NodeJS.Immediate | null = null;
+  /** Beside the clients, not in them: the report path never reads it. */
+  private readonly stillAllowed = new WeakMap<WebSocket, () => boolean>();
 
   constructor(
     bus: EventBus,
@@ -102,7 +110,11 @@ export class RealtimeHub {
       }
       // The TCP socket closes with the WebSocket, and also when the handshake fails: the slot always comes back.
       socket.once('close', admission.release);
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req));
+      const { stillAllowed } = admission;
+      this.wss.handleUpgrade(req, socket, head, (ws) => {
+        if (stillAllowed) this.stillAllowed.set(ws, stillAllowed);
+        this.wss.emit('connection', ws, req);
+      });
     });
   }
 
@@ -214,6 +226,24 @@ export class RealtimeHub {
       client.alive = false;
       client.socket.ping();
     }
+  }
+
+  /**
+   * Closes the connections that would no longer be let in (1008 policy violation): called when the tokens
+   * change, so that a removed token, or one whose role /ws no longer takes, stops receiving events. A
+   * closing socket gets no more frames (send() writes to open sockets only). Returns how many were closed.
+   */
+  recheck(): number {
+    let closed = 0;
+    for (const client of this.clients) {
+      const allowed = this.stillAllowed.get(client.socket);
+      if (!allowed || client.socket.readyState !== WebSocket.OPEN || allowed()) continue;
+      this.stillAllowed.delete(client.socket);
+      client.socket.close(1008, 'access revoked');
+      closed++;
+    }
+    if (closed > 0) this.log.info({ closed }, '/ws connections closed: their token was removed or no longer admits them');
+    return closed;
   }
 
   /** Closes every connection (1001 going away) and stops the heartbeat. */

@@ -42,7 +42,12 @@ export function bearerToken(req: IncomingMessage, allowQuery = false): string | 
 /** Why `req` may not do what needs `needed`, or null (also null while access control is off). */
 export function authorize(tokens: TokenRegistry, req: IncomingMessage, needed: Role | null, allowQuery = false): { error: ApiError; role: Role | null } | { role: Role | null } {
   if (!needed || !tokens.enabled) return { role: null };
-  const token = bearerToken(req, allowQuery);
+  return authorizeToken(tokens, bearerToken(req, allowQuery), needed);
+}
+
+/** Why `token` may not do what needs `needed`, or null: judged again for a connection let in earlier (/ws). */
+export function authorizeToken(tokens: TokenRegistry, token: string | null, needed: Role | null): { error: ApiError; role: Role | null } | { role: Role | null } {
+  if (!needed || !tokens.enabled) return { role: null };
   const role = token ? tokens.roleOf(token) : null;
   if (!role) {
     const why = token ? 'The token is not known' : 'This service needs a token: send Authorization: Bearer <token>';

@@ -77,6 +77,8 @@ export class TokenRegistry {
   private fileTokens: StoredToken[] = [];
   private fileStamp = '';
   private readonly file: string;
+  private readonly listeners = new Set<() => void>();
+  private poll: NodeJS.Timeout | null = null;
 
   constructor(dataDir: string, authTokens: string) {
     this.file = path.join(dataDir, TOKENS_FILE);
@@ -110,14 +112,43 @@ export class TokenRegistry {
     return null;
   }
 
+  /**
+   * Calls `listener` after the stored tokens changed (one removed, added, or given another role in
+   * tokens.json), so that what was admitted under the old ones (an open /ws connection) can be judged
+   * again. Requests notice a change at once; while anyone listens the file is also looked at every
+   * `everyMs`, since a connection that was let in sends no more requests. Returns the unsubscribe.
+   */
+  onChange(listener: () => void, everyMs = 1000): () => void {
+    this.listeners.add(listener);
+    if (!this.poll) {
+      this.poll = setInterval(() => this.reload(), everyMs);
+      this.poll.unref();
+    }
+    return () => {
+      this.listeners.delete(listener);
+      if (this.listeners.size > 0 || !this.poll) return;
+      clearInterval(this.poll);
+      this.poll = null;
+    };
+  }
+
   private reload(): void {
     const stamp = this.stamp();
     if (stamp === this.fileStamp) return;
     this.fileStamp = stamp;
+    const before = signature(this.fileTokens);
     try {
       this.fileTokens = readFile(this.file);
     } catch {
       // A broken file must not open the API: keep what was known.
     }
+    if (signature(this.fileTokens) === before) return;
+    // After the caller (a request's roleOf) is done: a listener asks roleOf again.
+    for (const listener of this.listeners) queueMicrotask(listener);
   }
+}
+
+/** What decides who is let in: each token's hash and role. */
+function signature(tokens: StoredToken[]): string {
+  return tokens.map((t) => `${t.role}:${t.hash}`).join(',');
 }

@@ -152,6 +152,36 @@ describe('tokens made with printfarm token create', () => {
     }
   });
 
+  test('an open /ws connection ends (1008) when its token is removed from tokens.json; others stay open', async () => {
+    const dataDir = tempDir();
+    const h = await startService({}, dataDir);
+    const sockets: WebSocket[] = [];
+    try {
+      const gone = createToken(dataDir, 'viewer').token;
+      const kept = createToken(dataDir, 'operator').token;
+      const connect = async (token: string, query = false) => {
+        const socket = new WebSocket(`${h.base.replace(/^http/, 'ws')}/ws${query ? `?access_token=${token}` : ''}`, { headers: query ? {} : as(token) });
+        sockets.push(socket);
+        await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+        return { socket, closed: new Promise<[number, string]>((resolve) => socket.once('close', (code, reason) => resolve([code, reason.toString()]))) };
+      };
+      const [revoked, byQuery, other] = [await connect(gone), await connect(gone, true), await connect(kept)];
+      // The token's entry leaves the file (an operator edits it by hand: there is no revoke command); no request follows.
+      const file = path.join(dataDir, TOKENS_FILE);
+      const stored = JSON.parse(fs.readFileSync(file, 'utf8'));
+      fs.writeFileSync(file, JSON.stringify({ tokens: stored.tokens.slice(1) }));
+      const within = (ms: number) => new Promise((resolve) => setTimeout(() => resolve('still open'), ms).unref());
+      expect(await Promise.race([revoked.closed, within(5000)])).toEqual([1008, 'access revoked']);
+      expect(await Promise.race([byQuery.closed, within(1000)])).toEqual([1008, 'access revoked']);
+      expect(other.socket.readyState).toBe(WebSocket.OPEN);
+      expect(await upgrade(h.base, as(gone))).toMatchObject({ status: 401 });
+      expect(h.logs.some((l) => JSON.stringify(l).includes(gone))).toBe(false);
+    } finally {
+      for (const s of sockets) s.terminate();
+      await h.close();
+    }
+  });
+
   test('a token file entry that is no token stops the start instead of leaving the API open', async () => {
     const dataDir = tempDir();
     const hash = `sha256:${'0'.repeat(64)}`;
