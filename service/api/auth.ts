@@ -73,8 +73,18 @@ export function routeAuth(tokens: TokenRegistry, route: AnyRoute): RequestHandle
       return sendError(res, result.error);
     }
     if (result.role && result.role !== 'admin') hideSecrets(res, result.role);
+    // An open route answers everyone; what only an admin may read there (GET /health's details) needs to know who asks.
+    if (!needed) res.locals.callerIsAdmin = callerIsAdmin(tokens, req);
     next();
   };
+}
+
+/** Whether the caller of an open route sees what an admin sees: everyone while access control is off, else an admin's token. */
+function callerIsAdmin(tokens: TokenRegistry, req: IncomingMessage): boolean {
+  if (!tokens.enabled) return true;
+  const token = bearerToken(req);
+  // A wrong token is no reason to refuse an open route (a load balancer's health check): it only sees less.
+  return token !== null && tokens.roleOf(token) === 'admin';
 }
 
 /**

@@ -21,10 +21,10 @@ export function systemRoutes(ctx: ServiceContext): AnyRoute[] {
       tag: 'System',
       summary: 'Service health',
       description:
-        'Answers 200 while the database answers and its file is still the one the service opened; 503 (same body, status "unhealthy", database "error") when it does not, e.g. when printfarm.db was deleted or replaced while the service runs (writes would be lost: restart the service). `ffmpeg` says whether RTSPS cameras can be decoded (install Debian\'s package ffmpeg where it is missing).',
+        'Answers 200 while the database answers and its file is still the one the service opened; 503 (same body, status "unhealthy", database "error") when it does not, e.g. when printfarm.db was deleted or replaced while the service runs (writes would be lost: restart the service). Open to all; with access control on, only an admin\'s token (Authorization: Bearer) also gets the details `spoolman` and `ffmpeg` (Spoolman\'s address and answers, file paths): everyone else gets the fields the interface spec names. `ffmpeg` says whether RTSPS cameras can be decoded (install Debian\'s package ffmpeg where it is missing).',
       response: Health,
       alsoStatus: { status: 503, description: 'The database does not answer, or its file was replaced (status "unhealthy")' },
-      async handler() {
+      async handler({ res }) {
         const dbOk = await ctx.store.ping();
         const active = dbOk ? (await ctx.store.printers.counts()).active : 0;
         const body = {
@@ -34,8 +34,8 @@ export function systemRoutes(ctx: ServiceContext): AnyRoute[] {
           database: dbOk ? 'connected' : 'error',
           active_printers: active,
           uptime_seconds: Math.floor((Date.now() - ctx.startedAt) / 1000),
-          ...(ctx.filament.spools.mode === 'spoolman' ? { spoolman: ctx.filament.spools.spoolman.health() } : {}),
-          ffmpeg: ffmpegHealth(),
+          // Spoolman's error names its address and quotes its answer; ffmpeg's names paths: an admin's to read (routeAuth).
+          ...(res.locals.callerIsAdmin === true ? details(ctx) : {}),
         };
         return dbOk ? body : new Reply(503, body);
       },
@@ -71,6 +71,14 @@ export function systemRoutes(ctx: ServiceContext): AnyRoute[] {
       handler: () => ctx.updates.check(),
     }),
   ];
+}
+
+/** What GET /health tells an admin beyond the spec's fields. */
+function details(ctx: ServiceContext) {
+  return {
+    ...(ctx.filament.spools.mode === 'spoolman' ? { spoolman: ctx.filament.spools.spoolman.health() } : {}),
+    ffmpeg: ffmpegHealth(),
+  };
 }
 
 export const OpenApiDocument = z.record(z.string(), z.unknown()).meta({ description: 'This OpenAPI 3.1 document' });

@@ -95,7 +95,7 @@ export function resetFfmpegStatus(): void {
   cached = null;
 }
 
-/** What GET /health tells about ffmpeg (no path: /health is open to anyone who reaches the service). */
+/** What GET /health tells about ffmpeg (no path when it works; a broken FFMPEG_PATH is named, so an admin's only with access control on). */
 export interface FfmpegHealth {
   available: boolean;
   version: string | null;

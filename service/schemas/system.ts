@@ -16,14 +16,15 @@ export const Health = z.object({
       last_ok_at: z.string().nullable(),
     })
     .optional()
-    .meta({ description: 'Only with spoolman_url set' }),
+    .meta({ description: 'Only with spoolman_url set, and (with access control on) only for an admin' }),
   ffmpeg: z
     .object({
       available: z.boolean(),
       version: z.string().nullable(),
       message: z.string().meta({ description: 'What works, or what to install (apt-get install ffmpeg)' }),
     })
-    .meta({ description: 'The system ffmpeg, which RTSPS cameras (Bambu X1, X1C, X1E, H2D, H2S, P2S) and rtsp(s) camera URLs need; without it they answer 501 CAMERA_UNSUPPORTED' }),
+    .optional()
+    .meta({ description: 'The system ffmpeg, which RTSPS cameras (Bambu X1, X1C, X1E, H2D, H2S, P2S) and rtsp(s) camera URLs need; without it they answer 501 CAMERA_UNSUPPORTED. Left out, with access control on, for all but an admin' }),
 });
 
 export const SystemInfo = z.object({
