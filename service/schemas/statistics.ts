@@ -120,10 +120,13 @@ export const PrinterStatistics = z
     ...periodFields,
     uptime: z.object({
       total_hours: z.number().min(0).meta({
-        description: 'Hours of the period (up to now) the printer was connected, from its status history; hours not monitored (service stopped, before it was added) do not count. 2 decimals',
+        description:
+          'Hours of the period (up to now) the printer was up: connected by its status history, or printing by its jobs (a printer that prints is up, also while the connection was down, the service stopped or before the printer was added; such time counts once). Other hours not monitored do not count. Never less than active_hours. 2 decimals',
       }),
-      active_hours: z.number().min(0).meta({ description: `Hours of the period it printed, 2 decimals. ${PRINTING_TEXT}` }),
-      utilization_rate: rate('Printing time divided by the period time since the printer was added, up to now'),
+      active_hours: z.number().min(0).meta({
+        description: `Hours of the period it printed, 2 decimals; at most total_hours (jobs recorded twice over the same time cannot make it more). ${PRINTING_TEXT}`,
+      }),
+      utilization_rate: rate('Printing time (active_hours) divided by the period time since the printer was added, up to now'),
     }),
     jobs: z
       .object({

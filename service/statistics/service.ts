@@ -104,12 +104,14 @@ export class StatisticsService {
     const p = this.period(q, clock);
     // The part of the period that has passed, and of that the part since the printer was added.
     const until = minIso(p.to, now);
-    const [stats, connected, maintenance] = await Promise.all([
+    const [stats, maintenance] = await Promise.all([
       this.store.statistics.printer({ from: p.from, to: p.to, now }, printerId),
-      this.store.statusHistory.connectedSeconds(printerId, p.from, until),
       this.store.maintenance.summary(printerId, p.from, p.to),
     ]);
-    const { totals, materials, busySeconds, quality } = stats;
+    const { totals, materials, quality, upSeconds } = stats;
+    // Up time holds the printing time, but jobs recorded twice over one span (overlapping rows) add up to more
+    // than the time they took: printing time is never more than the up time.
+    const busySeconds = Math.min(stats.busySeconds, upSeconds);
     const completed = Number(totals.completed_jobs);
     const failed = Number(totals.failed_jobs);
     const cancelled = Number(totals.cancelled_jobs);
@@ -123,7 +125,7 @@ export class StatisticsService {
       start_date: p.start_date,
       end_date: p.end_date,
       uptime: {
-        total_hours: hours(connected),
+        total_hours: hours(upSeconds),
         active_hours: hours(busySeconds),
         utilization_rate: percent(busySeconds, seconds(maxIso(p.from, printer.created_at), until)),
       },

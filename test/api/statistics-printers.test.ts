@@ -1,5 +1,5 @@
 /**
- * One printer's statistics, GET /statistics/printers/{printer_id}: uptime from its status history,
+ * One printer's statistics, GET /statistics/printers/{printer_id}: uptime from its status history and jobs,
  * jobs, materials, maintenance and quality over a seeded week, utilization from when it was added,
  * zeros for a new printer, 404 for an unknown or deleted one (its history stays). Maintenance
  * events, POST and GET /printers/{printer_id}/maintenance: recorded, listed newest first with a kind
@@ -66,9 +66,37 @@ describeDialects('statistics API', (db) => {
       // Added at the start of 12 March (Berlin): 4 of the 7 days.
       await store().connection.db.updateTable('printers').set({ created_at: '2026-03-11T23:00:00.000Z' }).where('id', '=', 'mk4-01').execute();
       const body = await printerStats('mk4-01', WEEK);
-      // 3 h + 0.5 h of printing in 96 h
-      expect(body.uptime).toEqual({ total_hours: 0, active_hours: 3.5, utilization_rate: 3.6 });
+      // 3 h + 0.5 h of printing in 96 h; never connected, but up while it printed
+      expect(body.uptime).toEqual({ total_hours: 3.5, active_hours: 3.5, utilization_rate: 3.6 });
       expect(body.jobs).toEqual({ total_jobs: 2, completed_jobs: 1, failed_jobs: 0, cancelled_jobs: 1, success_rate: 50, average_duration: 6300 });
+    });
+
+    test('printing while offline or not yet monitored is up time: active hours never exceed total hours', async () => {
+      await addPrinter(bambu('x1c-01', { is_active: false }));
+      await addPrinter(prusa('mk4-01', { is_active: false }));
+      await api.backdatePrinters();
+      const history = store().statusHistory;
+      // Monitored from 11 March on: connected for a day, down for 12 hours, connected until 14 March.
+      await history.record('x1c-01', 'online', 'connected', '2026-03-11T00:00:00.000Z');
+      await history.record('x1c-01', 'offline', 'disconnected', '2026-03-12T00:00:00.000Z');
+      await history.record('x1c-01', 'online', 'connected', '2026-03-12T12:00:00.000Z');
+      await history.record('x1c-01', 'offline', 'disconnected', '2026-03-14T00:00:00.000Z');
+      // 4 of its 6 hours before the first row, 2 connected.
+      await api.job({ printer_id: 'x1c-01', status: 'completed', start_time: '2026-03-10T20:00:00.000Z', end_time: '2026-03-11T02:00:00.000Z', actual_duration: 21600 });
+      // All 3 hours while the connection was down (the printer reported the job when it came back).
+      await api.job({ printer_id: 'x1c-01', status: 'completed', start_time: '2026-03-12T02:00:00.000Z', end_time: '2026-03-12T05:00:00.000Z', actual_duration: 10800 });
+      await api.job({ printer_id: 'x1c-01', status: 'completed', start_time: '2026-03-13T10:00:00.000Z', end_time: '2026-03-13T11:00:00.000Z', actual_duration: 3600 });
+      // Still printing, disconnected since 14 March: its last 3 hours of the week.
+      await api.job({ printer_id: 'x1c-01', status: 'printing', start_time: '2026-03-15T20:00:00.000Z' });
+      const x1c = (await printerStats('x1c-01', WEEK)).uptime;
+      // 60 h connected + 4 h + 3 h + 3 h printing outside them; 6 + 3 + 1 + 3 h printing (13 of 168 h)
+      expect(x1c).toEqual({ total_hours: 70, active_hours: 13, utilization_rate: 7.7 });
+
+      // Never connected, and one hour's print recorded twice: up for that hour, printing for that hour.
+      for (let i = 0; i < 2; i++) {
+        await api.job({ printer_id: 'mk4-01', status: 'completed', start_time: '2026-03-12T00:00:00.000Z', end_time: '2026-03-12T01:00:00.000Z', actual_duration: 3600 });
+      }
+      expect((await printerStats('mk4-01', WEEK)).uptime).toEqual({ total_hours: 1, active_hours: 1, utilization_rate: 0.6 });
     });
 
     test('a new printer without jobs: zeros, nulls and rates 0', async () => {

@@ -155,6 +155,42 @@ export class StatisticsRepository {
   }
 
   /**
+   * Seconds of [from, min(to, now)) the printer was up: connected by its status history (the state at `from` is
+   * the last row at or before it, each row lasts until the next one) or printing by its jobs ([start_time,
+   * end_time], a running or paused job until now, as in periodQuery). A printer that prints is up whether or not
+   * the service watched it (before it was added, while the service was stopped, while the connection was down):
+   * its printing time is part of its up time, so the printing time can't exceed it. Overlaps count once: the
+   * spans in start order, each counting its part after the latest end before it. The jobs come from two index
+   * ranges over (printer_id, end_time), as in edgeBusyQuery.
+   */
+  upSecondsQuery(r: StatsRange, printerId: string): CompiledQuery<{ seconds: number }> {
+    const until = r.to < r.now ? r.to : r.now;
+    const f = flavourOf(this.db);
+    const clip = (start: RawBuilder<unknown>, end: RawBuilder<unknown>) => sql`${f.greatest(start, sql`${r.from}`)} AS s, ${f.least(end, sql`${until}`)} AS e`;
+    const counted = f.greatest(sql`0`, f.secondsBetween(f.greatest(sql`s`, sql`coalesce(reached, s)`), sql`e`));
+    return sql<{ seconds: number }>`
+      WITH history AS (
+        SELECT connection_status, at, lead(at) OVER (ORDER BY at, id) AS next_at
+        FROM printer_status_history
+        WHERE printer_id = ${printerId}
+          AND at >= coalesce((SELECT max(at) FROM printer_status_history WHERE printer_id = ${printerId} AND at <= ${r.from}), ${r.from})
+          AND at < ${until}
+      ),
+      spans AS (
+        SELECT ${clip(sql`at`, sql`coalesce(next_at, ${until})`)} FROM history WHERE connection_status = 'connected'
+        UNION ALL
+        SELECT ${clip(sql`start_time`, sql`end_time`)} FROM jobs WHERE printer_id = ${printerId} AND end_time > ${r.from} AND start_time < ${until}
+        UNION ALL
+        SELECT ${clip(sql`start_time`, sql`${r.now}`)} FROM jobs
+        WHERE printer_id = ${printerId} AND end_time IS NULL AND status IN ('printing', 'paused') AND start_time < ${until}
+      ),
+      ordered AS (
+        SELECT s, e, max(e) OVER (ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reached FROM spans WHERE s < e
+      )
+      SELECT coalesce(sum(${counted}), 0) AS seconds FROM ordered`.compile(this.db);
+  }
+
+  /**
    * Active printers, those of them connected now, and the seconds of [from, min(to, now)) they existed
    * (each from its creation): what their printing time is measured against.
    */
@@ -214,12 +250,13 @@ export class StatisticsRepository {
   }
 
   async printer(r: StatsRange, printerId: string) {
-    const [groups, edge, quality] = await Promise.all([
+    const [groups, edge, quality, up] = await Promise.all([
       this.all(this.periodQuery(r, printerId)),
       this.one(this.edgeBusyQuery(r, printerId)),
       this.one(this.qualityQuery(r, printerId)),
+      this.one(this.upSecondsQuery(r, printerId)),
     ]);
-    return { ...summarise(groups, Number(edge.seconds)), quality };
+    return { ...summarise(groups, Number(edge.seconds)), quality, upSeconds: Number(up.seconds) };
   }
 
   private async all<R>(query: CompiledQuery<R>): Promise<R[]> {
