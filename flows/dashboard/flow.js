@@ -12,6 +12,20 @@ const { addCameras } = require('./cameras-flow');
 /** This pack's node types (one place to change when they are renamed). */
 const TYPES = { printer: 'printfarm-printer', jobWatcher: 'printfarm-job-watcher', fileDownload: 'printfarm-file-download', stats: 'printfarm-stats', queue: 'printfarm-queue' };
 
+/** ECharts options on top of the ui-chart widget's own: room for the axis labels, a tooltip per day. */
+const CHART_OPTIONS = { grid: { left: 8, right: 16, top: 16, bottom: 8, containLabel: true }, tooltip: { trigger: 'axis' } };
+/**
+ * The utilisation chart names every printer under its bar: ECharts' automatic interval drew only every
+ * other name (every ninth of 60 printers). Slanted, the names of 100 printers fit a full-width chart on a
+ * 1920 px screen; a long name is cut short (the tooltip has it whole).
+ */
+const UTILISATION_OPTIONS = {
+  ...CHART_OPTIONS,
+  // The first name slants left past its bar: room for it (containLabel leaves it cut).
+  grid: { ...CHART_OPTIONS.grid, left: 64 },
+  xAxis: { axisLabel: { interval: 0, rotate: 45, hideOverlap: false, fontSize: 11, width: 120, overflow: 'truncate' } },
+};
+
 const read = (name) => fs.readFileSync(path.join(__dirname, name), 'utf8').trimEnd();
 const code = (name) => read(path.join('functions', name));
 
@@ -51,8 +65,7 @@ function buildDashboardFlow(options = {}) {
       yAxisLabel: '', yAxisProperty: 'value', yAxisPropertyType: 'property', ymin: '', ymax: '', bins: 10, action: 'replace', stackSeries: false, pointShape: 'circle', pointRadius: 4,
       showLegend: false, removeOlder: 1, removeOlderUnit: '3600', removeOlderPoints: '', colors: ['#0d74ce', '#2e7d32', '#ed6c02', '#9c27b0', '#d32f2f', '#00897b', '#6d4c41', '#546e7a', '#c2185b'],
       textColor: ['#666666'], textColorDefault: true, gridColor: ['rgba(128, 128, 128, 0.22)'], gridColorDefault: false, width: 6, height: 5, className: '', interpolation: 'linear',
-      // ECharts options on top of the widget's own: room for the axis labels, a tooltip per day.
-      chartOptions: { grid: { left: 8, right: 16, top: 16, bottom: 8, containLabel: true }, tooltip: { trigger: 'axis' } },
+      chartOptions: CHART_OPTIONS,
       x, y, wires: [[]], ...extra,
     });
 
@@ -73,8 +86,9 @@ function buildDashboardFlow(options = {}) {
   group('g-stats', 'Summary', 'page-stats', 12, 1, false);
   group('g-rate', 'Success rate (%)', 'page-stats', 6, 2);
   group('g-hours', 'Print hours', 'page-stats', 6, 3);
-  group('g-filament', 'Filament used (kg)', 'page-stats', 6, 4);
-  group('g-util', 'Utilisation per printer (%)', 'page-stats', 6, 5);
+  // Full width: the filament chart fills the row the utilisation chart (one bar per printer) needs whole.
+  group('g-filament', 'Filament used (kg)', 'page-stats', 12, 4);
+  group('g-util', 'Utilisation per printer (%)', 'page-stats', 12, 5);
   group('g-spools', 'Spools', 'page-filament', 12, 1, false);
   add({
     // The example runs a demo service of its own; flows/dashboard.json uses the farm flow's service (as
@@ -180,8 +194,8 @@ function buildDashboardFlow(options = {}) {
   template('stats-summary', 'summary', 'g-stats', 'stats-summary.vue', 870, 1050, 'stats-requests');
   chart('chart-rate', 'success rate', 'g-rate', 'line', 870, 1090, { ymin: '0', ymax: '100' });
   chart('chart-hours', 'print hours', 'g-hours', 'bar', 870, 1130);
-  chart('chart-filament', 'filament', 'g-filament', 'bar', 870, 1170, { colors: ['#ed6c02'] });
-  chart('chart-util', 'utilisation', 'g-util', 'bar', 870, 1210, { colors: ['#00897b'], ymin: '0', ymax: '100' });
+  chart('chart-filament', 'filament', 'g-filament', 'bar', 870, 1170, { colors: ['#ed6c02'], width: 12 });
+  chart('chart-util', 'utilisation', 'g-util', 'bar', 870, 1210, { colors: ['#00897b'], ymin: '0', ymax: '100', width: 12, height: 7, chartOptions: UTILISATION_OPTIONS });
 
   // ---- Filament page.
   comment('c-filament', 'Filament page: GET /spools every 5 s (low ones first), the printers\' slots from the printer list; load a spool into a slot, take it out', 420, 1410);
@@ -209,4 +223,4 @@ function buildDashboardFlow(options = {}) {
   return nodes;
 }
 
-module.exports = { buildDashboardFlow, TYPES };
+module.exports = { buildDashboardFlow, TYPES, UTILISATION_OPTIONS };

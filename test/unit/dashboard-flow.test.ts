@@ -81,6 +81,15 @@ describe('the dashboard flow files', () => {
     expect(pages.map((p) => p.path)).toEqual(['/farm', '/queue', '/jobs', '/statistics', '/cameras', '/filament']);
   });
 
+  // ECharts' default label interval ('auto') drew only every other printer's name, or fewer (test/browser/utilisation-chart.test.ts draws 60).
+  test.each(DASHBOARD_FILES)('%s: the utilisation chart names every printer (no label skipped), slanted, on a full-width row', (file) => {
+    const flow = readFlow(file);
+    const chart = flow.find((n) => n.type === 'ui-chart' && n.id.endsWith('chart-util'))!;
+    expect(chart.chartOptions).toMatchObject({ xAxis: { axisLabel: { interval: 0, rotate: 45, hideOverlap: false } } });
+    expect(flow.find((n) => n.id === chart.group)).toMatchObject({ name: 'Utilisation per printer (%)', width: '12' });
+    expect(chart.width).toBe(12);
+  });
+
   test.each(DASHBOARD_FILES)('%s: function code parses; Vue templates are one `export default {}` without self-closing tags', (file) => {
     for (const n of readFlow(file)) {
       if (n.type === 'function') expect(() => parse(`async function f(msg, node, context, flow, global, env, RED) {\n${n.func as string}\n}`, { ecmaVersion: 'latest' })).not.toThrow();
