@@ -39,18 +39,23 @@ describeDialects('queue: adds racing each other and a move', (db) => {
     expect(places).toEqual([...places].sort((a, b) => a - b));
   };
 
-  test('twenty adds at once next to a move and a cancel: distinct places, the move and the old order kept', async () => {
+  test('twenty adds at once next to a move, a cancel and a change of priority: distinct places, the move and the old order kept', async () => {
     const old: string[] = [];
     for (const name of ['a', 'b', 'c', 'd']) old.push(await add(name, 4));
     const [a, b, c, d] = old;
+    const other = await add('other', 2);
     expect((await h.post(`/api/v1/queue/${d}/move`, { position: 1 })).status).toBe(200);
-    const [added, moved, cancelled] = await Promise.all([
+    const [added, moved, cancelled, changed] = await Promise.all([
       Promise.all(Array.from({ length: 20 }, (_, i) => add(`new-${i}`, 4))),
       h.post(`/api/v1/queue/${c}/move`, { position: 1 }),
       h.del(`/api/v1/queue/${b}`),
+      // An item changed to the priority goes last there, like an added one.
+      h.request('PATCH', `/api/v1/queue/${other}`, { priority: 4 }),
     ]);
     expect(moved.status).toBe(200);
     expect(cancelled.status).toBeLessThan(300);
+    expect(changed.status).toBe(200);
+    added.push(other);
     const items = await open(4);
     expectDistinctPlaces(items);
     const order = items.map((i) => i.id);
