@@ -76,6 +76,31 @@ describe('Klipper driver against the simulated Moonraker', () => {
     expect(driver.state?.state).toBe('idle');
   });
 
+  test('back after a drop while Moonraker answers late: no state before the new subscription is read, and the print ending meanwhile is not lost', async () => {
+    const sim = await simulator({ speed: 20 });
+    const { driver, states } = driverFor(sim);
+    await driver.connect();
+    await ok(sim, '/print', { file: GCODE });
+    await waitForState(driver, 'printing', (s) => s.state === 'printing' && s.job?.file === GCODE);
+    // Every answer comes 700 ms late (a busy Moonraker, or a busy service reading it late); the 4 Hz deltas do not.
+    await ok(sim, '/faults', { rpc_delay_ms: 700 });
+    await ok(sim, '/offline');
+    await waitForConnection(driver, 'disconnected');
+    const seen = states.length;
+    const subscribes = sim.stats.subscribes;
+    await ok(sim, '/online');
+    // The new subscription is in at Moonraker and its deltas flow; its answer is still on the way when the print ends.
+    await until('subscribed again', () => sim.stats.subscribes > subscribes, 8000);
+    await ok(sim, '/finish');
+    await waitForConnection(driver, 'connected', 8000);
+
+    // Deltas merged into a status the answer had not filled read as an idle printer without a job: none went out.
+    expect(states.slice(seen).filter((s) => s.job?.file !== GCODE)).toEqual([]);
+    // The end came as a delta before the answer was read: it is newer than the answer, and it stands.
+    expect(driver.state).toMatchObject({ state: 'finished', raw_state: 'COMPLETE', job: { file: GCODE, progress: 100 } });
+    expect(states.slice(seen).map((s) => s.state)).toEqual(['finished']);
+  });
+
   test('an old Moonraker without one-shot tokens takes the API key in the WebSocket upgrade header; a trusted client needs no key; webcams show as a camera', async () => {
     const old = await simulator({ noOneshotToken: true });
     const { driver } = driverFor(old);

@@ -34,8 +34,11 @@ const FIELDS: Record<(typeof SUBSCRIBED)[number], string[] | null> = {
   toolhead: ['homed_axes', 'extruder'],
 };
 const MAX_OBJECTS = 5000;
+/** Most deltas kept while a subscribe answer is awaited (Moonraker sends a few a second); more are folded together. */
+const MAX_EARLY = 64;
 
 const str = (v: unknown, max = 500): string | null => (typeof v === 'string' ? v.slice(0, max) : null);
+const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
 export class KlipperSession {
   private readonly status: KlipperStatus = {};
@@ -45,6 +48,14 @@ export class KlipperSession {
   private stopped = false;
   private settingUp: Promise<void> | null = null;
   private metadataFor: string | null = null;
+  /**
+   * Whether states go out: not while a subscription is set up. A delta merged into a status the subscribe answer
+   * has not filled yet (a new link's is empty) reads as an idle printer without a job: the job tracker ended the
+   * running print's job on it, and refused the print as a new job right after (one new job a minute).
+   */
+  private live = false;
+  /** Deltas that came while the subscribe answer was awaited, with their Klipper eventtime (null: none sent). */
+  private early: { delta: KlipperStatus; eventtime: number | null }[] | null = null;
   /** Moonraker's loaded components (server.info): which optional APIs (webcam, spoolman) to ask. */
   private readonly components: string[];
   subscribed: string[] = [];
@@ -102,21 +113,35 @@ export class KlipperSession {
   /** Lists the objects, subscribes to the wanted ones that exist, and takes the answer as the full status. */
   private setUp(): Promise<void> {
     this.settingUp ??= (async () => {
+      this.live = false;
       this.stopPolling();
       const listed = await this.link.call<{ objects?: unknown }>('printer.objects.list');
       const objects = new Set(Array.isArray(listed?.objects) ? listed.objects.slice(0, MAX_OBJECTS).filter((o): o is string => typeof o === 'string') : []);
       const wanted = SUBSCRIBED.filter((name) => objects.has(name));
-      const answer = await this.link.call<{ status?: unknown }>('printer.objects.subscribe', { objects: Object.fromEntries(wanted.map((name) => [name, FIELDS[name]])) });
+      this.early = [];
+      try {
+        const answer = await this.link.call<{ status?: unknown; eventtime?: unknown } | null>('printer.objects.subscribe', { objects: Object.fromEntries(wanted.map((name) => [name, FIELDS[name]])) });
+        // The answer is the full status as of its eventtime. Deltas of the new subscription can come before the
+        // answer is read (Moonraker may send one first; ws hands out every frame of one read at once), and they
+        // are newer: they go on top, or they were lost (Moonraker sends a field again only when it changes).
+        // Older ones (of an earlier subscription) go; without eventtimes every delta counts as the subscription's.
+        for (const name of SUBSCRIBED) delete this.status[name];
+        mergeStatus(this.status, answer?.status);
+        const asOf = num(answer?.eventtime);
+        for (const e of this.early) if (asOf === null || e.eventtime === null || e.eventtime >= asOf) mergeStatus(this.status, e.delta);
+      } finally {
+        this.early = null;
+      }
+      // Deltas from here on are merged as they come, without a state until the link is announced.
       const info = await this.link.call<Record<string, unknown>>('printer.info').catch(() => null);
       if (objects.has('configfile')) await this.learnNozzle();
       if (this.stopped) return;
       this.subscribed = wanted;
-      for (const name of SUBSCRIBED) delete this.status[name];
-      mergeStatus(this.status, answer?.status);
       this.ctx.firmwareVersion = str(info?.software_version, 100) ?? this.ctx.firmwareVersion;
       this.ctx.klippyMessage = str(info?.state_message);
       this.ctx.klippyState = str(this.status.webhooks?.state, 40) ?? str(info?.state, 40) ?? 'ready';
       // The link is up before its first state goes out: whoever hears the state (the queue) sees a connected printer.
+      this.live = true;
       this.hooks.events.klippy(true, null);
       this.refresh();
     })().finally(() => {
@@ -162,6 +187,7 @@ export class KlipperSession {
     switch (method) {
       case 'notify_status_update': {
         const delta = Array.isArray(params) ? params[0] : undefined;
+        if (this.early) return this.keepEarly(delta, Array.isArray(params) ? num(params[1]) : null);
         if (mergeStatus(this.status, delta)) this.refresh();
         return;
       }
@@ -201,9 +227,22 @@ export class KlipperSession {
     }
   }
 
+  /** Keeps a delta until the subscribe answer is in; a flood is folded into its last entry, so that memory stays bounded. */
+  private keepEarly(delta: unknown, eventtime: number | null): void {
+    const early = this.early!;
+    const last = early.length >= MAX_EARLY ? early[early.length - 1] : null;
+    if (last) {
+      mergeStatus(last.delta, delta);
+      last.eventtime = eventtime;
+      return;
+    }
+    const kept: KlipperStatus = {};
+    if (mergeStatus(kept, delta)) early.push({ delta: kept, eventtime });
+  }
+
   /** Derives the state; emits it when it changed; fetches the metadata of a newly named file once. */
   private refresh(): void {
-    if (this.stopped || !this.klippyAnswers()) return;
+    if (this.stopped || !this.live || !this.klippyAnswers()) return;
     const filename = str(this.status.print_stats?.filename) ?? '';
     if (filename && filename !== this.metadataFor) this.fetchMetadata(filename);
     this.ctx.now = Date.now();

@@ -5,7 +5,7 @@
  * {"message"} (Klippy shuts down), /restart (FIRMWARE_RESTART: ready again),
  * /klippy-disconnect, /spool {"material","color_hex","weight","remaining_weight"}
  * (or {"spool":null}), /offline, /online, /faults {"reject_commands", "silent_rpc",
- * "transfer_bytes_per_sec"}, /hostile {"kind": garbage|huge|flood|unknown_ids,
+ * "transfer_bytes_per_sec", "rpc_delay_ms"}, /hostile {"kind": garbage|huge|flood|unknown_ids,
  * "count", "bytes"}.
  */
 import type http from 'node:http';

@@ -59,7 +59,10 @@ export function handleRpc(sim: KlipperSimulator, client: SimClient, method: stri
       const wanted = objectsParam(params);
       const subscription = new Subscription(wanted);
       const status = subscription.full(read);
-      if (method === 'printer.objects.subscribe') client.subscription = Object.keys(wanted).length ? subscription : null;
+      if (method === 'printer.objects.subscribe') {
+        client.subscription = Object.keys(wanted).length ? subscription : null;
+        sim.stats.subscribes++;
+      }
       return { eventtime: sim.eventtime(), status };
     }
     case 'printer.print.start': {

@@ -77,13 +77,15 @@ export interface KlipperFaults {
   silent_rpc: boolean;
   /** Throttle uploads to this many bytes per second (0: unthrottled). */
   transfer_bytes_per_sec: number;
+  /** Every JSON-RPC answer goes this late (taken at once; notifications are not held): a busy Moonraker or host. */
+  rpc_delay_ms: number;
 }
 
 export class KlipperSimulator {
   readonly machine: KlipperMachine;
   readonly files = new SimGcodes();
-  readonly faults: KlipperFaults = { reject_commands: false, silent_rpc: false, transfer_bytes_per_sec: 0 };
-  readonly stats = { requests: 0, unauthorized: 0, uploads: 0, ws_connections: 0, rpc_calls: 0 };
+  readonly faults: KlipperFaults = { reject_commands: false, silent_rpc: false, transfer_bytes_per_sec: 0, rpc_delay_ms: 0 };
+  readonly stats = { requests: 0, unauthorized: 0, uploads: 0, ws_connections: 0, rpc_calls: 0, subscribes: 0 };
   readonly model: string;
   readonly name: string;
   readonly id: string;
@@ -268,6 +270,7 @@ export class KlipperSimulator {
     if (typeof patch.reject_commands === 'boolean') this.faults.reject_commands = patch.reject_commands;
     if (typeof patch.silent_rpc === 'boolean') this.faults.silent_rpc = patch.silent_rpc;
     if (typeof patch.transfer_bytes_per_sec === 'number' && patch.transfer_bytes_per_sec >= 0) this.faults.transfer_bytes_per_sec = Math.floor(patch.transfer_bytes_per_sec);
+    if (typeof patch.rpc_delay_ms === 'number' && patch.rpc_delay_ms >= 0) this.faults.rpc_delay_ms = Math.min(60_000, Math.floor(patch.rpc_delay_ms));
     return { ...this.faults };
   }
 
@@ -366,15 +369,22 @@ export class KlipperSimulator {
       const params = msg.params && typeof msg.params === 'object' && !Array.isArray(msg.params) ? (msg.params as Record<string, unknown>) : {};
       try {
         const result = handleRpc(this, client, msg.method, params);
-        this.send(ws, { jsonrpc: '2.0', result, id: msg.id });
+        this.answer(ws, { jsonrpc: '2.0', result, id: msg.id });
       } catch (err) {
         const e = err instanceof RpcError ? err : new RpcError(500, (err as Error)?.message ?? 'error');
-        this.send(ws, { jsonrpc: '2.0', error: { code: e.code, message: e.message }, id: msg.id });
+        this.answer(ws, { jsonrpc: '2.0', error: { code: e.code, message: e.message }, id: msg.id });
       }
     });
   }
 
   private send(ws: WebSocket, body: unknown): void {
     if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(body));
+  }
+
+  /** An answer, late when rpc_delay_ms says so (unref'd: a closed simulator does not wait for it). */
+  private answer(ws: WebSocket, body: unknown): void {
+    const delay = this.faults.rpc_delay_ms;
+    if (delay > 0) setTimeout(() => this.send(ws, body), delay).unref();
+    else this.send(ws, body);
   }
 }
