@@ -86,4 +86,34 @@ describeBrowser('the Node-RED editor started by npm start', () => {
     expect(failed.filter((u) => u.startsWith(nodeRed.url))).toEqual([]);
     await page.close();
   }, 60_000);
+
+  test('in a German editor the palette category, palette labels and node labels are German', async () => {
+    const page = await browser.newPage({ locale: 'de-DE' });
+    await page.goto(nodeRed.url);
+    await page.waitForSelector('.red-ui-palette-node[data-palette-type="printfarm-printer"]', { timeout: 20_000 });
+    const category = page.locator('#red-ui-palette-container-print_farm');
+    expect(await category.locator('.red-ui-palette-header').innerText()).toBe('Druckfarm');
+    // Node-RED breaks palette labels into lines at spaces and hyphens (and puts spaces around those): compared without spaces.
+    // German labels use a non-breaking hyphen (U+2011) and words that fit a line, so none is cut mid-word.
+    const labels = await category.locator('.red-ui-palette-node').evaluateAll((els) => els.map((e) => [e.getAttribute('data-palette-type'), (e.querySelector('.red-ui-palette-label') as { textContent: string } | null)?.textContent?.replace(/\s+/g, '')]));
+    expect(Object.fromEntries(labels)).toEqual({
+      'printfarm-printer': 'Drucker',
+      'printfarm-job-watcher': 'Aufträge',
+      'printfarm-file-download': 'Dateienladen',
+      'printfarm-gcode-preview': 'G\u2011CodeVorschau',
+      'printfarm-stats': 'Statistik',
+      'printfarm-queue': 'Warteliste',
+      'printfarm-events': 'Ereignisse',
+    });
+    // The farm flow's unnamed job watcher, file download, stats and queue nodes on the canvas (SVG text).
+    await page.locator('.red-ui-flow-node-label', { hasText: 'Farm-Statistik' }).first().waitFor({ timeout: 15_000 });
+    const canvas = await page.locator('.red-ui-flow-node-label').evaluateAll((els) => els.map((e) => String(e.textContent).replace(/\s+/g, ' ').trim()));
+    expect(canvas).toEqual(expect.arrayContaining(['Aufträge', 'Dateien laden', 'Farm-Statistik', 'Druckwarteschlange']));
+    expect(canvas.filter((t) => /^(farm stats|jobs|print queue|file download)$/.test(t))).toEqual([]);
+    if (process.env.SCREENSHOTS) {
+      await page.screenshot({ path: `${process.env.SCREENSHOTS}/node-red-palette-de.png`, fullPage: false });
+      await category.screenshot({ path: `${process.env.SCREENSHOTS}/node-red-palette-de-category.png` });
+    }
+    await page.close();
+  }, 60_000);
 });

@@ -25,7 +25,8 @@ export interface EditorDefinition {
   color?: string;
   inputs?: number;
   outputs?: number;
-  paletteLabel?: string;
+  /** A function of the definition (Node-RED calls it with `this._`, the set's catalog), or a fixed text. */
+  paletteLabel?: string | (() => string);
   label?: () => string;
 }
 

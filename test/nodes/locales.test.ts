@@ -1,7 +1,8 @@
 /**
  * German is as complete as English: every node's help has the same sections
  * with the same message properties and as many paragraphs, and every catalog
- * key (labels, status texts, errors, tips) exists in both languages.
+ * key (labels, status texts, errors, tips, palette labels and category)
+ * exists in both languages.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -47,7 +48,9 @@ describe('en-US and de', () => {
 
   test.each(catalogs)('%s: every key in both catalogs, no empty text', (file) => {
     const [en, de] = LANGS.map((lang) => JSON.parse(read(lang, file)) as Record<string, unknown>);
-    expect(Object.keys(en)).toEqual([file.replace(/\.json$/, '')]);
+    // The node's own texts, and the palette category's (Node-RED looks it up as <set>:palette.label.<category>).
+    const type = file.replace(/\.json$/, '');
+    expect(Object.keys(en)).toEqual(type === 'printfarm-server' ? [type] : [type, 'palette']);
     expect(keysOf(de).sort()).toEqual(keysOf(en).sort());
     const texts = (obj: unknown): string[] => (typeof obj === 'string' ? [obj] : Object.values(obj as object).flatMap(texts));
     expect(texts(de).filter((t) => !t.trim())).toEqual([]);
