@@ -67,6 +67,37 @@ describe('a Klipper printer in the farm', () => {
     expect((await detail()).statistics).toMatchObject({ total_jobs: 1, successful_jobs: 1 });
   }, 60_000);
 
+  test('dropped mid-print while Moonraker answers late, twice (the print ends during the second drop): one job, which follows the print and completes', async () => {
+    await addPrinters(h, [printer]);
+    const ws = await connectWs(h.base);
+    await control(printer.control, 'print', { file: GCODE });
+    const job = await until(async () => (await jobs()).find((j) => j.status === 'printing'), 'job printing', 10_000);
+    // Every answer comes 500 ms late, the 4 Hz deltas do not: on each reconnect deltas arrive while the subscription
+    // is set up (what a loaded host made happen now and then, and ended the job there).
+    await control(printer.control, 'faults', { rpc_delay_ms: 500 });
+    const dropAndReturn = async (meanwhile?: string) => {
+      await control(printer.control, 'offline');
+      await until(async () => (await detail()).status === 'offline', 'offline', 10_000);
+      if (meanwhile) await control(printer.control, meanwhile);
+      await control(printer.control, 'online');
+      await until(async () => (await detail()).connection_status === 'connected', 'connected again', 15_000);
+    };
+
+    await dropAndReturn();
+    const progress = (await simState(printer)).progress;
+    const followed = await until(async () => (await jobs()).find((j) => j.progress >= progress + 1), 'the job following the print', 10_000);
+    expect(followed).toMatchObject({ id: job.id, status: 'printing' });
+
+    await dropAndReturn('finish');
+    const done = await until(async () => (await jobs()).find((j) => j.status !== 'printing'), 'the job ended', 15_000);
+    expect(done).toMatchObject({ id: job.id, status: 'completed', progress: 100 });
+    await h.service.context.tracker.idle();
+    expect(await jobs()).toHaveLength(1);
+    const ends = ws.frames.filter((f) => f.type === 'job_update' && f.data.change === 'status' && f.data.status !== 'printing');
+    expect(ends.map((f) => f.data.status)).toEqual(['completed']);
+    await ws.close();
+  }, 60_000);
+
   test('the queue sends a G-code sliced for the model to the free Klipper printer, acknowledged once; other files wait with a reason', async () => {
     await addPrinters(h, [printer]);
     const foreign = await upload(h, 'Prusa.gcode', prusaGcode({ model: 'MK4S' }));
