@@ -76,7 +76,10 @@ export async function relayCameraStream(client: PrintfarmClient, printerId: stri
       const end = () => {
         res.off('close', end);
         body.destroy();
-        if (!res.writableEnded) res.end();
+        // Cut by the node closing: the browser's connection is cut too, which a camera view can tell from a
+        // stream that ended (an <img> keeps the last frame of an ended one and fires no event for either).
+        if (until?.aborted) res.destroy();
+        else if (!res.writableEnded) res.end();
         resolve();
       };
       body.once('error', end).once('end', end);
