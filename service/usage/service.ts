@@ -73,6 +73,8 @@ export class UsageService {
   private intervalTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   private readonly abort = new AbortController();
+  /** Stops the running submission (attempts and backoff waits): an opt-out must end sending at once, not after the retries. */
+  private submissionAbort: AbortController | undefined;
   private closed = false;
 
   private constructor(
@@ -181,6 +183,9 @@ export class UsageService {
     await this.writes;
     const now = nowIso();
     if (this.state.opted_in) await this.setState({ opted_in: false, opted_out_at: now });
+    // A submission still retrying (up to usage_stats_retry_count attempts with growing waits) sends nothing more.
+    this.submissionAbort?.abort('opted out');
+    await this.submitting?.catch(() => undefined);
     this.log.info('usage statistics: opted out');
     return {
       opted_in: false,
@@ -200,13 +205,13 @@ export class UsageService {
     return { payload, captured: events.map((e) => ({ id: e.id, count: e.count })) };
   }
 
-  private target(): HttpsTarget {
+  private target(signal: AbortSignal = this.abort.signal): HttpsTarget {
     const { settings } = this.deps;
     return {
       apiKey: settings.get('usage_stats_api_key'),
       timeoutMs: settings.get('usage_stats_timeout') * 1000,
       ca: this.options.ca,
-      signal: this.abort.signal,
+      signal,
     };
   }
 
@@ -232,8 +237,10 @@ export class UsageService {
     const { payload, captured } = await this.buildPayload();
     await this.setState({ last_attempt_at: payload.submitted_at });
     this.log.info({ trigger, installation_id: payload.installation_id, period_start: payload.period_start }, 'usage statistics: submitting');
+    const abort = (this.submissionAbort = new AbortController());
     try {
-      const res = await submitWithRetry(payload, { ...this.target(), endpoint: settings.get('usage_stats_endpoint'), retries: settings.get('usage_stats_retry_count') }, this.log);
+      const signal = AbortSignal.any([this.abort.signal, abort.signal]);
+      const res = await submitWithRetry(payload, { ...this.target(signal), endpoint: settings.get('usage_stats_endpoint'), retries: settings.get('usage_stats_retry_count') }, this.log);
       const marked = await store.usage.markSubmitted(captured, payload.submitted_at);
       await this.setState({ last_submission_at: payload.submitted_at, last_error: null, submission_count: this.state.submission_count + 1 });
       this.log.info({ trigger, attempts: res.attempts, status: res.status, events_submitted: marked }, 'usage statistics submitted');
@@ -246,6 +253,8 @@ export class UsageService {
         status: e.status,
         retryable: e.retryable,
       });
+    } finally {
+      if (this.submissionAbort === abort) this.submissionAbort = undefined;
     }
   }
 

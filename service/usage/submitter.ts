@@ -170,6 +170,12 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** Why a submission stopped: the reason the caller aborted with (an opt-out, a shutdown), if it gave one. */
+function abortReason(signal?: AbortSignal): string {
+  const reason = signal?.reason;
+  return typeof reason === 'string' ? `submission aborted (${reason})` : 'submission aborted (service shutting down)';
+}
+
 /** Posts `payload` with the retry policy; resolves with the successful response, or throws SubmissionError. */
 export async function submitWithRetry(payload: unknown, target: SubmitTarget, log: Logger): Promise<HttpResult & { attempts: number }> {
   const url = httpsUrl(target.endpoint);
@@ -186,7 +192,7 @@ export async function submitWithRetry(payload: unknown, target: SubmitTarget, lo
         retryable: res.status === 429 || res.status >= 500,
       };
     } catch (err) {
-      if (err instanceof AttemptError && err.kind === 'aborted') throw new SubmissionError('submission aborted (service shutting down)', attempt, null, false);
+      if (err instanceof AttemptError && err.kind === 'aborted') throw new SubmissionError(abortReason(target.signal), attempt, null, false);
       failure = { reason: (err as Error).message, status: null, retryable: true, detail: (err as AttemptError).logDetail };
     }
     if (!failure.retryable || attempt >= attempts) {
@@ -198,7 +204,7 @@ export async function submitWithRetry(payload: unknown, target: SubmitTarget, lo
     try {
       await sleep(wait, target.signal);
     } catch {
-      throw new SubmissionError('submission aborted (service shutting down)', attempt, failure.status, true);
+      throw new SubmissionError(abortReason(target.signal), attempt, failure.status, true);
     }
   }
 }
