@@ -28,7 +28,7 @@ import type { FactsCache } from './facts-cache';
 import type { PlateTracker } from './plate';
 import { orderPrinters, pinnedPrinter, USAGE_WINDOW_DAYS } from './printer-choice';
 import { farmGate, gateSettingsOf, isHeating, timeGate } from './start-gates';
-import { firstFit, loadVariant, loadVariants, variantOf, type LoadedVariant, type VariantMemo } from './variants';
+import { firstFit, loadVariant, loadVariants, variantMemo, variantOf, type LoadedVariant } from './variants';
 import { availabilityReason, variantsReason, type Availability } from './waiting-reasons';
 import { familyOf } from './printer-families';
 import { newDispatch, queuedStart } from './queued-start';
@@ -241,7 +241,7 @@ export class Dispatcher {
     const choice = settings.get('queue_printer_choice');
     const printers = orderPrinters(choice, active, this.lastStart, choice === 'least_used' ? await this.usage(now) : new Map());
     // Read once per pass, not once per item and printer: a pass over 1000 items stays cheap.
-    const memo: VariantMemo = new Map();
+    const memo = await variantMemo(store, items);
     const facts = new Map(printers.map((p) => [p.id, this.printerFacts(p)]));
     const factsOf = (p: PrinterRecord) => facts.get(p.id) ?? this.printerFacts(p);
     const available = new Map<string, Availability>();

@@ -14,7 +14,7 @@ import type { FactsCache } from './facts-cache';
 import { pinnedPrinter } from './printer-choice';
 import { DEFAULT_PRINT_S, planSchedule, type PlanItem, type PlanPrinter } from './schedule';
 import { gateSettingsOf } from './start-gates';
-import { loadVariant, loadVariants, variantOf, type VariantMemo } from './variants';
+import { loadVariant, loadVariants, variantMemo, variantOf } from './variants';
 import { copyCounts } from './views';
 
 /** What the schedule asks of the dispatcher: its printer order and its view of a printer. */
@@ -44,7 +44,7 @@ export class QueueSchedule {
     const choice = this.settings.get('queue_printer_choice');
     const printers = await this.printers(now, records);
     const planItems: PlanItem[] = [];
-    const memo: VariantMemo = new Map();
+    const memo = await variantMemo(this.store, items);
     for (const item of items) {
       const done = dispatches.get(item.id) ?? [];
       const { loaded } = await loadVariants(this.store, this.facts, item, memo);

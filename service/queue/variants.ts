@@ -31,7 +31,10 @@ export function variantOf(item: QueueItemRecord, d: DispatchRecord): QueueVarian
 
 /** Reads a variant's file and facts; a reason in words when it cannot be printed. */
 export async function loadVariant(store: Store, cache: FactsCache, variant: QueueVariant): Promise<LoadedVariant | { error: string }> {
-  const file = await store.files.get(variant.file_id);
+  return variantFrom(await store.files.get(variant.file_id), cache, variant);
+}
+
+async function variantFrom(file: FileRecord | undefined, cache: FactsCache, variant: QueueVariant): Promise<LoadedVariant | { error: string }> {
   if (!file?.local_path || !fs.existsSync(file.local_path)) return { error: 'the file is no longer available on the service' };
   try {
     return { variant, file: file as LocalFile, facts: await cache.get(file as LocalFile, variant.plate) };
@@ -40,8 +43,23 @@ export async function loadVariant(store: Store, cache: FactsCache, variant: Queu
   }
 }
 
-/** Variants read once per dispatcher pass: many items of one file cost one read, not one each. */
-export type VariantMemo = Map<string, Promise<LoadedVariant | { error: string }>>;
+/**
+ * Variants read once per dispatcher pass or schedule: the file records of all the items come in one query
+ * (one per item made a queue of 1000 items 1000 statements), and many items of one file cost one read of it.
+ * A variant's file is still checked on disk and parsed only when an item asks for it.
+ */
+export interface VariantMemo {
+  /** Every file asked for, undefined when it is gone. */
+  files: ReadonlyMap<string, FileRecord | undefined>;
+  loaded: Map<string, Promise<LoadedVariant | { error: string }>>;
+}
+
+/** A memo for `items`, their variants' file records read at once. */
+export async function variantMemo(store: Store, items: readonly QueueItemRecord[]): Promise<VariantMemo> {
+  const ids = [...new Set(items.flatMap((i) => variantsOf(i).map((v) => v.file_id)))];
+  const found = await store.files.getMany(ids);
+  return { files: new Map(ids.map((id) => [id, found.get(id)])), loaded: new Map() };
+}
 
 /** Every variant of an item that can be read, and the reason when none can. */
 export async function loadVariants(store: Store, cache: FactsCache, item: QueueItemRecord, memo?: VariantMemo): Promise<{ loaded: LoadedVariant[]; error: string | null }> {
@@ -49,10 +67,11 @@ export async function loadVariants(store: Store, cache: FactsCache, item: QueueI
   let error: string | null = null;
   for (const v of variantsOf(item)) {
     const key = `${v.file_id}\u0000${v.plate}`;
-    let pending = memo?.get(key);
+    let pending = memo?.loaded.get(key);
     if (!pending) {
-      pending = loadVariant(store, cache, v);
-      memo?.set(key, pending);
+      // A memo made for other items (never in the service) falls back to a read of its own.
+      pending = memo?.files.has(v.file_id) ? variantFrom(memo.files.get(v.file_id), cache, v) : loadVariant(store, cache, v);
+      memo?.loaded.set(key, pending);
     }
     const r = await pending;
     if ('error' in r) error ??= r.error;

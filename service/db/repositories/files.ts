@@ -57,6 +57,14 @@ export class FilesRepository {
     return row && toRecord(row);
   }
 
+  /** The files of `ids` in one statement (a queue pass or schedule reads every queued item's file: one query, not one per item). */
+  async getMany(ids: readonly string[]): Promise<Map<string, FileRecord>> {
+    const out = new Map<string, FileRecord>();
+    if (ids.length === 0) return out;
+    for (const row of await this.select().where('files.id', 'in', [...new Set(ids)]).execute()) out.set(row.id, toRecord(row));
+    return out;
+  }
+
   async insert(record: Omit<FileRecord, 'printer_name'>): Promise<void> {
     await this.db
       .insertInto('files')

@@ -1,0 +1,111 @@
+/**
+ * What a request costs the database, counted instead of timed: a list or a
+ * dashboard's poll must send as many statements for a farm of 25 printers (and
+ * 25 jobs, spools, files, queue items) as for one of 5. A statement per row (a
+ * queued item's file read on its own, a printer's job asked one by one) is what
+ * makes a page slow at hundreds of printers and millions of jobs, and shows
+ * here as a count that grows.
+ */
+import { bambu3mf } from '../../service/simulators/seed-files';
+import { describeDialects } from '../helpers/dialects';
+import { bambu, startService, uploadFile, type Harness } from '../helpers/service';
+
+const SMALL = 5;
+const LARGE = 25;
+
+/**
+ * The GET requests a dashboard or an automation makes (p-0 exists at both sizes). Settings are answered from
+ * memory and the statistics overview on the reader's own connection (service/db/read-worker.ts): not counted here.
+ */
+const REQUESTS = [
+  '/api/v1/attention',
+  '/api/v1/printers',
+  '/api/v1/printers/p-0',
+  '/api/v1/printers/p-0/maintenance',
+  '/api/v1/jobs',
+  '/api/v1/jobs?limit=100&status=printing',
+  '/api/v1/files',
+  '/api/v1/files/cleanup/candidates',
+  '/api/v1/queue',
+  '/api/v1/queue?limit=100',
+  '/api/v1/queue/schedule',
+  '/api/v1/spools',
+  '/api/v1/statistics/filament',
+  '/api/v1/statistics/printers/p-0',
+  '/api/v1/health',
+  '/api/v1/system/info',
+  '/api/v1/usage-stats/local',
+];
+
+describeDialects('the statements of a request do not grow with the farm', (db) => {
+  let h: Harness;
+  let made = 0;
+  /** Per request: the statements it sent at SMALL and at LARGE rows. */
+  const sent = new Map<string, string[][]>();
+  /** The dispatcher's pass over the queue at SMALL and at LARGE items. */
+  const pass: string[][] = [];
+
+  /** The SQL `run` makes the store send, once the dispatcher has no pass under way (its statements are not the request's). */
+  async function statementsOf(run: () => Promise<unknown>): Promise<string[]> {
+    await h.service.context.dispatcher.idle();
+    const seen: string[] = [];
+    // The ids of an `in (...)` are one list however long: the same statement at 5 rows and at 25.
+    const listener = (sql: string) => seen.push(sql.replace(/\((?:\?|\$\d+)(?:, (?:\?|\$\d+))*\)/g, '(...)'));
+    h.service.context.store.connection.queryListeners.add(listener);
+    try {
+      await run();
+    } finally {
+      h.service.context.store.connection.queryListeners.delete(listener);
+    }
+    // Statements sent at once (Promise.all) come in either order.
+    return seen.sort();
+  }
+
+  /** n printers, each with a job, a spool and a queued item of a file of its own. */
+  async function grow(n: number) {
+    for (let i = made; i < n; i++) {
+      const pid = `p-${i}`;
+      expect((await h.post('/api/v1/printers', bambu(pid, { is_active: false, serial_number: `01S00A00000${String(i).padStart(4, '0')}` }))).status).toBe(201);
+      const job = { printer_id: pid, job_name: `Part ${i}`, filename: `part_${i}.3mf`, status: i % 2 ? 'printing' : 'queued', start_time: '2026-03-11T08:00:00Z' };
+      expect((await h.post('/api/v1/jobs', job)).status).toBe(201);
+      expect((await h.post('/api/v1/spools', { material: 'PLA', name: `Spool ${i}`, remaining_weight_g: 500 })).status).toBe(201);
+      const file = await uploadFile(h.base, `Part ${i}.gcode.3mf`, bambu3mf({ model: 'X1C' }));
+      expect((await h.post('/api/v1/queue', { file_id: file, copies: 1 })).status).toBe(201);
+    }
+    made = n;
+  }
+
+  async function measure() {
+    for (const url of REQUESTS) {
+      const seen = await statementsOf(async () => expect((await h.get(url)).status).toBe(200));
+      sent.set(url, [...(sent.get(url) ?? []), seen]);
+    }
+    pass.push(
+      await statementsOf(async () => {
+        h.service.context.dispatcher.wake('test');
+        await h.service.context.dispatcher.idle();
+      }),
+    );
+  }
+
+  beforeAll(async () => {
+    h = await startService(await db.options());
+    await grow(SMALL);
+    await measure();
+    await grow(LARGE);
+    await measure();
+  }, 120_000);
+  afterAll(() => h.close());
+
+  test.each(REQUESTS)('GET %s', (url) => {
+    const [small, large] = sent.get(url)!;
+    expect(small.length).toBeGreaterThan(0);
+    expect({ url, count: large.length, statements: large }).toEqual({ url, count: small.length, statements: small });
+  });
+
+  test('a dispatcher pass reads the queued items\' files in one statement, not one per item', () => {
+    const [small, large] = pass;
+    expect(small.filter((sql) => /from "files"/.test(sql))).toHaveLength(1);
+    expect({ count: large.length, statements: large }).toEqual({ count: small.length, statements: small });
+  });
+});
