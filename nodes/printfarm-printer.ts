@@ -1,6 +1,7 @@
 /**
  * printer: one printer (or all of them). Sends `printer_status` messages
- * (topic = printer id, payload = its state) when a printer's state changes;
+ * (topic = printer id, payload = its state) when a printer's state changes,
+ * and `printer_removed` (payload {id}) when one is deleted;
  * takes `pause`, `resume`, `stop` and `refresh` on its input, and the camera
  * topics `snapshot` (a JPEG Buffer) and `stream` (see printer-camera.ts). Optionally
  * registers its printer with the service (address, serial number and the
@@ -115,9 +116,12 @@ export = function (RED: NodeAPI) {
       if (updates.pass(p)) node.send(message(p));
       showStatusSoon();
     };
+    // A removed printer is said too: flows that announced it elsewhere (Home Assistant's retained discovery) must take it back.
     const onRemoved = (id: string) => {
       updates.forget(id);
-      if (matches(id)) showStatus();
+      if (!matches(id)) return;
+      node.send({ topic: id, event: 'printer_removed', payload: { id } });
+      showStatus();
     };
 
     node.onServerState = (state: ConnectionState, error?: Error) => {

@@ -4,8 +4,9 @@
  * to nodes that exist; every node type has an example); flows/farm.json
  * deploys (the queue node counts the empty queue); flows/home-assistant.json, deployed in a real Node-RED (the
  * `npm start` launcher) against a real MQTT broker (aedes), publishes every
- * printer to Home Assistant by MQTT discovery, and a press of its pause
- * button pauses the printer.
+ * printer to Home Assistant by MQTT discovery, a press of its pause
+ * button pauses the printer, a rename reaches the device and a removed printer
+ * leaves no retained topic behind.
  */
 import fs from 'node:fs';
 import net from 'node:net';
@@ -146,7 +147,7 @@ describe('flows/home-assistant.json in a real Node-RED with a real MQTT broker',
 
   const next = (match: (m: (typeof seen)[number]) => boolean, what: string, ms = 15_000) => until(() => seen.find(match), what, ms);
 
-  test('discovery configs and states arrive on the right topics; the pause button reaches the printer', async () => {
+  test('discovery configs and states arrive on the right topics; the pause button reaches the printer; rename and removal are announced', async () => {
     const { port } = brokerServer.address() as net.AddressInfo;
     // Home Assistant's side: a client on the broker that sees everything.
     ha = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, { clientId: 'home-assistant' });
@@ -195,13 +196,12 @@ describe('flows/home-assistant.json in a real Node-RED with a real MQTT broker',
     await late.subscribeAsync(`homeassistant/+/printfarm_${sid}/+/config`);
     await until(() => retained.length >= 10, 'retained discovery configs');
     await late.endAsync();
-    expect(retained.sort()).toEqual(
-      [
-        ...['progress', 'nozzle_temperature', 'bed_temperature', 'remaining_time', 'job_name', 'status'].map((k) => `homeassistant/sensor/printfarm_${sid}/${k}/config`),
-        `homeassistant/binary_sensor/printfarm_${sid}/printing/config`,
-        ...['pause', 'resume', 'stop'].map((k) => `homeassistant/button/printfarm_${sid}/${k}/config`),
-      ].sort(),
-    );
+    const expectedConfigs = [
+      ...['progress', 'nozzle_temperature', 'bed_temperature', 'remaining_time', 'job_name', 'status'].map((k) => `homeassistant/sensor/printfarm_${sid}/${k}/config`),
+      `homeassistant/binary_sensor/printfarm_${sid}/printing/config`,
+      ...['pause', 'resume', 'stop'].map((k) => `homeassistant/button/printfarm_${sid}/${k}/config`),
+    ];
+    expect(retained.sort()).toEqual([...expectedConfigs].sort());
     await next((m) => m.topic === `printfarm/${sid}/availability` && m.payload === 'online', 'printer available');
     const idle = await next((m) => m.topic === `printfarm/${sid}/state` && JSON.parse(m.payload).status === 'online', 'idle state');
     expect(JSON.parse(idle.payload)).toMatchObject({ printing: false, nozzle_temperature: expect.any(Number), bed_temperature: expect.any(Number), job_name: '' });
@@ -221,6 +221,25 @@ describe('flows/home-assistant.json in a real Node-RED with a real MQTT broker',
     const before = seen.filter((m) => m.topic.endsWith('/progress/config')).length;
     await ha.publishAsync('homeassistant/status', 'online');
     await until(() => seen.filter((m) => m.topic.endsWith('/progress/config')).length > before, 'discovery again');
+
+    // Renamed in the farm: Home Assistant's device gets the new name (the configs go out again).
+    await client.printers.update(printer.id, { name: 'Renamed X1C' });
+    const renamed = await next((m) => m.topic === `homeassistant/sensor/printfarm_${sid}/progress/config` && m.payload !== '' && JSON.parse(m.payload).device.name === 'Renamed X1C', 'the config under the new name');
+    expect(JSON.parse(renamed.payload)).toMatchObject({ unique_id: `printfarm_${sid}_progress`, device: { identifiers: [`printfarm_${sid}`] } });
+
+    // Removed from the farm: an empty retained payload on every topic of it (Home Assistant deletes the
+    // entities), and a Home Assistant that connects later finds nothing retained of it.
+    await client.printers.remove(printer.id);
+    const topics = [...expectedConfigs, `printfarm/${sid}/state`, `printfarm/${sid}/availability`];
+    // (A live subscriber sees the retain flag cleared, MQTT 3.1.1: that they are retained shows below.)
+    for (const topic of topics) await next((m) => m.topic === topic && m.payload === '', `an empty ${topic}`);
+    const after = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, { clientId: 'after-removal' });
+    const left: string[] = [];
+    after.on('message', (topic, payload, packet) => packet.retain && payload.length && left.push(topic));
+    await after.subscribeAsync([`homeassistant/+/printfarm_${sid}/+/config`, `printfarm/${sid}/#`]);
+    await new Promise((r) => setTimeout(r, 300));
+    await after.endAsync();
+    expect(left).toEqual([]);
 
     // Stopping Node-RED says the bridge is gone.
     expect(await nodeRed.stop()).toBe(0);
