@@ -136,7 +136,11 @@ export function buildOpenApi(routes: AnyRoute[], basePath: string, info: OpenApi
         'Print-farm manager for Bambu Lab (`bambu_lab`), Prusa (`prusa_core`) and Klipper (`klipper`, through Moonraker) printers. ' +
         'Real-time updates: a plain WebSocket at `/ws` carrying JSON frames `{type, timestamp, data}` ' +
         '(`printer_status`, `job_update`, `job_auto_created`, `file_update`, `queue_update`, `printer_attention`, `notification`, `discovery_update`, `spool_update`, `spool_low`, `system_alert`); send ' +
-        '`{"type":"subscribe","printer_ids":["..."]}` to narrow printer events. No authentication: deploy on a trusted LAN. ' +
+        '`{"type":"subscribe","printer_ids":["..."]}` to narrow printer events. ' +
+        // Open by default, but not always: with tokens on, a newcomer reading "no authentication" would be lost at the first 401.
+        (info.bearerAuth
+          ? 'Open by default (deploy on a trusted LAN); with access control on (`AUTH_TOKENS` or `printfarm token create`) every operation not marked open needs a bearer token: 401 `UNAUTHORIZED` without one, 403 `FORBIDDEN` for a role too low (viewer reads, operator also controls, admin also configures). '
+          : 'No authentication: deploy on a trusted LAN. ') +
         'Web pages of other origins may not change anything (403 `ORIGIN_NOT_ALLOWED` unless listed in `ALLOWED_ORIGINS`), and host names ' +
         'other than IP addresses, localhost and this machine\'s names get 421 `HOST_NOT_ALLOWED` (unless listed in `ALLOWED_HOSTS`). ' +
         'Rate limits are off by default; with the setting `rate_limit_enabled` each client IP gets 1000 requests per hour, ' +

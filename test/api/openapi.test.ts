@@ -81,6 +81,12 @@ describe('OpenAPI document and API docs', () => {
     expect(schemaOf('/api/v1/printers', 'post', '201').properties).toHaveProperty('connection_status');
   });
 
+  test("the description tells of access tokens (the lock icons and Authorize button of /docs), not 'no authentication'", () => {
+    const { description } = (doc as unknown as { info: { description: string } }).info;
+    expect(description).not.toMatch(/No authentication/);
+    expect(description).toMatch(/Open by default.*`AUTH_TOKENS`.*bearer token.*401 `UNAUTHORIZED`.*403 `FORBIDDEN`/);
+  });
+
   test('/docs and /redoc load every asset from this service', async () => {
     for (const page of ['/docs/', '/redoc']) {
       const res = await h.get(page);
