@@ -114,6 +114,12 @@ describeDialects('job queries use indexes, not scans or sorts of the history', (
     ['a page of one status', { statuses: ['completed'] }],
     ['a page of one printer', { printer_id: 'x1c-01' }],
     ['a page by start time, newest first', { order_by: 'start_time' as const }],
+    // Migration 019: sorted every match before (all of a status, a printer's history, all jobs).
+    ['a page of one status by start time, newest first', { statuses: ['completed'], order_by: 'start_time' as const }],
+    ['a page of one printer by start time, newest first', { printer_id: 'x1c-01', order_by: 'start_time' as const }],
+    ['a page by start time, oldest first', { order_by: 'start_time' as const, order_dir: 'asc' as const }],
+    ['a page by duration, longest first', { order_by: 'duration' as const }],
+    ['a page by duration, shortest first', { order_by: 'duration' as const, order_dir: 'asc' as const }],
   ])('GET /jobs: %s', async (_what, filter) => {
     await expectIndexed(() => store.jobs.list({ ...page, ...filter }));
   });

@@ -129,19 +129,18 @@ export class JobsRepository {
           ? sql`jobs.start_time`
           : sql`jobs.created_at`;
     // Jobs without the sort key (not started, no duration) go last in either direction. created_at is never
-    // null, and SQLite puts nulls last when descending (PostgreSQL when ascending): those orders need no extra
-    // term and read straight off an index (migration 008) instead of sorting every match. PostgreSQL's
-    // newest-first by start time says NULLS LAST, which its index jobs_start_time_desc (008) serves.
+    // null. Where a database would put NULL first by itself (SQLite ascending, PostgreSQL descending), SQLite
+    // leads with `key is null` and PostgreSQL says NULLS LAST; each order then reads straight off an index
+    // (migrations 008 and 019) instead of sorting every match.
     const pg = flavourOf(this.db).name === 'postgres';
-    const startTimeNullsLast = pg && q.order_by === 'start_time' && q.order_dir === 'desc';
-    const nullsLastNeeded = q.order_by === 'duration' || (q.order_by === 'start_time' && q.order_dir === 'asc' && !pg);
+    const nullsFirstByItself = q.order_by !== 'created_at' && (pg ? q.order_dir === 'desc' : q.order_dir === 'asc');
     let page = base
       .leftJoin('printers', 'printers.id', 'jobs.printer_id')
       .selectAll('jobs')
       .select(sql<string | null>`coalesce(printers.name, jobs.printer_name)`.as('printer_display_name'));
-    if (nullsLastNeeded) page = page.orderBy(sql`${key} is null`);
+    if (nullsFirstByItself && !pg) page = page.orderBy(sql`${key} is null`);
     const rows = await page
-      .orderBy(startTimeNullsLast ? sql`${key} desc nulls last` : sql`${key} ${dir}`)
+      .orderBy(nullsFirstByItself && pg ? sql`${key} desc nulls last` : sql`${key} ${dir}`)
       .orderBy(sql`jobs.id ${dir}`)
       .limit(q.limit)
       .offset((q.page - 1) * q.limit)
