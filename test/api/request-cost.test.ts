@@ -89,7 +89,8 @@ describeDialects('the statements of a request do not grow with the farm', (db) =
   }
 
   beforeAll(async () => {
-    h = await startService(await db.options());
+    // No timers of their own that write meanwhile (the trending cache's refresh, the ideas' metadata retry).
+    h = await startService({ ideas: { metadataRetryMs: 0, trending: { checkEveryMs: 0 } }, ...(await db.options()) });
     await grow(SMALL);
     await measure();
     await grow(LARGE);
