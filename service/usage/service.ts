@@ -25,6 +25,7 @@ import type { DeploymentMode, UsageSubmission } from '../schemas/usage';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
 import { UPTIME_TYPE, UsageCollector } from './collector';
+import { keepAfterFailure, readPending, storePending, type PendingSubmission } from './outbox';
 import { assemblePayload, detectDeploymentMode } from './payload';
 import { AttemptError, httpsUrl, requestJson, statusReason, submitWithRetry, SubmissionError, type HttpsTarget } from './submitter';
 
@@ -195,8 +196,16 @@ export class UsageService {
     };
   }
 
+  /** What is sent next: the stored submission still on its way (outbox.ts), else a new one. */
+  private async nextSubmission(): Promise<PendingSubmission & { resend: boolean }> {
+    const pending = readPending(this.state);
+    if (!pending) return { ...(await this.buildPayload()), resend: false };
+    await this.settle();
+    return { ...pending, resend: true };
+  }
+
   /** What would be sent now, and the counter rows it covers. */
-  private async buildPayload(): Promise<{ payload: UsageSubmission; captured: { id: number; count: number }[] }> {
+  private async buildPayload(): Promise<PendingSubmission> {
     await this.settle();
     const { store, settings, version } = this.deps;
     const events = await store.usage.pending();
@@ -234,20 +243,21 @@ export class UsageService {
 
   private async runSubmission(trigger: 'manual' | 'scheduled'): Promise<SubmitOutcome> {
     const { settings, store } = this.deps;
-    const { payload, captured } = await this.buildPayload();
-    await this.setState({ last_attempt_at: payload.submitted_at });
-    this.log.info({ trigger, installation_id: payload.installation_id, period_start: payload.period_start }, 'usage statistics: submitting');
+    const { payload, captured, resend } = await this.nextSubmission();
+    // Stored before it leaves: until answered, every attempt (after a failure or a restart too) sends this very one.
+    await this.setState({ last_attempt_at: resend ? nowIso() : payload.submitted_at, pending_submission: storePending({ payload, captured }) });
+    this.log.info({ trigger, installation_id: payload.installation_id, period_start: payload.period_start, resend }, 'usage statistics: submitting');
     const abort = (this.submissionAbort = new AbortController());
     try {
       const signal = AbortSignal.any([this.abort.signal, abort.signal]);
       const res = await submitWithRetry(payload, { ...this.target(signal), endpoint: settings.get('usage_stats_endpoint'), retries: settings.get('usage_stats_retry_count') }, this.log);
       const marked = await store.usage.markSubmitted(captured, payload.submitted_at);
-      await this.setState({ last_submission_at: payload.submitted_at, last_error: null, submission_count: this.state.submission_count + 1 });
+      await this.setState({ last_submission_at: payload.submitted_at, last_error: null, submission_count: this.state.submission_count + 1, pending_submission: null });
       this.log.info({ trigger, attempts: res.attempts, status: res.status, events_submitted: marked }, 'usage statistics submitted');
       return { status: 'submitted', installation_id: payload.installation_id, submitted_at: payload.submitted_at, attempts: res.attempts, events_submitted: marked, payload };
     } catch (err) {
       const e = err instanceof SubmissionError ? err : new SubmissionError((err as Error).message, 0, null, false);
-      await this.setState({ last_error: e.message }).catch((dbErr) => this.log.error({ err: dbErr }, 'could not store the submission error'));
+      await this.setState({ last_error: e.message, ...(keepAfterFailure(e) ? {} : { pending_submission: null }) }).catch((dbErr) => this.log.error({ err: dbErr }, 'could not store the submission error'));
       throw new DomainError(502, 'USAGE_SUBMISSION_FAILED', `Usage statistics could not be submitted: ${e.message}`, {
         attempts: e.attempts,
         status: e.status,
@@ -290,11 +300,11 @@ export class UsageService {
 
   async local() {
     const { settings, store } = this.deps;
-    const next = this.state.opted_in && this.state.installation_id ? (await this.buildPayload()).payload : null;
+    const next = this.state.opted_in && this.state.installation_id ? (await this.nextSubmission()).payload : null;
     if (!next) await this.writes;
     const totals = await store.usage.totals();
     const pending = (await store.usage.pending()).length;
-    const { uploads_seen_at: _seen, updated_at: _updated, ...state } = this.state;
+    const { uploads_seen_at: _seen, updated_at: _updated, pending_submission: _outbox, ...state } = this.state;
     return {
       ...state,
       next_submission_due_at: this.nextDueAt(),

@@ -31,6 +31,26 @@ function start(env: Record<string, string> = {}) {
 
 const retryLogs = (h: Harness) => h.logs.filter((l) => l.msg === 'usage statistics submission attempt failed; retrying');
 
+/** What the aggregation service holds of one installation. */
+async function stored(installationId: string) {
+  const exported = (await agg.call('GET', '/stats/export')).body;
+  return exported.submissions.filter((s: { installation_id: string }) => s.installation_id === installationId) as Record<string, unknown>[];
+}
+
+/** Event types with counts not yet submitted (uptime keeps running and is left out). */
+const unsent = (local: { event_totals: Record<string, { pending: number }> }) =>
+  Object.entries(local.event_totals)
+    .filter(([type, t]) => type !== 'uptime_seconds' && t.pending > 0)
+    .map(([type]) => type);
+
+/** Lets the retry waits of 2, 4 and 8 s pass, one after the other. */
+async function runOutRetries(h: Harness) {
+  for (const [k, wait] of [[1, 2000], [2, 4000], [3, 8000]]) {
+    await until(() => retryLogs(h).length === k, `retry log ${k}`);
+    await jest.advanceTimersByTimeAsync(wait);
+  }
+}
+
 describe('the usage-statistics sender', () => {
   let h: Harness;
   beforeEach(() => {
@@ -57,5 +77,67 @@ describe('the usage-statistics sender', () => {
     // The waits of 2, 4 and 8 s pass: nothing more goes out.
     await jest.advanceTimersByTimeAsync(60_000);
     expect(fault.attempts).toHaveLength(1);
+  });
+
+  test('a submission stored by the aggregation service whose answers were all lost is sent again unchanged: its period is counted once', async () => {
+    fakeClock(Date.parse('2026-05-02T06:00:00.000Z'));
+    h = await start();
+    const { installation_id } = (await h.post('/api/v1/usage-stats/opt-in')).body;
+    await h.post('/api/v1/printers', { id: 'p1', name: 'P', type: 'prusa_core', ip_address: '10.0.0.9', access_code: 'pw' });
+    await h.post('/api/v1/jobs', { printer_id: 'p1', job_name: 'Clip' });
+    fault.script([], 'lost');
+    const pending = h.post('/api/v1/usage-stats/submit');
+    await runOutRetries(h);
+    expect((await pending).status).toBe(502);
+    // The first attempt was stored, the retries were its duplicates; the farm heard nothing.
+    expect(await stored(installation_id)).toHaveLength(1);
+    expect(unsent((await h.get('/api/v1/usage-stats/local')).body)).toContain('job_created');
+
+    fault.script([], 'forward');
+    await jest.advanceTimersByTimeAsync(3600_000);
+    const ok = await h.post('/api/v1/usage-stats/submit');
+    expect(ok.status).toBe(200);
+    expect(fault.attempts.at(-1)!.body).toEqual(fault.attempts[0].body);
+    const rows = await stored(installation_id);
+    expect(rows).toHaveLength(1);
+    expect(rows[0].total_jobs_created).toBe(1);
+    expect(unsent((await h.get('/api/v1/usage-stats/local')).body)).toEqual([]);
+  });
+
+  test('a restart between sending and hearing back sends the same submission again, not a second one', async () => {
+    fakeClock(Date.parse('2026-05-03T06:00:00.000Z'));
+    h = await start();
+    const { installation_id } = (await h.post('/api/v1/usage-stats/opt-in')).body;
+    await h.post('/api/v1/printers', { id: 'p1', name: 'P', type: 'prusa_core', ip_address: '10.0.0.9', access_code: 'pw' });
+    await h.post('/api/v1/jobs', { printer_id: 'p1', job_name: 'Clip' });
+    fault.script(['lost'], { status: 503 });
+    const pending = h.post('/api/v1/usage-stats/submit');
+    await until(() => retryLogs(h).length === 1, 'the first retry wait');
+    h = await h.restart();
+    expect((await pending).status).toBe(502);
+    expect(await stored(installation_id)).toHaveLength(1);
+
+    fault.script([], 'forward');
+    const ok = await h.post('/api/v1/usage-stats/submit');
+    expect(ok.status).toBe(200);
+    expect(ok.body.submitted_at).toBe(fault.attempts[0].body.submitted_at);
+    const rows = await stored(installation_id);
+    expect(rows).toHaveLength(1);
+    expect(rows[0].total_jobs_created).toBe(1);
+    // The second start's app_start came after the submission was built: it waits for the next one.
+    expect(unsent((await h.get('/api/v1/usage-stats/local')).body)).toEqual(['app_start']);
+  });
+
+  test('a submission the aggregation service refuses (422) is not sent again: the next one is built afresh from the open counters', async () => {
+    fakeClock(Date.parse('2026-05-04T06:00:00.000Z'));
+    h = await start();
+    const { installation_id } = (await h.post('/api/v1/usage-stats/opt-in')).body;
+    fault.script([{ status: 422 }], 'forward');
+    expect((await h.post('/api/v1/usage-stats/submit')).status).toBe(502);
+    await jest.advanceTimersByTimeAsync(60_000);
+    const ok = await h.post('/api/v1/usage-stats/submit');
+    expect(ok.status).toBe(200);
+    expect(ok.body.submitted_at).not.toBe(fault.attempts[0].body.submitted_at);
+    expect(await stored(installation_id)).toHaveLength(1);
   });
 });

@@ -162,6 +162,8 @@ export type Fault =
   | 'stall'
   /** Passes the request on to the real aggregation service. */
   | 'forward'
+  /** Passes the request on, then drops the connection instead of answering (stored there, a network error here). */
+  | 'lost'
   | { status: number; body?: unknown };
 
 export interface Attempt {
@@ -206,10 +208,10 @@ export async function startFaultServer(forwardTo?: string): Promise<FaultServer>
         req.socket.destroy();
       } else if (fault === 'stall') {
         stalled.add(res);
-      } else if (fault === 'forward') {
+      } else if (fault === 'forward' || fault === 'lost') {
         if (!forwardTo) throw new Error('no aggregation service to forward to');
         httpsJson(forwardTo + req.url, { method: req.method, body: text || undefined, ca, headers: { 'x-api-key': String(req.headers['x-api-key'] ?? '') } }).then(
-          (reply) => res.writeHead(reply.status, { 'content-type': 'application/json' }).end(reply.text),
+          (reply) => (fault === 'lost' ? req.socket.destroy() : res.writeHead(reply.status, { 'content-type': 'application/json' }).end(reply.text)),
           () => req.socket.destroy(),
         );
       } else {

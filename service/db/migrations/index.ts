@@ -25,6 +25,7 @@ import * as m013 from './013_spools';
 import * as m014 from './014_klipper_printers';
 import * as m016 from './016_job_tallies';
 import * as m017 from './017_bigint_columns';
+import * as m018 from './018_usage_outbox';
 import * as m019 from './019_job_sort_indexes';
 
 export const MIGRATIONS: Record<string, Migration> = {
@@ -44,5 +45,6 @@ export const MIGRATIONS: Record<string, Migration> = {
   '014_klipper_printers': m014,
   '016_job_tallies': m016,
   '017_bigint_columns': m017,
+  '018_usage_outbox': m018,
   '019_job_sort_indexes': m019,
 };

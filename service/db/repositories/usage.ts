@@ -26,6 +26,8 @@ export interface UsageStateTable {
   last_error: string | null;
   submission_count: number;
   uploads_seen_at: string | null;
+  /** JSON {payload, captured}: the submission sent but not yet answered (migration 018). */
+  pending_submission: string | null;
   updated_at: string;
 }
 
@@ -172,6 +174,7 @@ export class UsageRepository {
           last_error: null,
           submission_count: 0,
           uploads_seen_at: null,
+          pending_submission: null,
           ...rest,
           ...(opted_in === undefined ? {} : { opted_in: opted_in ? 1 : 0 }),
           updated_at: at,
