@@ -52,7 +52,8 @@ function buildDashboardFlow(options = {}) {
   const fn = (name, label, file, x, y, outs, extra = {}) =>
     add({ id: id(name), type: 'function', z, name: label, func: code(file).replace('http://127.0.0.1:8000/api/v1', `http://127.0.0.1:${port}/api/v1`), outputs: outs.length, timeout: 0, noerr: 0, initialize: '', finalize: '', libs: [], x, y, wires: wires(...outs), ...extra });
   const inline = (name, label, func, x, y, outs) => add({ id: id(name), type: 'function', z, name: label, func, outputs: outs.length, timeout: 0, noerr: 0, initialize: '', finalize: '', libs: [], x, y, wires: wires(...outs) });
-  const comment = (name, text, x, y, info = '') => add({ id: id(name), type: 'comment', z, name: text, info, x, y, wires: [] });
+  // A comment is drawn centred on x, about 7 px a character: a long one placed too far left ran off the canvas's edge.
+  const comment = (name, text, x, y, info = '') => add({ id: id(name), type: 'comment', z, name: text, info, x: Math.max(x, Math.ceil(20 + (30 + 7 * text.length) / 2)), y, wires: [] });
   const inject = (name, label, seconds, x, y, out, topic = '') =>
     add({ id: id(name), type: 'inject', z, name: label, props: [{ p: 'topic', vt: 'str' }], repeat: String(seconds), crontab: '', once: true, onceDelay: '4', topic, x, y, wires: wires(out) });
   const call = (name, x, y, out) => add({ id: id(name), type: 'link call', z, name: 'printfarm API', links: [id('api-in')], linkType: 'static', timeout: '30', x, y, wires: wires(out) });

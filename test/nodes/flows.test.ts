@@ -82,6 +82,16 @@ describe('examples and flows', () => {
   });
 });
 
+/** How far a comment reaches left of its x: the editor draws it centred, at about 7 px a character. */
+const leftEdge = (n: FlowNode) => (n.x as number) - (30 + 7 * String(n.name).length) / 2;
+
+describe('the editor shows every comment of the shipped flows whole', () => {
+  test.each(shipped)('%s: no comment runs off the left edge of the canvas', (file) => {
+    const cut = readJson(path.join(root, file)).filter((n) => n.type === 'comment' && n.name && leftEdge(n) < 0);
+    expect(cut.map((n) => `${n.id}: ${n.name}`)).toEqual([]);
+  });
+});
+
 describe('flows/farm.json in Node-RED', () => {
   beforeEach(async () => {
     helper.settings({ printfarmServerOptions: { ...SERVICE_OPTIONS, port: 0, host: '127.0.0.1', dataDir: tempDir(), logLevel: 'silent' } });
