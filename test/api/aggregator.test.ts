@@ -138,6 +138,23 @@ describeDialects('aggregation service', (db) => {
       expect((await a.call('GET', '/stats/summary')).body.total_submissions).toBe(before);
     });
 
+    test.each([
+      ['a submission time in the future', { submitted_at: '9999-12-31T00:00:00Z', period_end: '9999-12-31T00:00:00Z' }, ['submitted_at', 'period_end']],
+      ['a period that ends two days after the receiving clock', { period_end: new Date(NOW + 2 * DAY_MS).toISOString() }, ['period_end']],
+      ['times before Printfarm existed', { submitted_at: '0001-01-01T00:00:00Z', period_start: '0001-01-01T00:00:00Z', period_end: '0001-01-01T00:00:00Z' }, ['submitted_at', 'period_start', 'period_end']],
+    ])('refuses %s with 422 VALIDATION_ERROR naming the times, and uses no quota', async (_label, patch, fields) => {
+      const s = submission(patch);
+      const err = expectErrorBody(await a.call('POST', '/submit', s), 422, 'VALIDATION_ERROR');
+      expect(err.details.fields.map((f: { field: string }) => f.field)).toEqual(fields);
+      expect(await a.agg.repo.rateLimit(s.installation_id)).toBeUndefined();
+    });
+
+    test('takes a farm clock up to 24 hours ahead of its own', async () => {
+      const s = submission({ submitted_at: new Date(NOW + 23 * HOUR_MS).toISOString(), period_end: new Date(NOW + 23 * HOUR_MS).toISOString() });
+      expect((await a.call('POST', '/submit', s)).status).toBe(201);
+      await a.call('DELETE', `/installation/${s.installation_id}`);
+    });
+
     test('ignores unknown fields (newer clients) and never stores them', async () => {
       const s = { ...submission(), hostname: 'workshop-pc', future_counter: 3 };
       expect((await a.call('POST', '/submit', s)).status).toBe(201);
