@@ -44,6 +44,8 @@ describeDialects('the statements of a request do not grow with the farm', (db) =
   const sent = new Map<string, string[][]>();
   /** The dispatcher's pass over the queue at SMALL and at LARGE items. */
   const pass: string[][] = [];
+  /** A move of the last queued item to the top (the dashboard's drag and drop) at SMALL and at LARGE items. */
+  const moves: string[][] = [];
 
   /** The SQL `run` makes the store send, once the dispatcher has no pass under way (its statements are not the request's). */
   async function statementsOf(run: () => Promise<unknown>): Promise<string[]> {
@@ -86,6 +88,10 @@ describeDialects('the statements of a request do not grow with the farm', (db) =
         await h.service.context.dispatcher.idle();
       }),
     );
+    // The store's move itself: the request's wake of the dispatcher starts a pass that is not the move's.
+    const { store } = h.service.context;
+    const last = (await store.queue.itemsIn(['queued'])).at(-1)!;
+    moves.push(await statementsOf(() => store.queue.moveItem(last.id, last.priority, () => 0, new Date().toISOString())));
   }
 
   beforeAll(async () => {
@@ -108,5 +114,11 @@ describeDialects('the statements of a request do not grow with the farm', (db) =
     const [small, large] = pass;
     expect(small.filter((sql) => /from "files"/.test(sql))).toHaveLength(1);
     expect({ count: large.length, statements: large }).toEqual({ count: small.length, statements: small });
+  });
+
+  test('a move writes the new order of its priority in one statement, not one per item', () => {
+    const [small, large] = moves;
+    expect(large.filter((sql) => /^update "queue_items"/.test(sql))).toHaveLength(1);
+    expect(large.length).toBe(small.length);
   });
 });

@@ -125,6 +125,9 @@ async function ordered(db: Db, statuses: readonly QueueItemStatus[], priority?: 
   return rows.map(itemRecord);
 }
 
+/** Items whose places one statement of a move writes (two parameters each: well below either database's limit). */
+const MOVE_BATCH = 500;
+
 export class QueueRepository {
   constructor(private readonly db: Db) {}
 
@@ -168,12 +171,18 @@ export class QueueRepository {
       const at = place(others);
       if (at < 0) return 'unplaced';
       others.splice(Math.min(at, others.length), 0, item);
-      // Rows are written in id order whatever the new order: any other writer of several of them locks them in the
+      // Rows are locked in id order whatever the new order: any other writer of several of them locks them in the
       // same order (PostgreSQL would otherwise find a deadlock). An item that changed its priority meanwhile (that
       // takes the other priority's lock) keeps the place its new priority gave it.
-      const byId = others.map((i, n) => ({ id: i.id, position: n + 1 })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-      for (const row of byId) {
-        await trx.updateTable('queue_items').set({ position: row.position, updated_at: updatedAt }).where('id', '=', row.id).where('priority', '=', priority).execute();
+      const places = others.map((i, n) => ({ id: i.id, position: n + 1 })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      if (dialectOf(trx) === 'postgres') {
+        await trx.selectFrom('queue_items').select('id').where('id', 'in', places.map((p) => p.id)).orderBy('id').forUpdate().execute();
+      }
+      // A statement per MOVE_BATCH items, not one per item: a move in a queue of 500 items was 500 updates.
+      for (let from = 0; from < places.length; from += MOVE_BATCH) {
+        const batch = places.slice(from, from + MOVE_BATCH);
+        const position = sql<number>`case id ${sql.join(batch.map((p) => sql`when ${p.id} then cast(${p.position} as integer)`), sql` `)} end`;
+        await trx.updateTable('queue_items').set({ position, updated_at: updatedAt }).where('id', 'in', batch.map((p) => p.id)).where('priority', '=', priority).execute();
       }
       return 'moved';
     });
