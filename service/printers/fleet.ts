@@ -220,8 +220,12 @@ export class Fleet {
       writes: Promise.resolve(),
     };
     this.members.set(record.id, member);
-    // Monitoring (re)starts with a connection test: not connected until it answers.
-    member.writes = this.recordHistory(record.id, member.status, member.connection, nowIso());
+    // Monitoring (re)starts with a connection test: not connected until it answers, in the record too (after a
+    // restart or a crash it said 'connected', the last process's link, until the test ended). Then its history.
+    const testing = { connection_status: member.connection, status_message: null };
+    Object.assign(record, testing);
+    const stored = this.store.printers.update(record.id, testing).catch((err) => this.log.error({ err, printer_id: record.id }, 'could not store printer status'));
+    member.writes = stored.then(() => this.recordHistory(record.id, member.status, member.connection, nowIso()));
     // Nothing a driver emits may throw into the driver or reach the process: a failure here marks this printer only.
     driver.on('connection', (change: ConnectionChange) => this.guarded(member, () => this.onConnection(member, change)));
     driver.on('state', (state: PrinterState) => this.guarded(member, () => this.onState(member, state)));

@@ -102,6 +102,20 @@ describe('fleet against simulated printers', () => {
     await ws.next((f) => f.type === 'system_alert' && f.data.printer_id === printer.id && /back online/.test(String(f.data.message)));
   });
 
+  test.each([0, 1])('after a restart, a printer (%#) the new service has not reached yet is not shown connected', async (index) => {
+    const { printer, control_url } = farm.printers[index];
+    await h.post('/api/v1/printers', printer);
+    await until(async () => (await printerStatus(printer.id)).connection_status === 'connected', 'connected');
+    await h.stop();
+    // It answers nothing now: the new service's connection test runs until its deadline.
+    await control(control_url, 'stall');
+    h = await h.restart();
+    // The record said 'connected' (the last process's link) until that test ended.
+    expect(await printerStatus(printer.id)).toMatchObject({ connection_status: 'testing', status_message: null });
+    await control(control_url, 'online');
+    await until(async () => (await printerStatus(printer.id)).connection_status === 'connected', 'connected to the new service', 15_000);
+  });
+
   test.each([0, 1])('a stalled printer (%#) is marked offline by the watchdog', async (index) => {
     const { printer, control_url } = farm.printers[index];
     await h.post('/api/v1/printers', printer);
