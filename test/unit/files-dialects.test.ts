@@ -75,4 +75,36 @@ describeDialects('file catalog rows', (db) => {
     expect(result).toEqual({ added: 0, removed: 0 });
     expect(await store.files.get('f1')).toMatchObject({ status: 'downloaded', local_path: '/data/files/f1.gcode' });
   });
+
+  test('a refresh of an unchanged listing writes nothing, and a new listing is inserted in one statement: as many statements for 25 files as for 5', async () => {
+    /** The statements each of `run`'s refreshes sent, ids lists as one. */
+    const statements = async (run: () => Promise<unknown>) => {
+      const seen: string[] = [];
+      const listener = (sql: string) => seen.push(sql.replace(/\((?:\?|\$\d+)(?:, (?:\?|\$\d+))*\)(?:, \((?:\?|\$\d+)(?:, (?:\?|\$\d+))*\))*/g, '(...)'));
+      store.connection.queryListeners.add(listener);
+      try {
+        await run();
+      } finally {
+        store.connection.queryListeners.delete(listener);
+      }
+      return seen;
+    };
+    const listing = (n: number, folder: string) => Array.from({ length: n }, (_, i) => entry(`${folder}-${i}`, `/${folder}/part-${i}.gcode`));
+    const small = listing(5, 'small');
+    const large = listing(25, 'large');
+    const added = { small: await statements(() => store.files.syncPrinter('p1', small, '2026-11-27T11:00:00.000Z')) };
+    const again = { small: await statements(() => store.files.syncPrinter('p1', small, '2026-11-27T12:00:00.000Z')) };
+    const replaced = await statements(() => store.files.syncPrinter('p1', large, '2026-11-27T13:00:00.000Z'));
+    const unchanged = await statements(() => store.files.syncPrinter('p1', large, '2026-11-27T14:00:00.000Z'));
+    expect(again.small.filter((sql) => /^(update|insert)/.test(sql))).toEqual([]);
+    expect(unchanged).toEqual(again.small);
+    // 25 new files (and 5 gone) cost what 5 new files did, plus the delete.
+    expect(replaced.filter((sql) => !/^delete/.test(sql))).toEqual(added.small);
+    expect((await store.files.forPrinter('p1')).map((f) => f.id).sort()).toEqual(large.map((e) => e.id).sort());
+    // A changed size or date is still written.
+    const grown = large.map((e, i) => (i === 3 ? { ...e, size: 4096, modified: '2026-11-27T14:30:00.000Z' } : e));
+    await store.files.syncPrinter('p1', grown, '2026-11-27T15:00:00.000Z');
+    expect(await store.files.get('large-3')).toMatchObject({ file_size: 4096, created_on_printer: '2026-11-27T14:30:00.000Z', updated_at: '2026-11-27T15:00:00.000Z' });
+    expect(await store.files.get('large-4')).toMatchObject({ file_size: 100, updated_at: '2026-11-27T13:00:00.000Z' });
+  });
 });
