@@ -100,7 +100,7 @@ export function aggregatorRoutes(d: RouteDeps): AnyRoute[] {
       path: '/submit',
       tag: 'Submissions',
       summary: 'Receive a usage-statistics submission',
-      description: `Requires \`X-API-Key\` (401 otherwise). The body is validated (422 VALIDATION_ERROR with the offending fields; unknown fields are ignored); its times (submitted_at, period_start, period_end) must lie between 2020-01-01 and 24 hours after the receiving clock. At most ${d.rateLimitPerHour} accepted submissions per installation_id per hour (a fixed window from the first one): beyond that 429 RATE_LIMIT_EXCEEDED with \`Retry-After\` (seconds). A repeat of a stored (installation_id, submitted_at), e.g. a client retry whose answer was lost, answers 200 \`duplicate\` and changes nothing.`,
+      description: `Requires \`X-API-Key\` (401 otherwise). The body is validated (422 VALIDATION_ERROR with the offending fields; unknown fields are ignored); its times (submitted_at, period_start, period_end) must lie between 2020-01-01 and 24 hours after the receiving clock, and printer_type_counts must add up to printer_count (printer_types naming exactly its types). At most ${d.rateLimitPerHour} accepted submissions per installation_id per hour (a fixed window from the first one): beyond that 429 RATE_LIMIT_EXCEEDED with \`Retry-After\` (seconds). A repeat of a stored (installation_id, submitted_at), e.g. a client retry whose answer was lost, answers 200 \`duplicate\` and changes nothing.`,
       body: UsageSubmission,
       status: 201,
       response: SubmitAccepted,

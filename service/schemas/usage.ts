@@ -21,6 +21,8 @@ function boundedRecord<V extends z.ZodType>(value: V, maxKeys: number) {
   return z.record(key, value).refine((r) => Object.keys(r).length <= maxKeys, { message: `at most ${maxKeys} entries` });
 }
 
+const sameSet = (a: string[], b: string[]) => new Set(a).size === a.length && a.length === b.length && b.every((x) => a.includes(x));
+
 export const UsageSubmission = z
   .object({
     installation_id: z.uuid().meta({ description: 'Random UUID created at opt-in; not derived from anything on the machine' }),
@@ -45,6 +47,13 @@ export const UsageSubmission = z
     event_counts: boundedRecord(counter, 200).meta({ description: 'Event type -> count during the period' }),
   })
   .refine((s) => Date.parse(s.period_start) <= Date.parse(s.period_end), { message: 'period_start must not be after period_end', path: ['period_start'] })
+  // The fleet is told three times; the printer statistics add up printer_type_counts for the types and
+  // printer_count for the totals, so they must agree, or a sender could claim a billion printers of a type.
+  .refine((s) => Object.values(s.printer_type_counts).reduce((a, b) => a + b, 0) === s.printer_count, {
+    message: 'printer_type_counts must add up to printer_count',
+    path: ['printer_type_counts'],
+  })
+  .refine((s) => sameSet(s.printer_types, Object.keys(s.printer_type_counts)), { message: 'printer_types must be the types of printer_type_counts', path: ['printer_types'] })
   .meta({ description: 'One anonymous usage-statistics submission: counts and fleet composition only' });
 export type UsageSubmission = z.infer<typeof UsageSubmission>;
 

@@ -129,6 +129,8 @@ describeDialects('aggregation service', (db) => {
       ['free text as map keys', { event_counts: { 'My Printer in the Garage': 1 } }, ['event_counts']],
       ['a period that ends before it starts', { period_start: '2026-03-02T00:00:00Z', period_end: '2026-03-01T00:00:00Z' }, ['period_start']],
       ['a feature flag that is no boolean', { feature_usage: { business_mode: 'yes' } }, ['feature_usage.business_mode']],
+      ['printers per type that do not add up to the printer count', { printer_count: 1, printer_types: ['bambu_lab'], printer_type_counts: { bambu_lab: 1_000_000 } }, ['printer_type_counts']],
+      ['printer types that are not those counted', { printer_count: 2, printer_types: ['bambu_lab', 'bambu_lab'], printer_type_counts: { bambu_lab: 1, prusa_core: 1 } }, ['printer_types']],
     ])('refuses %s with 422 VALIDATION_ERROR naming the fields, and stores nothing', async (_label, patch, fields) => {
       const before = (await a.call('GET', '/stats/summary')).body.total_submissions;
       const body = patch === undefined ? undefined : { ...submission(), ...patch };
