@@ -249,6 +249,14 @@ describe('printfarm serve killed with SIGKILL and started again on the same data
     farm = dataDir = undefined;
   });
 
+  /** For a wait that fails: what the service and the printer showed, and the end of what the service logged. */
+  const told = (svc: ChildService, printerId: string, controlUrl: string) => async (err: Error): Promise<never> => {
+    const p = await printerOf(svc, printerId).catch(() => null);
+    const jobs = (await jobsOf(svc, printerId).catch(() => [])).map((j) => ({ id: j.id, status: j.status, progress: j.progress }));
+    const seen = { printer: p && { status: p.status, connection_status: p.connection_status, status_message: p.status_message }, jobs, sim: (await simState(controlUrl)).status };
+    throw new Error(`${err.message}: ${JSON.stringify(seen)}\n${svc.output().slice(-2000)}`);
+  };
+
   /** SIGKILL, then the database file as the next start will find it. */
   const crash = async (svc: ChildService) => {
     expect(await svc.kill('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
@@ -274,14 +282,16 @@ describe('printfarm serve killed with SIGKILL and started again on the same data
       let db = await crash(svc);
       expect(db.jobs).toEqual([expect.objectContaining({ id: job.id, printer_id: printer.id, status: 'printing' })]);
 
-      // Started again: the running print is the same job, and the job follows it.
+      // Started again: the running print is the same job, and the job follows it. 'connected' is this process's
+      // link: the record said 'connected' from the killed process until the new connection test ended (4e75877),
+      // so this wait waited for nothing and the next one had the whole reconnect in its 15 s.
       svc = await spawnService(dataDir);
-      await connected(svc, printer.id);
+      await connected(svc, printer.id).catch(told(svc, printer.id, control_url));
       const progress = (await simState(control_url)).progress;
       const followed = await until(async () => {
         const jobs = await jobsOf(svc, printer.id);
         return jobs.length === 1 && jobs[0].progress >= Math.max(1, progress) + 1 ? jobs[0] : null;
-      }, 'the restarted service follows the same job', 15_000);
+      }, 'the restarted service follows the same job', 15_000).catch(told(svc, printer.id, control_url));
       expect(followed).toMatchObject({ id: job.id, status: 'printing' });
 
       // 2. Killed again; the print ends while the service is down.
@@ -290,7 +300,8 @@ describe('printfarm serve killed with SIGKILL and started again on the same data
       await control(control_url, 'finish');
 
       svc = await spawnService(dataDir);
-      const done = await until(async () => (await jobsOf(svc, printer.id)).find((j) => j.status === 'completed'), 'completed after the restart', 15_000);
+      await connected(svc, printer.id).catch(told(svc, printer.id, control_url));
+      const done = await until(async () => (await jobsOf(svc, printer.id)).find((j) => j.status === 'completed'), 'completed after the restart', 15_000).catch(told(svc, printer.id, control_url));
       expect(done).toMatchObject({ id: job.id, progress: 100, end_time: expect.any(String) });
       expect(await jobsOf(svc, printer.id)).toHaveLength(1);
       expect((await printerOf(svc, printer.id)).statistics).toMatchObject({ total_jobs: 1, successful_jobs: 1 });
