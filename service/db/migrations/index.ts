@@ -27,6 +27,7 @@ import * as m016 from './016_job_tallies';
 import * as m017 from './017_bigint_columns';
 import * as m018 from './018_usage_outbox';
 import * as m019 from './019_job_sort_indexes';
+import * as m020 from './020_list_order_indexes';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001_initial': m001,
@@ -47,4 +48,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '017_bigint_columns': m017,
   '018_usage_outbox': m018,
   '019_job_sort_indexes': m019,
+  '020_list_order_indexes': m020,
 };

@@ -1,0 +1,84 @@
+/**
+ * The file and queue lists a dashboard polls read a page off an index in the list's order, not a sort of
+ * every match: the catalog holds every connected printer's SD card (10^4 to 10^5 files) and finished queue
+ * items stay. Like job-query-plans.test.ts, this reads the databases' own plans of the statements the
+ * repositories run, so it holds without timing (PostgreSQL with scans and sorts priced out of reach: what
+ * matters is that an index CAN serve the statement).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { openStore, type Store } from '../../service/db';
+import { describeDialects, sqliteOf } from '../helpers/dialects';
+
+/** The plan of each statement `run` makes the store send, one line per step. */
+async function plansOf(store: Store, run: () => Promise<unknown>): Promise<{ sql: string; plan: string[] }[]> {
+  const seen: { sql: string; parameters: readonly unknown[] }[] = [];
+  const listener = (sql: string, parameters: readonly unknown[]) => seen.push({ sql, parameters });
+  store.connection.queryListeners.add(listener);
+  try {
+    await run();
+  } finally {
+    store.connection.queryListeners.delete(listener);
+  }
+  const pages = seen.filter(({ sql }) => /^select .* order by /.test(sql));
+  const connection = store.connection;
+  if (connection.dialect === 'sqlite') {
+    const sqlite = sqliteOf(connection);
+    return pages.map(({ sql, parameters }) => ({ sql, plan: (sqlite.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...(parameters as unknown[])) as { detail: string }[]).map((r) => r.detail) }));
+  }
+  const client = await connection.pool.connect();
+  try {
+    await client.query('SET enable_seqscan = off');
+    await client.query('SET enable_sort = off');
+    const planned = [];
+    for (const { sql, parameters } of pages) {
+      const { rows } = await client.query(`EXPLAIN ${sql}`, parameters as unknown[]);
+      planned.push({ sql, plan: rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN'].trim()) });
+    }
+    return planned;
+  } finally {
+    client.release();
+  }
+}
+
+describeDialects('the file and queue lists read their pages off an index', (db) => {
+  let dir: string;
+  let store: Store;
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'printfarm-list-plans-'));
+    store = await openStore(dir, { databaseUrl: await db.url() });
+  });
+  afterAll(async () => {
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The page statement of `run`: no full scan of `table`, no sort. */
+  async function expectIndexed(table: string, run: () => Promise<unknown>) {
+    const planned = await plansOf(store, run);
+    expect(planned).toHaveLength(1);
+    const [{ plan }] = planned;
+    const text = plan.join(' ; ');
+    if (db.name === 'sqlite') {
+      expect([text, plan.filter((step) => new RegExp(`^SCAN ${table}$`).test(step) || /USE TEMP B-TREE/.test(step))]).toEqual([text, []]);
+    } else {
+      expect([text, plan.filter((step) => new RegExp(`Seq Scan on ${table}\\b`).test(step) || /^(->\s+)?(Incremental )?Sort\s+\(/.test(step))]).toEqual([text, []]);
+    }
+  }
+
+  test.each([
+    ['the whole catalog', {}],
+    ['one printer', { printer_id: 'x1c-01' }],
+    ['one status', { status: 'downloaded' as const }],
+  ])('GET /files: %s, newest first', async (_what, filter) => {
+    await expectIndexed('files', () => store.files.list({ page: 1, limit: 50, ...filter }));
+  });
+
+  test.each([
+    ['every item', {}],
+    ['one status', { statuses: ['completed' as const] }],
+  ])("GET /queue: %s, in the dispatcher's order", async (_what, filter) => {
+    await expectIndexed('queue_items', () => store.queue.listItems({ page: 1, limit: 50, ...filter }));
+  });
+});
