@@ -59,7 +59,7 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
   readonly id: string;
   readonly speed: number;
   readonly firmware: string;
-  readonly faults: BambuFaults = { partial_reports: false, reject_commands: false, transfer_bytes_per_sec: 0, camera_stalled: false };
+  readonly faults: BambuFaults = { partial_reports: false, reject_commands: false, transfer_bytes_per_sec: 0, camera_stalled: false, pushall_delay_ms: 0 };
   readonly storage: SimStorage;
   readonly stats = { pushall_requests: 0, get_version_requests: 0, commands: 0 };
   readonly printer: SimPrinter;
@@ -86,6 +86,8 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
   private readonly hasAms: boolean;
   private readonly options: BambuSimulatorOptions;
   private closed = false;
+  /** pushall answers held by the pushall_delay_ms fault (cleared on close). */
+  private readonly lateAnswers = new Set<NodeJS.Timeout>();
 
   private constructor(options: BambuSimulatorOptions) {
     this.options = options;
@@ -216,6 +218,17 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
     // Told once the report is made, as it is written: its making (and a collection it sets off) is not its trip.
     this.options.onReport?.({ id: this.id, serial: this.serial, sequence: out.sequence, full: out.full, nozzle: out.nozzle });
     await this.mqtt.publishRaw(this.reportTopic, out.payload);
+  }
+
+  answerPushall(): void {
+    const delay = this.faults.pushall_delay_ms;
+    if (delay <= 0) return this.report(true);
+    // The full report is made when it goes (what the printer shows then), after the deltas sent meanwhile.
+    const timer = setTimeout(() => {
+      this.lateAnswers.delete(timer);
+      this.report(true);
+    }, delay);
+    this.lateAnswers.add(timer);
   }
 
   versionInfo(sequenceId: unknown): Json {
@@ -372,6 +385,8 @@ export class BambuSimulator implements BambuControlTarget, RequestTarget {
     this.closed = true;
     this.clock?.stop();
     this.clock = null;
+    for (const timer of this.lateAnswers) clearTimeout(timer);
+    this.lateAnswers.clear();
     await Promise.all([this.control?.close(), this.mqtt?.close(), this.ftps?.close(), this.camera?.close()]);
   }
 }

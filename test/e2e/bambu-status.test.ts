@@ -115,7 +115,7 @@ describe('Bambu printer status', () => {
     const { driver, states } = startDriver(sim);
     await driver.connect();
     await waitForState(driver, (s) => s.state === 'idle' && s.firmware_version !== null, 'idle');
-    expect((await control(sim, '/faults', { partial_reports: true })).body).toEqual({ faults: { partial_reports: true, reject_commands: false, transfer_bytes_per_sec: 0, camera_stalled: false } });
+    expect((await control(sim, '/faults', { partial_reports: true })).body).toEqual({ faults: { partial_reports: true, reject_commands: false, transfer_bytes_per_sec: 0, camera_stalled: false, pushall_delay_ms: 0 } });
 
     // An observer on the same broker sees what is really on the wire.
     const raw: Array<Record<string, unknown>> = [];

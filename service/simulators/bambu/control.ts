@@ -8,7 +8,8 @@
  *     POST /stall     keep sockets open, send and answer nothing
  *     POST /online    back to normal (ends offline and stall)
  *     POST /faults {"partial_reports": bool, "reject_commands": bool, "transfer_bytes_per_sec": N,
- *                   "camera_stalled": bool}   (the camera keeps its connections and sends no frame)
+ *                   "camera_stalled": bool, "pushall_delay_ms": N}   (the camera keeps its connections and sends
+ *                   no frame; the pushall answer goes N ms late while the deltas do not)
  *     POST /camera {"enabled": false}   the camera leaves the network (refused) until enabled again
  *     POST /materials {"materials": [{"slot": 0, "type": "PLA", "color": "#FFFFFF"}]}
  *                     replaces what is loaded (slot = global tray, 254 = external spool)
@@ -54,6 +55,11 @@ export function parseFaults(body: Json): { ok: true; patch: Partial<BambuFaults>
     const n = body.transfer_bytes_per_sec;
     if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) return { ok: false, error: 'transfer_bytes_per_sec must be a number >= 0' };
     patch.transfer_bytes_per_sec = Math.floor(n);
+  }
+  if ('pushall_delay_ms' in body) {
+    const n = body.pushall_delay_ms;
+    if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) return { ok: false, error: 'pushall_delay_ms must be a number >= 0' };
+    patch.pushall_delay_ms = Math.min(60_000, Math.floor(n));
   }
   return { ok: true, patch };
 }

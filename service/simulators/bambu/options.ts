@@ -109,6 +109,11 @@ export interface BambuFaults {
   transfer_bytes_per_sec: number;
   /** The camera keeps its connections open and sends no frame. */
   camera_stalled: boolean;
+  /**
+   * The pushall answer (the full report) goes this late while the periodic deltas do not: a busy printer. A
+   * client sees deltas of its new link before any full report.
+   */
+  pushall_delay_ms: number;
 }
 
 export type BambuPrinterConfig = {

@@ -21,6 +21,8 @@ export interface RequestTarget {
   publish(message: Json): void;
   /** Sends a push_status: full (msg 0) or periodic (msg 1). */
   report(full: boolean): void;
+  /** Answers a pushall with a full report (late with the pushall_delay_ms fault). */
+  answerPushall(): void;
   versionInfo(sequenceId: unknown): Json;
   /** Carries out a `print` command (pause, resume, stop, project_file, gcode_file...). */
   runPrintCommand(request: Json, command: string): CommandResult;
@@ -34,7 +36,7 @@ export function handleRequest(target: RequestTarget, message: Json): void {
     const command = String(request.command ?? '');
     if (type === 'pushing' && (command === 'pushall' || command === 'start')) {
       target.stats.pushall_requests++;
-      target.report(true);
+      target.answerPushall();
     } else if (type === 'info' && command === 'get_version') {
       target.stats.get_version_requests++;
       target.publish(target.versionInfo(request.sequence_id));
