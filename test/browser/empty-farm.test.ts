@@ -2,7 +2,7 @@
  * The dashboard of `npm start` before the first printer is added (no demo):
  * the farm page says there are no printers yet and where to add one, instead
  * of blaming a filter, and shows no success rate (nor its green check) for a
- * day without finished prints; the cameras page says no printers yet too.
+ * day without finished prints (the statistics page neither, for its range); the cameras page says no printers yet too.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -36,7 +36,7 @@ describeBrowser('the dashboard of a farm without printers', () => {
     fs.rmSync(userDir, { recursive: true, force: true });
   });
 
-  test('the farm page says no printers yet and points at Add printer, with no success rate; the cameras page says no printers yet', async () => {
+  test('the farm page says no printers yet and points at Add printer, with no success rate (nor on the statistics page); the cameras page says no printers yet', async () => {
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
@@ -60,6 +60,13 @@ describeBrowser('the dashboard of a farm without printers', () => {
     })()`);
     const icon = await page.evaluate(`getComputedStyle(document.querySelector('[data-kpi="success-rate"] .v-icon')).color`);
     expect(icon).not.toBe(green);
+
+    // The statistics page likewise: no finished print in the range, no rate (a green "0.0 %" read as all failed).
+    await page.goto(`${nodeRed.url}/dashboard/statistics`);
+    const range = page.locator('.pf-panel [data-kpi="success-rate"]');
+    await page.locator('.pf-panel [data-kpi="jobs"] .pf-kpi-value').filter({ hasText: '0' }).waitFor({ timeout: 30_000 });
+    expect(await range.locator('.pf-kpi-value').innerText()).toBe('–');
+    expect(await page.evaluate(`getComputedStyle(document.querySelector('.pf-panel [data-kpi="success-rate"] .v-icon')).color`)).not.toBe(green);
 
     await page.goto(`${nodeRed.url}/dashboard/cameras`);
     await page.getByText('No printers yet.').waitFor({ timeout: 30_000 });
