@@ -27,7 +27,8 @@ import { nowIso } from '../util/time';
 import { UPTIME_TYPE, UsageCollector } from './collector';
 import { keepAfterFailure, readPending, storePending, type PendingSubmission } from './outbox';
 import { assemblePayload, detectDeploymentMode } from './payload';
-import { AttemptError, httpsUrl, requestJson, statusReason, submitWithRetry, SubmissionError, type HttpsTarget } from './submitter';
+import { deleteRemote } from './remote-delete';
+import { submitWithRetry, SubmissionError, type HttpsTarget } from './submitter';
 
 // Kept importable from here, where it has always been.
 export { detectDeploymentMode };
@@ -67,6 +68,12 @@ export class UsageService {
   private readonly log: Logger;
   /** Counter writes, one after the other; never rejects. */
   private writes: Promise<void> = Promise.resolve();
+  /**
+   * Counts not yet written, per type and hour. A burst of events while the database is slow adds to these
+   * numbers instead of queueing one write (and its closure) per event: the queue holds at most one flush.
+   */
+  private readonly unwritten = new Map<string, { type: string; n: number; at: string }>();
+  private flushQueued = false;
   private submitting: Promise<SubmitOutcome> | undefined;
   private ticking = false;
   private uptimeMark = Date.now();
@@ -114,7 +121,19 @@ export class UsageService {
   count(type: string, n = 1): void {
     if (!this.state.opted_in || this.closed || n <= 0) return;
     const at = nowIso();
-    this.enqueue(() => this.deps.store.usage.add(type, n, at));
+    const key = `${type}\u0000${at.slice(0, 13)}`;
+    const open = this.unwritten.get(key);
+    if (open) open.n += n;
+    else this.unwritten.set(key, { type, n, at });
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    this.enqueue(async () => {
+      // Counts that come while this batch is written go into the next one.
+      this.flushQueued = false;
+      const batch = [...this.unwritten.values()];
+      this.unwritten.clear();
+      for (const c of batch) await this.deps.store.usage.add(c.type, c.n, c.at);
+    });
   }
 
   private enqueue(work: () => Promise<unknown>): Promise<void> {
@@ -335,7 +354,7 @@ export class UsageService {
     await this.submitting?.catch(() => undefined);
     await this.writes;
     const previousId = this.state.installation_id;
-    const remote = includeRemote ? await this.deleteRemote(previousId) : null;
+    const remote = includeRemote ? await deleteRemote(this.deps.settings.get('usage_stats_endpoint'), previousId, this.target(), this.log) : null;
     const now = nowIso();
     const optedIn = this.state.opted_in;
     const fresh: UsageStatePatch = optedIn
@@ -352,21 +371,6 @@ export class UsageService {
       remote,
       message: `Deleted ${deleted} local usage counter(s)${optedIn ? '; a new installation id was created' : ''}`,
     };
-  }
-
-  private async deleteRemote(installationId: string | null): Promise<{ requested: boolean; deleted: boolean; status: number | null; error: string | null }> {
-    if (!installationId) return { requested: false, deleted: false, status: null, error: 'no installation id: nothing was ever sent' };
-    try {
-      const endpoint = httpsUrl(this.deps.settings.get('usage_stats_endpoint'));
-      const url = new URL(`installation/${encodeURIComponent(installationId)}`, endpoint);
-      const res = await requestJson('DELETE', url, undefined, this.target());
-      // 404: the aggregation service holds nothing of this installation, which is what was asked for.
-      const deleted = (res.status >= 200 && res.status < 300) || res.status === 404;
-      return { requested: true, deleted, status: res.status, error: deleted ? null : statusReason(res.status) };
-    } catch (err) {
-      this.log.warn({ err: (err as Error).message, detail: (err as AttemptError).logDetail }, 'usage statistics: remote deletion failed');
-      return { requested: true, deleted: false, status: null, error: (err as Error).message };
-    }
   }
 
   /** Stops the scheduler and any running submission, and stores the last uptime. */
