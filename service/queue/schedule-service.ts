@@ -6,6 +6,7 @@
  */
 import type { Store } from '../db';
 import type { PrinterRecord } from '../db/repositories/printers';
+import type { DispatchRecord, QueueItemRecord } from '../db/repositories/queue';
 import type { Fleet } from '../printers/fleet';
 import type { QueueScheduleView } from '../schemas/queue';
 import type { SettingsService } from '../settings';
@@ -14,7 +15,7 @@ import type { FactsCache } from './facts-cache';
 import { pinnedPrinter } from './printer-choice';
 import { DEFAULT_PRINT_S, planSchedule, type PlanItem, type PlanPrinter } from './schedule';
 import { gateSettingsOf } from './start-gates';
-import { loadVariant, loadVariants, variantMemo, variantOf } from './variants';
+import { loadMemoized, loadVariants, variantMemo, variantOf, type VariantMemo } from './variants';
 import { copyCounts } from './views';
 
 /** What the schedule asks of the dispatcher: its printer order and its view of a printer. */
@@ -42,9 +43,12 @@ export class QueueSchedule {
     const records = (await this.store.printers.list()).filter((p) => p.is_active);
     const known = new Map(records.map((p) => [p.id, p]));
     const choice = this.settings.get('queue_printer_choice');
-    const printers = await this.printers(now, records);
+    const open = await this.store.queue.openDispatches();
+    // The items of copies sent but not reporting yet, and every file the plan reads, each in one statement.
+    const sent = await this.store.queue.getItems(open.map((d) => d.item_id));
+    const memo = await variantMemo(this.store, items, open.flatMap((d) => (sent.has(d.item_id) ? [variantOf(sent.get(d.item_id)!, d)] : [])));
+    const printers = await this.printers(now, records, open, sent, memo);
     const planItems: PlanItem[] = [];
-    const memo = await variantMemo(this.store, items);
     for (const item of items) {
       const done = dispatches.get(item.id) ?? [];
       const { loaded } = await loadVariants(this.store, this.facts, item, memo);
@@ -66,9 +70,9 @@ export class QueueSchedule {
   }
 
   /** Connected printers with the moment each is free: now, or when its print (or the copy it was just sent) ends. */
-  private async printers(now: number, records: PrinterRecord[]): Promise<PlanPrinter[]> {
+  private async printers(now: number, records: PrinterRecord[], dispatches: DispatchRecord[], sent: ReadonlyMap<string, QueueItemRecord>, memo: VariantMemo): Promise<PlanPrinter[]> {
     const connected = new Set(this.fleet.connectedPrinters());
-    const open = new Map((await this.store.queue.openDispatches()).map((d) => [d.printer_id, d]));
+    const open = new Map(dispatches.map((d) => [d.printer_id, d]));
     const usage = this.settings.get('queue_printer_choice') === 'least_used' ? await this.source.usage(now) : new Map<string, number>();
     const lastStarts = this.source.lastStarts();
     const out: PlanPrinter[] = [];
@@ -81,8 +85,8 @@ export class QueueSchedule {
       else if (open.has(record.id)) {
         // Sent but not reporting its job yet: the copy's own print time.
         const d = open.get(record.id)!;
-        const item = await this.store.queue.getItem(d.item_id);
-        const loaded = item ? await loadVariant(this.store, this.facts, variantOf(item, d)) : null;
+        const item = sent.get(d.item_id);
+        const loaded = item ? await loadMemoized(this.store, this.facts, variantOf(item, d), memo) : null;
         free = now + ((loaded && !('error' in loaded) ? loaded.facts.print_time_s : null) ?? DEFAULT_PRINT_S) * 1000;
       } else if (busy) free = now + DEFAULT_PRINT_S * 1000;
       out.push({ record, facts: this.source.printerFacts(record), free_at: free, last_start: lastStarts.get(record.id) ?? 0, usage_s: usage.get(record.id) ?? 0 });

@@ -54,11 +54,23 @@ export interface VariantMemo {
   loaded: Map<string, Promise<LoadedVariant | { error: string }>>;
 }
 
-/** A memo for `items`, their variants' file records read at once. */
-export async function variantMemo(store: Store, items: readonly QueueItemRecord[]): Promise<VariantMemo> {
-  const ids = [...new Set(items.flatMap((i) => variantsOf(i).map((v) => v.file_id)))];
+/** A memo for `items` (and further `variants`, such as the ones dispatches printed), their file records read at once. */
+export async function variantMemo(store: Store, items: readonly QueueItemRecord[], variants: readonly QueueVariant[] = []): Promise<VariantMemo> {
+  const ids = [...new Set([...items.flatMap(variantsOf), ...variants].map((v) => v.file_id))];
   const found = await store.files.getMany(ids);
   return { files: new Map(ids.map((id) => [id, found.get(id)])), loaded: new Map() };
+}
+
+/** A variant read through `memo`: each (file, plate) once. */
+export function loadMemoized(store: Store, cache: FactsCache, v: QueueVariant, memo: VariantMemo): Promise<LoadedVariant | { error: string }> {
+  const key = `${v.file_id}\u0000${v.plate}`;
+  let pending = memo.loaded.get(key);
+  if (!pending) {
+    // A file the memo was not made for falls back to a read of its own.
+    pending = memo.files.has(v.file_id) ? variantFrom(memo.files.get(v.file_id), cache, v) : loadVariant(store, cache, v);
+    memo.loaded.set(key, pending);
+  }
+  return pending;
 }
 
 /** Every variant of an item that can be read, and the reason when none can. */
@@ -66,14 +78,7 @@ export async function loadVariants(store: Store, cache: FactsCache, item: QueueI
   const loaded: LoadedVariant[] = [];
   let error: string | null = null;
   for (const v of variantsOf(item)) {
-    const key = `${v.file_id}\u0000${v.plate}`;
-    let pending = memo?.loaded.get(key);
-    if (!pending) {
-      // A memo made for other items (never in the service) falls back to a read of its own.
-      pending = memo?.files.has(v.file_id) ? variantFrom(memo.files.get(v.file_id), cache, v) : loadVariant(store, cache, v);
-      memo?.loaded.set(key, pending);
-    }
-    const r = await pending;
+    const r = await (memo ? loadMemoized(store, cache, v, memo) : loadVariant(store, cache, v));
     if ('error' in r) error ??= r.error;
     else loaded.push(r);
   }

@@ -6,6 +6,10 @@
  * makes a page slow at hundreds of printers and millions of jobs, and shows
  * here as a count that grows.
  */
+import type { Fleet } from '../../service/printers/fleet';
+import { FactsCache } from '../../service/queue/facts-cache';
+import { newDispatch } from '../../service/queue/queued-start';
+import { QueueSchedule } from '../../service/queue/schedule-service';
 import { bambu3mf } from '../../service/simulators/seed-files';
 import { describeDialects } from '../helpers/dialects';
 import { bambu, startService, uploadFile, type Harness } from '../helpers/service';
@@ -121,4 +125,50 @@ describeDialects('the statements of a request do not grow with the farm', (db) =
     expect(large.filter((sql) => /^update "queue_items"/.test(sql))).toHaveLength(1);
     expect(large.length).toBe(small.length);
   });
+});
+
+describeDialects('the schedule of a farm whose printers each have a copy on its way', (db) => {
+  let h: Harness;
+  afterAll(() => h.close());
+
+  /**
+   * GET /queue/schedule's statements with n printers, each connected (as the schedule sees it) and sent a copy
+   * that it does not report printing yet: the schedule reads that copy's item and file to know when it is free.
+   */
+  async function scheduleStatements(n: number): Promise<string[]> {
+    const { store, settings, dispatcher } = h.service.context;
+    const ids: string[] = [];
+    for (let i = ids.length; i < n; i++) {
+      const id = `sent-${n}-${i}`;
+      expect((await h.post('/api/v1/printers', bambu(id, { is_active: true, serial_number: `01S00B${String(n).padStart(3, '0')}${String(i).padStart(4, '0')}` }))).status).toBe(201);
+      const file = await uploadFile(h.base, `Sent ${n} ${i}.gcode.3mf`, bambu3mf({ model: 'X1C' }));
+      const item = (await h.post('/api/v1/queue', { file_id: file, copies: 1 })).body;
+      const stored = (await store.queue.getItem(item.id))!;
+      expect(await store.queue.claim(newDispatch(stored, { id, type: 'bambu_lab' }, 'Sent.gcode.3mf', { file_id: file, plate: 1 }, 1))).toBe(true);
+      ids.push(id);
+    }
+    // The service's printers never answer here: this fleet says they are connected and idle.
+    const fleet = { connectedPrinters: () => ids, stateOf: () => undefined } as unknown as Fleet;
+    const schedule = new QueueSchedule(store, fleet, settings, new FactsCache(), dispatcher);
+    await dispatcher.idle();
+    const seen: string[] = [];
+    const listener = (sql: string) => seen.push(sql.replace(/\((?:\?|\$\d+)(?:, (?:\?|\$\d+))*\)/g, '(...)'));
+    store.connection.queryListeners.add(listener);
+    try {
+      const built = await schedule.build();
+      expect(built.printers.filter((p) => ids.includes(p.id))).toHaveLength(n);
+    } finally {
+      store.connection.queryListeners.delete(listener);
+    }
+    // Each test's printers are removed again: the next size starts from none.
+    for (const id of ids) expect((await h.del(`/api/v1/printers/${id}`)).status).toBe(200);
+    return seen.sort();
+  }
+
+  test("reads the copies' items and files in one statement each, not one per printer", async () => {
+    h = await startService({ ideas: { metadataRetryMs: 0, trending: { checkEveryMs: 0 } }, ...(await db.options()) });
+    const small = await scheduleStatements(SMALL);
+    const large = await scheduleStatements(LARGE);
+    expect({ count: large.length, statements: large }).toEqual({ count: small.length, statements: small });
+  }, 120_000);
 });

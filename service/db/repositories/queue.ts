@@ -193,6 +193,13 @@ export class QueueRepository {
     return row && itemRecord(row);
   }
 
+  /** The items of `ids` in one statement (the schedule reads the item of each printer's copy on its way). */
+  async getItems(ids: readonly string[]): Promise<Map<string, QueueItemRecord>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.db.selectFrom('queue_items').selectAll().where('id', 'in', [...new Set(ids)]).execute();
+    return new Map(rows.map((row) => [row.id, itemRecord(row)]));
+  }
+
   /**
    * Changes an item only while its status is one of `from` (compare-and-set: a hold and a dispatch can't both win)
    * and, when `started` is given, while exactly that many of its copies are completed or under way (a change of
