@@ -5,8 +5,9 @@
  * deploys (the queue node counts the empty queue); flows/home-assistant.json, deployed in a real Node-RED (the
  * `npm start` launcher) against a real MQTT broker (aedes), publishes every
  * printer to Home Assistant by MQTT discovery, a press of its pause
- * button pauses the printer, a rename reaches the device and a removed printer
- * leaves no retained topic behind.
+ * button pauses the printer, a rename reaches the device, a removed printer
+ * leaves no retained topic behind, and a service that stops answering makes
+ * every entity unavailable.
  */
 import fs from 'node:fs';
 import net from 'node:net';
@@ -157,7 +158,7 @@ describe('flows/home-assistant.json in a real Node-RED with a real MQTT broker',
 
   const next = (match: (m: (typeof seen)[number]) => boolean, what: string, ms = 15_000) => until(() => seen.find(match), what, ms);
 
-  test('discovery configs and states arrive on the right topics; the pause button reaches the printer; rename and removal are announced', async () => {
+  test('discovery configs and states arrive on the right topics; the pause button reaches the printer; a rename, a removal and an unreachable service reach Home Assistant', async () => {
     const { port } = brokerServer.address() as net.AddressInfo;
     // Home Assistant's side: a client on the broker that sees everything.
     ha = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, { clientId: 'home-assistant' });
@@ -187,7 +188,7 @@ describe('flows/home-assistant.json in a real Node-RED with a real MQTT broker',
       value_template: '{{ value_json.progress }}',
       unit_of_measurement: '%',
       availability_mode: 'all',
-      availability: [{ topic: 'printfarm/bridge/availability' }, { topic: `printfarm/${sid}/availability` }],
+      availability: [{ topic: 'printfarm/bridge/availability' }, { topic: 'printfarm/bridge/service' }, { topic: `printfarm/${sid}/availability` }],
       device: { identifiers: [`printfarm_${sid}`], name: printer.name, manufacturer: 'Bambu Lab' },
       origin: { name: 'Printfarm' },
     });
@@ -250,6 +251,11 @@ describe('flows/home-assistant.json in a real Node-RED with a real MQTT broker',
     await new Promise((r) => setTimeout(r, 300));
     await after.endAsync();
     expect(left).toEqual([]);
+
+    // The service stops answering: every entity unavailable (their last state is not current any more).
+    expect(seen.find((m) => m.topic === 'printfarm/bridge/service')?.payload).toBe('online');
+    await svc.close();
+    await next((m) => m.topic === 'printfarm/bridge/service' && m.payload === 'offline', 'the service unavailable');
 
     // Stopping Node-RED says the bridge is gone.
     expect(await nodeRed.stop()).toBe(0);
