@@ -55,6 +55,8 @@ export interface AggregatorOptions {
   poolMax?: number;
   /** The clock (ms): tests place submissions in time. */
   now?: () => number;
+  /** Time a client has for a whole request (default 30 s; the headers get a third of it, at most 10 s). */
+  requestTimeoutMs?: number;
 }
 
 export interface Aggregator {
@@ -67,6 +69,11 @@ export interface Aggregator {
 
 export const DEFAULT_RATE_LIMIT_PER_HOUR = 10;
 const BODY_LIMIT = 64 * 1024;
+/**
+ * A request of at most 64 kB needs seconds, not Node's default 5 minutes: a slow client (or thousands of
+ * them, a byte every few seconds) would hold a connection each for that long.
+ */
+const REQUEST_TIMEOUT_MS = 30_000;
 const under = (p: string, prefixes: string[]) => prefixes.some((prefix) => p === prefix || p.startsWith(`${prefix}/`));
 
 /** Turns the main service's document builder output into the aggregator's: title, tags, API-key security. */
@@ -174,7 +181,16 @@ export async function createAggregator(options: AggregatorOptions): Promise<Aggr
   app.use(unknownRoute);
   app.use(errorHandler(log));
 
-  const server = options.tls ? https.createServer({ key: options.tls.key, cert: options.tls.cert }, app) : http.createServer(app);
+  const requestTimeout = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  const timeouts = {
+    requestTimeout,
+    headersTimeout: Math.min(10_000, Math.ceil(requestTimeout / 3)),
+    // How often Node looks for connections past those times (default 30 s, which would stretch them).
+    connectionsCheckingInterval: Math.min(1000, Math.ceil(requestTimeout / 4)),
+  };
+  const server = options.tls
+    ? https.createServer({ key: options.tls.key, cert: options.tls.cert, handshakeTimeout: Math.min(10_000, requestTimeout), ...timeouts }, app)
+    : http.createServer(timeouts, app);
   server.on('clientError', answerClientError);
   try {
     await new Promise<void>((resolve, reject) => {
