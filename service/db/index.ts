@@ -90,7 +90,7 @@ export async function openStore(dataDir: string, options: StoreOptions = {}): Pr
     trending: new TrendingRepository(db),
     queue: new QueueRepository(db),
     spools: new SpoolsRepository(db),
-    filamentUsage: new FilamentUsageRepository(db),
+    filamentUsage: new FilamentUsageRepository(db, reader),
     ping: async () => (await connection.ping()) && sameFile(),
     sizeBytes: async () => {
       if (connection.dialect === 'sqlite') return sqliteFileBytes(connection.file);

@@ -19,7 +19,8 @@ const LARGE = 25;
 
 /**
  * The GET requests a dashboard or an automation makes (p-0 exists at both sizes). Settings are answered from
- * memory and the statistics overview on the reader's own connection (service/db/read-worker.ts): not counted here.
+ * memory, the statistics overview and the filament statistics on the reader's own connection
+ * (service/db/read-worker.ts): not counted here.
  */
 const REQUESTS = [
   '/api/v1/attention',
@@ -34,7 +35,6 @@ const REQUESTS = [
   '/api/v1/queue?limit=100',
   '/api/v1/queue/schedule',
   '/api/v1/spools',
-  '/api/v1/statistics/filament',
   '/api/v1/statistics/printers/p-0',
   '/api/v1/health',
   '/api/v1/system/info',
@@ -112,6 +112,13 @@ describeDialects('the statements of a request do not grow with the farm', (db) =
     const [small, large] = sent.get(url)!;
     expect(small.length).toBeGreaterThan(0);
     expect({ url, count: large.length, statements: large }).toEqual({ url, count: small.length, statements: small });
+  });
+
+  test("the filament statistics aggregate the period's usage off the main connection (the SQLite one holds the event loop)", async () => {
+    for (const period of ['week', 'year']) {
+      const seen = await statementsOf(async () => expect((await h.get(`/api/v1/statistics/filament?period=${period}`)).status).toBe(200));
+      expect(seen.filter((sql) => /from "filament_usage"/.test(sql))).toEqual([]);
+    }
   });
 
   test('a dispatcher pass reads the queued items\' files in one statement, not one per item', () => {

@@ -5,9 +5,10 @@
  * spools in the same transaction, and the Spoolman outbox (usage rows whose
  * `spoolman_state` is pending).
  */
-import type { Selectable } from 'kysely';
+import type { CompiledQuery, Selectable } from 'kysely';
 import type { Db } from '../connection';
 import type { FilamentUsageTable } from '../schema';
+import type { QueryReader } from './statistics';
 
 export interface PlanEntry {
   /** 1-based filament number of the file (G-code: the extruder + 1). */
@@ -65,7 +66,11 @@ const usageRecord = (r: Selectable<FilamentUsageTable>): UsageRecord => ({
 });
 
 export class FilamentUsageRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** Runs the period totals off the main connection (see StatisticsRepository): a year's usage rows take seconds. */
+    private readonly reader?: QueryReader,
+  ) {}
 
   async plan(jobId: number): Promise<FilamentPlan | undefined> {
     const row = await this.db.selectFrom('filament_plans').selectAll().where('job_id', '=', jobId).executeTakeFirst();
@@ -139,17 +144,18 @@ export class FilamentUsageRepository {
     let q = this.db.selectFrom('filament_usage');
     if (from) q = q.where('created_at', '>=', from);
     if (to) q = q.where('created_at', '<=', to);
-    const rows =
+    const query: CompiledQuery<Record<string, unknown>> =
       by === 'spool'
-        ? await q
+        ? q
             .select(['source', 'spool_id', (eb) => eb.fn.sum<number>('grams').as('grams'), (eb) => eb.fn.sum<number>('cost').as('cost'), (eb) => eb.fn.count<number>('job_id').distinct().as('jobs')])
             .where('spool_id', 'is not', null)
             .groupBy(['source', 'spool_id'])
-            .execute()
-        : await q
+            .compile()
+        : q
             .select(['material', (eb) => eb.fn.sum<number>('grams').as('grams'), (eb) => eb.fn.sum<number>('cost').as('cost'), (eb) => eb.fn.count<number>('job_id').distinct().as('jobs')])
             .groupBy('material')
-            .execute();
+            .compile();
+    const rows = this.reader ? await this.reader.all(query) : (await this.db.executeQuery(query)).rows;
     // Equal grams are ordered here, not left in the order of the GROUP BY: SQLite's comes sorted with NULL first,
     // PostgreSQL's in hash order or by its collation with NULL last.
     const tie = (r: Record<string, unknown>): [number, string, number] =>
