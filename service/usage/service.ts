@@ -351,6 +351,8 @@ export class UsageService {
    * delete the installation's data.
    */
   async deleteAll(includeRemote = false) {
+    // A submission still retrying would hold the deletion for its waits (up to 34 min at 10 retries) and then send what is being deleted.
+    this.submissionAbort?.abort('local data deleted');
     await this.submitting?.catch(() => undefined);
     await this.writes;
     const previousId = this.state.installation_id;

@@ -79,6 +79,20 @@ describe('the usage-statistics sender', () => {
     expect(fault.attempts).toHaveLength(1);
   });
 
+  test('delete-all while a submission waits to retry ends it at once instead of waiting out its retries', async () => {
+    fakeClock(Date.parse('2026-05-01T08:00:00.000Z'));
+    h = await start();
+    await h.post('/api/v1/usage-stats/opt-in');
+    fault.script([], { status: 500 });
+    const pending = h.post('/api/v1/usage-stats/submit');
+    await until(() => retryLogs(h).length === 1, 'the first retry wait');
+    const deleted = await h.del('/api/v1/usage-stats/delete-all');
+    expect(deleted.status).toBe(200);
+    expect((await pending).body.error.message).toMatch(/aborted \(local data deleted\)/);
+    await jest.advanceTimersByTimeAsync(60_000);
+    expect(fault.attempts).toHaveLength(1);
+  });
+
   test('a submission stored by the aggregation service whose answers were all lost is sent again unchanged: its period is counted once', async () => {
     fakeClock(Date.parse('2026-05-02T06:00:00.000Z'));
     h = await start();
