@@ -11,8 +11,8 @@ import path from 'node:path';
 import { openStore, type Store } from '../../service/db';
 import { describeDialects, sqliteOf } from '../helpers/dialects';
 
-/** The plan of each statement `run` makes the store send, one line per step. */
-async function plansOf(store: Store, run: () => Promise<unknown>): Promise<{ sql: string; plan: string[] }[]> {
+/** The plan of each statement `run` makes the store send (those `which` matches: the pages), one line per step. */
+async function plansOf(store: Store, run: () => Promise<unknown>, which = /^select .* order by /): Promise<{ sql: string; plan: string[] }[]> {
   const seen: { sql: string; parameters: readonly unknown[] }[] = [];
   const listener = (sql: string, parameters: readonly unknown[]) => seen.push({ sql, parameters });
   store.connection.queryListeners.add(listener);
@@ -21,7 +21,7 @@ async function plansOf(store: Store, run: () => Promise<unknown>): Promise<{ sql
   } finally {
     store.connection.queryListeners.delete(listener);
   }
-  const pages = seen.filter(({ sql }) => /^select .* order by /.test(sql));
+  const pages = seen.filter(({ sql }) => which.test(sql));
   const connection = store.connection;
   if (connection.dialect === 'sqlite') {
     const sqlite = sqliteOf(connection);
@@ -52,6 +52,14 @@ describeDialects('the file and queue lists read their pages off an index', (db) 
   afterAll(async () => {
     await store.close();
     fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("GET /files: the catalog's summary is read from an index alone, not from every row", async () => {
+    const planned = await plansOf(store, () => store.files.summary(), /^select .* from "files"$/);
+    expect(planned).toHaveLength(1);
+    const text = planned[0].plan.join(' ; ');
+    // PostgreSQL reads the index alone once a vacuum has marked the pages all-visible (a fresh table's are not).
+    expect(text).toMatch(db.name === 'sqlite' ? /^SCAN files USING COVERING INDEX files_status_size$/ : /(Index Only Scan using|Bitmap Index Scan on) files_status_size\b/);
   });
 
   /** The page statement of `run`: no full scan of `table`, no sort. */

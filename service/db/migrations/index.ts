@@ -28,6 +28,7 @@ import * as m017 from './017_bigint_columns';
 import * as m018 from './018_usage_outbox';
 import * as m019 from './019_job_sort_indexes';
 import * as m020 from './020_list_order_indexes';
+import * as m021 from './021_file_summary_index';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001_initial': m001,
@@ -49,4 +50,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '018_usage_outbox': m018,
   '019_job_sort_indexes': m019,
   '020_list_order_indexes': m020,
+  '021_file_summary_index': m021,
 };
