@@ -30,7 +30,11 @@ export const UsageSubmission = z
     schema_version: z.string().regex(/^\d+\.\d+$/).meta({ description: `Submission format, currently "${USAGE_SCHEMA_VERSION}"` }),
     period_start: isoTime.meta({ description: 'Start of the period the counters cover (last submission or opt-in)' }),
     period_end: isoTime,
-    app_version: z.string().min(1).max(64),
+    // A version, not free text: it is listed on the dashboards and in the mail reports (no markup, no line breaks).
+    app_version: z
+      .string()
+      .regex(/^[0-9A-Za-z][0-9A-Za-z.+-]{0,63}$/, 'must be a version (letters, digits, . + -), at most 64 characters')
+      .meta({ description: 'Printfarm version, e.g. 1.4.0 or 1.5.0-beta.2' }),
     platform: z.string().regex(/^[a-z0-9_-]{1,32}$/).meta({ description: 'Operating system (Node.js process.platform), e.g. linux, darwin, win32' }),
     deployment_mode: z.string().regex(/^[a-z0-9_-]{1,32}$/).meta({ description: 'standalone, node-red or docker' }),
     country_code: z.string().regex(/^[A-Z]{2}$/).meta({ description: 'ISO 3166-1 alpha-2 country derived from the time zone; XX when unknown' }),
