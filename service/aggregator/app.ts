@@ -168,7 +168,10 @@ export async function createAggregator(options: AggregatorOptions): Promise<Aggr
   // The key first: a body is not even parsed for a client without one (or, on /submit, over its limits).
   app.use(SUBMIT_PATHS, keyCheck(keys, 'submit'));
   app.use(ADMIN_PATHS, keyCheck(keys, 'admin'));
-  app.post('/submit', new SubmissionLimiter(limits.address, limits.key, now).middleware());
+  // Deletions share the budget: each is a write transaction, and a submit key (public) could send them without end.
+  const limiter = new SubmissionLimiter(limits.address, limits.key, now).middleware();
+  app.post('/submit', limiter);
+  app.delete('/installation/:id', limiter);
   app.use(express.json({ limit: BODY_LIMIT }));
   const router = express.Router();
   mountRoutes(router, routes);

@@ -141,10 +141,11 @@ export function aggregatorRoutes(d: RouteDeps): AnyRoute[] {
       path: '/installation/{id}',
       tag: 'Submissions',
       summary: 'Delete all data of one installation',
-      description: 'Removes its submissions, its installation record and its rate-limit record. 404 INSTALLATION_NOT_FOUND when nothing is stored.',
+      description:
+        'Removes its submissions, its installation record and its rate-limit record. 404 INSTALLATION_NOT_FOUND when nothing is stored. Counted against the same per-address and per-key hourly limits as POST /submit (429 RATE_LIMIT_EXCEEDED with `Retry-After`).',
       params: InstallationParams,
       response: InstallationDeleted,
-      errors: [401],
+      errors: [401, 429],
       async handler({ params }) {
         const result = await d.repo.deleteInstallation(params.id);
         if (!result.found) throw notFound('INSTALLATION_NOT_FOUND', `No data of installation ${params.id}`, { installation_id: params.id });

@@ -81,6 +81,17 @@ describe('aggregator submission limits', () => {
     expect((await a.call('POST', '/submit', submission(), 'second-key')).status).toBe(201);
   });
 
+  test('deletions count against the same per-address budget: a flood of them gets 429 too', async () => {
+    a = await startAggregator({ now: () => NOW, rateLimitPerAddress: 3 });
+    const s = submission();
+    expect((await a.call('POST', '/submit', s)).status).toBe(201);
+    expect((await a.call('DELETE', `/installation/${s.installation_id}`)).status).toBe(200);
+    expect((await a.call('DELETE', `/installation/${randomUUID()}`)).status).toBe(404);
+    const over = await a.call('DELETE', `/installation/${randomUUID()}`);
+    expect(expectErrorBody(over, 429, 'RATE_LIMIT_EXCEEDED').details).toMatchObject({ scope: 'address', limit: 3 });
+    expect(over.headers['retry-after']).toBe('3600');
+  });
+
   test('behind a trusted proxy the limit is per forwarded client address', async () => {
     a = await startAggregator({ now: () => NOW, rateLimitPerAddress: 2, trustProxy: true });
     const from = (ip: string) => httpsJson(`${a!.base}/submit`, { method: 'POST', body: submission(), ca: a!.ca, headers: { 'x-api-key': API_KEY, 'x-forwarded-for': ip } });
