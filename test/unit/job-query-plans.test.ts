@@ -124,6 +124,16 @@ describeDialects('job queries use indexes, not scans or sorts of the history', (
     await expectIndexed(() => store.jobs.list({ ...page, ...filter }));
   });
 
+  test('GET /jobs: a page of one printer and one status finds its jobs by both, not by walking the printer\'s history', async () => {
+    const planned = await expectIndexed(() => store.jobs.list({ ...page, printer_id: 'x1c-01', statuses: ['queued'] }));
+    const pages = planned.filter((p) => /^select "jobs"\.\*/.test(p.sql));
+    expect(pages).toHaveLength(1);
+    const text = pages[0].plan.join(' ; ');
+    // Migration 022: both are index conditions (no status filter over the printer's jobs).
+    if (db.name === 'sqlite') expect(text).toMatch(/SEARCH jobs USING INDEX \w+ \(printer_id=\? AND status=\?\)/);
+    else expect([text, /Index Cond: \(\(printer_id = .*\) AND \(status = .*\)\)/.test(text), pages[0].plan.some((step) => /^Filter: .*status/.test(step))]).toEqual([text, true, false]);
+  });
+
   test('the total of a page filtered by printer, status and business alone is a sum of tallies, not a count of jobs', async () => {
     for (const filter of [{}, { statuses: ['completed'] }, { printer_id: 'x1c-01', is_business: true }]) {
       const planned = await expectIndexed(() => store.jobs.list({ ...page, ...filter }));

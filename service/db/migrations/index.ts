@@ -29,6 +29,7 @@ import * as m018 from './018_usage_outbox';
 import * as m019 from './019_job_sort_indexes';
 import * as m020 from './020_list_order_indexes';
 import * as m021 from './021_file_summary_index';
+import * as m022 from './022_job_printer_status_index';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001_initial': m001,
@@ -51,4 +52,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '019_job_sort_indexes': m019,
   '020_list_order_indexes': m020,
   '021_file_summary_index': m021,
+  '022_job_printer_status_index': m022,
 };
