@@ -235,12 +235,24 @@ export class AggregatorReads {
     return { byType };
   }
 
-  async allInstallations(): Promise<Selectable<InstallationsTable>[]> {
-    return this.db.selectFrom('installations').selectAll().orderBy('first_seen_ms').orderBy('installation_id').execute();
-  }
-
   async allSubmissions(): Promise<StoredSubmission[]> {
     return (await this.db.selectFrom('submissions').selectAll().orderBy('id').execute()).map(parseSubmission);
+  }
+
+  /** Up to `limit` installations after `after` in the export's order (first seen, then id). */
+  async installationsPage(after: { first_seen_ms: number; installation_id: string } | null, limit: number): Promise<Selectable<InstallationsTable>[]> {
+    let query = this.db.selectFrom('installations').selectAll().orderBy('first_seen_ms').orderBy('installation_id').limit(limit);
+    if (after) {
+      query = query.where((eb) =>
+        eb.or([eb('first_seen_ms', '>', after.first_seen_ms), eb.and([eb('first_seen_ms', '=', after.first_seen_ms), eb('installation_id', '>', after.installation_id)])]),
+      );
+    }
+    return (await query.execute()).map((r) => ({ ...r, first_seen_ms: Number(r.first_seen_ms), last_seen_ms: Number(r.last_seen_ms) }));
+  }
+
+  /** Up to `limit` submissions with an id above `afterId`, by id. */
+  async submissionsPage(afterId: number, limit: number): Promise<StoredSubmission[]> {
+    return (await this.db.selectFrom('submissions').selectAll().where('id', '>', afterId).orderBy('id').limit(limit).execute()).map(parseSubmission);
   }
 }
 

@@ -6,6 +6,7 @@ import { UsageSubmission } from '../schemas/usage';
 import type { Mailer } from './reports';
 import { HOUR_MS, type AggregatorRepository } from './repository';
 import { checkSubmissionTimes } from './submission-times';
+import { streamExport } from './export-stream';
 import {
   Anomalies,
   DeploymentModes,
@@ -185,9 +186,10 @@ export function aggregatorRoutes(d: RouteDeps): AnyRoute[] {
       summary: 'Full export (JSON download)',
       response: Export,
       async handler({ res }) {
-        const data = await d.stats.export();
-        res.setHeader('Content-Disposition', `attachment; filename="printfarm-aggregator-export-${data.exported_at.slice(0, 10)}.json"`);
-        return data;
+        const exportedAt = new Date(d.now()).toISOString();
+        res.setHeader('Content-Disposition', `attachment; filename="printfarm-aggregator-export-${exportedAt.slice(0, 10)}.json"`);
+        // Written page by page (export-stream.ts): the whole export never sits in memory.
+        await streamExport(d.repo, res, exportedAt);
       },
     }),
     timeline('/stats/feature-trends', 'Feature adoption over time', FeatureTrends, (q) => d.stats.featureTrends(q.days, q.interval)),

@@ -290,15 +290,6 @@ export class AggregatorStats {
     return { generated_at: iso(this.now()), summary, installations, deployment_modes, versions, geography, printers, features, anomalies };
   }
 
-  async export() {
-    const [installations, submissions] = await Promise.all([this.repo.allInstallations(), this.repo.allSubmissions()]);
-    return {
-      exported_at: iso(this.now()),
-      installations: installations.map(({ first_seen_ms: _f, last_seen_ms: _l, ...i }) => i),
-      submissions: submissions.map(({ received_ms: _r, error_count: _e, ...s }) => s),
-    };
-  }
-
   /** The figures of the weekly (7 days) or monthly (30 days) report. */
   async report(kind: 'weekly' | 'monthly'): Promise<z.infer<typeof ReportData>> {
     const now = this.now();
