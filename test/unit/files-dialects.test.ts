@@ -107,4 +107,12 @@ describeDialects('file catalog rows', (db) => {
     expect(await store.files.get('large-3')).toMatchObject({ file_size: 4096, created_on_printer: '2026-11-27T14:30:00.000Z', updated_at: '2026-11-27T15:00:00.000Z' });
     expect(await store.files.get('large-4')).toMatchObject({ file_size: 100, updated_at: '2026-11-27T13:00:00.000Z' });
   });
+
+  test("getMany reads any number of ids (a dispatcher pass asks for every queued item's file)", async () => {
+    await store.files.syncPrinter('p1', [entry('f1', '/sd/a.gcode'), entry('f2', '/sd/b.gcode')], '2026-11-27T11:00:00.000Z');
+    const ids = [...Array.from({ length: 70_000 }, (_, i) => `missing-${i}`), 'f2', 'f1', 'f2'];
+    const found = await store.files.getMany(ids);
+    expect([...found.keys()].sort()).toEqual(['f1', 'f2']);
+    expect(found.get('f2')).toMatchObject({ printer_path: '/sd/b.gcode', printer_name: 'P1' });
+  });
 });

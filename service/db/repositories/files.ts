@@ -47,6 +47,8 @@ const likeEscape = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 /** New files one insert of a listing writes (18 parameters each: within either database's limit). */
 const SYNC_BATCH = 200;
+/** Ids one `in (...)` of getMany holds. */
+const IN_BATCH = 1000;
 
 export class FilesRepository {
   constructor(private readonly db: Db) {}
@@ -63,8 +65,11 @@ export class FilesRepository {
   /** The files of `ids` in one statement (a queue pass or schedule reads every queued item's file: one query, not one per item). */
   async getMany(ids: readonly string[]): Promise<Map<string, FileRecord>> {
     const out = new Map<string, FileRecord>();
-    if (ids.length === 0) return out;
-    for (const row of await this.select().where('files.id', 'in', [...new Set(ids)]).execute()) out.set(row.id, toRecord(row));
+    const unique = [...new Set(ids)];
+    // At most IN_BATCH ids a statement: SQLite takes 32766 parameters, and a long queue could pass that.
+    for (let from = 0; from < unique.length; from += IN_BATCH) {
+      for (const row of await this.select().where('files.id', 'in', unique.slice(from, from + IN_BATCH)).execute()) out.set(row.id, toRecord(row));
+    }
     return out;
   }
 
