@@ -261,14 +261,22 @@ export class UsageService {
   }
 
   private async runSubmission(trigger: 'manual' | 'scheduled'): Promise<SubmitOutcome> {
+    // Set before anything is awaited: an opt-out or a deletion while the payload is still being built stops it too.
+    const abort = (this.submissionAbort = new AbortController());
+    try {
+      return await this.send(trigger, AbortSignal.any([this.abort.signal, abort.signal]));
+    } finally {
+      if (this.submissionAbort === abort) this.submissionAbort = undefined;
+    }
+  }
+
+  private async send(trigger: 'manual' | 'scheduled', signal: AbortSignal): Promise<SubmitOutcome> {
     const { settings, store } = this.deps;
     const { payload, captured, resend } = await this.nextSubmission();
     // Stored before it leaves: until answered, every attempt (after a failure or a restart too) sends this very one.
     await this.setState({ last_attempt_at: resend ? nowIso() : payload.submitted_at, pending_submission: storePending({ payload, captured }) });
     this.log.info({ trigger, installation_id: payload.installation_id, period_start: payload.period_start, resend }, 'usage statistics: submitting');
-    const abort = (this.submissionAbort = new AbortController());
     try {
-      const signal = AbortSignal.any([this.abort.signal, abort.signal]);
       const res = await submitWithRetry(payload, { ...this.target(signal), endpoint: settings.get('usage_stats_endpoint'), retries: settings.get('usage_stats_retry_count') }, this.log);
       const marked = await store.usage.markSubmitted(captured, payload.submitted_at);
       await this.setState({ last_submission_at: payload.submitted_at, last_error: null, submission_count: this.state.submission_count + 1, pending_submission: null });
@@ -282,8 +290,6 @@ export class UsageService {
         status: e.status,
         retryable: e.retryable,
       });
-    } finally {
-      if (this.submissionAbort === abort) this.submissionAbort = undefined;
     }
   }
 

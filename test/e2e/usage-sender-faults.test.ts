@@ -79,6 +79,28 @@ describe('the usage-statistics sender', () => {
     expect(fault.attempts).toHaveLength(1);
   });
 
+  test('opting out while a submission is still being built stops it before it is sent', async () => {
+    h = await start();
+    await h.post('/api/v1/usage-stats/opt-in');
+    const { usage, store } = h.service.context;
+    const pendingRows = store.usage.pending.bind(store.usage);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const spy = jest.spyOn(store.usage, 'pending').mockImplementationOnce(async () => {
+      await gate;
+      return pendingRows();
+    });
+    const submitted = h.post('/api/v1/usage-stats/submit');
+    await until(() => spy.mock.calls.length === 1, 'the payload being built');
+    const out = h.post('/api/v1/usage-stats/opt-out');
+    await until(() => !usage.optedIn, 'the opt-out');
+    release();
+    expect((await out).status).toBe(200);
+    expect((await submitted).body.error.message).toMatch(/aborted \(opted out\)/);
+    expect(fault.attempts).toHaveLength(0);
+    spy.mockRestore();
+  });
+
   test('delete-all while a submission waits to retry ends it at once instead of waiting out its retries', async () => {
     fakeClock(Date.parse('2026-05-01T08:00:00.000Z'));
     h = await start();
