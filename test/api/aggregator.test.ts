@@ -128,6 +128,7 @@ describeDialects('aggregation service', (db) => {
       ['a string where a number belongs', { uptime_hours: '12' }, ['uptime_hours']],
       ['free text as map keys', { event_counts: { 'My Printer in the Garage': 1 } }, ['event_counts']],
       ['a period that ends before it starts', { period_start: '2026-03-02T00:00:00Z', period_end: '2026-03-01T00:00:00Z' }, ['period_start']],
+      ['a schema version of 60 000 digits', { schema_version: `1.${'0'.repeat(60_000)}` }, ['schema_version']],
       ['a version that is markup', { app_version: '<script>alert(1)</script>' }, ['app_version']],
       ['a version with a line break', { app_version: '1.2.0\nTop versions: 9.9.9' }, ['app_version']],
       ['a feature flag that is no boolean', { feature_usage: { business_mode: 'yes' } }, ['feature_usage.business_mode']],
