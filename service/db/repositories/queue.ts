@@ -127,6 +127,8 @@ async function ordered(db: Db, statuses: readonly QueueItemStatus[], priority?: 
 
 /** Items whose places one statement of a move writes (two parameters each: well below either database's limit). */
 const MOVE_BATCH = 500;
+/** Ids one `in (...)` holds. */
+const IN_BATCH = 1000;
 
 export class QueueRepository {
   constructor(private readonly db: Db) {}
@@ -195,9 +197,12 @@ export class QueueRepository {
 
   /** The items of `ids` in one statement (the schedule reads the item of each printer's copy on its way). */
   async getItems(ids: readonly string[]): Promise<Map<string, QueueItemRecord>> {
-    if (ids.length === 0) return new Map();
-    const rows = await this.db.selectFrom('queue_items').selectAll().where('id', 'in', [...new Set(ids)]).execute();
-    return new Map(rows.map((row) => [row.id, itemRecord(row)]));
+    const out = new Map<string, QueueItemRecord>();
+    const unique = [...new Set(ids)];
+    for (let from = 0; from < unique.length; from += IN_BATCH) {
+      for (const row of await this.db.selectFrom('queue_items').selectAll().where('id', 'in', unique.slice(from, from + IN_BATCH)).execute()) out.set(row.id, itemRecord(row));
+    }
+    return out;
   }
 
   /**
@@ -250,16 +255,20 @@ export class QueueRepository {
    */
   async dispatchesOf(itemIds: readonly string[]): Promise<Map<string, DispatchRecord[]>> {
     const out = new Map<string, DispatchRecord[]>(itemIds.map((id) => [id, []]));
-    if (itemIds.length === 0) return out;
-    const rows = await this.db
-      .selectFrom('queue_dispatches')
-      .selectAll()
-      .where('item_id', 'in', [...itemIds])
-      .orderBy('created_at', 'asc')
-      .orderBy('attempt', 'asc')
-      .orderBy('id', 'asc')
-      .execute();
-    for (const row of rows) out.get(row.item_id)?.push(dispatchRecord(row));
+    const unique = [...out.keys()];
+    // At most IN_BATCH ids a statement (SQLite takes 32766 parameters, PostgreSQL 65535): each item's
+    // dispatches come whole from one statement, in their order.
+    for (let from = 0; from < unique.length; from += IN_BATCH) {
+      const rows = await this.db
+        .selectFrom('queue_dispatches')
+        .selectAll()
+        .where('item_id', 'in', unique.slice(from, from + IN_BATCH))
+        .orderBy('created_at', 'asc')
+        .orderBy('attempt', 'asc')
+        .orderBy('id', 'asc')
+        .execute();
+      for (const row of rows) out.get(row.item_id)?.push(dispatchRecord(row));
+    }
     return out;
   }
 
