@@ -134,9 +134,31 @@ process.on('SIGINT', () => stop('SIGINT'));
 process.on('SIGTERM', () => stop('SIGTERM'));
 
 server.once('error', (err) => fail(err.code === 'EADDRINUSE' ? `port ${uiPort} is in use (set NODE_RED_PORT)` : err.message));
+/**
+ * RED.start() resolves before the flows are loaded and started (Node-RED does not wait for them), and the
+ * dashboard's pages exist only once its nodes have started: under load a click on the banner's link (or a test)
+ * got a 404. The banner waits for the flows to start, for the runtime to say they cannot (missing node types),
+ * or FLOWS_WAIT_MS at most.
+ */
+const FLOWS_WAIT_MS = 20_000;
+const flowsSettled = new Promise((resolve) => {
+  const settle = () => {
+    clearTimeout(wait);
+    RED.events.off('flows:started', settle);
+    RED.events.off('runtime-event', onRuntimeEvent);
+    resolve();
+  };
+  const onRuntimeEvent = (event) => {
+    if (event && event.id === 'runtime-state' && event.payload && event.payload.error) settle();
+  };
+  const wait = setTimeout(settle, FLOWS_WAIT_MS);
+  RED.events.on('flows:started', settle);
+  RED.events.on('runtime-event', onRuntimeEvent);
+});
+
 server.listen(uiPort, uiHost, () => {
   dashboard.shareServiceUrl(RED);
-  RED.start().then(
+  RED.start().then(() => flowsSettled).then(
     () => {
       const { port } = server.address();
       const shown = uiHost === '0.0.0.0' || uiHost === '::' ? 'localhost' : uiHost;

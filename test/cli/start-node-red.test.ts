@@ -78,3 +78,23 @@ describe('npm start: who may use the editor', () => {
     expect(fs.existsSync(path.join(userDir, 'admin-password.txt'))).toBe(false);
   }, 60_000);
 });
+
+describe('npm start: the banner', () => {
+  const userDir = tempDir('printfarm-banner-');
+  let run: RunningNodeRed | null = null;
+  afterAll(async () => {
+    await run?.stop();
+    fs.rmSync(userDir, { recursive: true, force: true });
+  });
+
+  test('is printed once the flows have started, so its dashboard link answers (Node-RED starts them after RED.start() resolves)', async () => {
+    // An mqtt in node without its broker says so while the flows start: the banner must come after that line.
+    const flows = path.join(userDir, 'seed-flows.json');
+    fs.writeFileSync(flows, JSON.stringify([{ id: 'f1', type: 'tab', label: 'banner' }, { id: 'm1', type: 'mqtt in', z: 'f1', topic: 'x', qos: '0', datatype: 'auto', broker: '', wires: [[]] }]));
+    run = await startNodeRed({ userDir: path.join(userDir, 'nr'), flows });
+    const out = run.output();
+    const started = out.indexOf('missing broker configuration');
+    expect(started).toBeGreaterThanOrEqual(0);
+    expect(started).toBeLessThan(out.indexOf('Node-RED editor'));
+  }, 60_000);
+});
