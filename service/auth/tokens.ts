@@ -90,8 +90,9 @@ export class TokenRegistry {
 
   private stamp(): string {
     try {
-      const st = fs.statSync(this.file);
-      return `${st.mtimeMs}:${st.size}`;
+      // Looked at every second while /ws clients may need judging again: no exception for the usual missing file.
+      const st = fs.statSync(this.file, { throwIfNoEntry: false });
+      return st ? `${st.mtimeMs}:${st.size}` : 'none';
     } catch {
       return 'none';
     }
