@@ -78,7 +78,8 @@ export class TokenRegistry {
   private fileStamp = '';
   private readonly file: string;
   private readonly listeners = new Set<() => void>();
-  private poll: NodeJS.Timeout | null = null;
+  private watching = false;
+  private readonly onFileStat = () => this.reload();
 
   constructor(dataDir: string, authTokens: string) {
     this.file = path.join(dataDir, TOKENS_FILE);
@@ -90,7 +91,7 @@ export class TokenRegistry {
 
   private stamp(): string {
     try {
-      // Looked at every second while /ws clients may need judging again: no exception for the usual missing file.
+      // Asked by every request with a token: no exception for the usual missing file.
       const st = fs.statSync(this.file, { throwIfNoEntry: false });
       return st ? `${st.mtimeMs}:${st.size}` : 'none';
     } catch {
@@ -118,18 +119,21 @@ export class TokenRegistry {
    * tokens.json), so that what was admitted under the old ones (an open /ws connection) can be judged
    * again. Requests notice a change at once; while anyone listens the file is also looked at every
    * `everyMs`, since a connection that was let in sends no more requests. Returns the unsubscribe.
+   * The look is fs.watchFile's: a stat on libuv's thread pool (not a statSync on the event loop every
+   * second, beside the printers' reports), a missing file included, and no JavaScript timer to keep the
+   * process alive or to fire 86 400 times a simulated day under a test's fake clock.
    */
   onChange(listener: () => void, everyMs = 1000): () => void {
     this.listeners.add(listener);
-    if (!this.poll) {
-      this.poll = setInterval(() => this.reload(), everyMs);
-      this.poll.unref();
+    if (!this.watching) {
+      fs.watchFile(this.file, { interval: everyMs, persistent: false }, this.onFileStat);
+      this.watching = true;
     }
     return () => {
       this.listeners.delete(listener);
-      if (this.listeners.size > 0 || !this.poll) return;
-      clearInterval(this.poll);
-      this.poll = null;
+      if (this.listeners.size > 0 || !this.watching) return;
+      fs.unwatchFile(this.file, this.onFileStat);
+      this.watching = false;
     };
   }
 
