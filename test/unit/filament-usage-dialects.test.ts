@@ -3,25 +3,14 @@
  * PostgreSQL: ids as large as the API accepts (Spoolman's spool ids go up to 2^53 - 1 in the spec) are
  * stored on both, and the per-material and per-spool totals come in the same order.
  */
-import fs from 'node:fs';
-import { openStore, type Store } from '../../service/db';
 import type { NewUsage } from '../../service/db/repositories/filament-usage';
+import { dialectStore } from '../helpers/dialect-store';
 import { describeDialects } from '../helpers/dialects';
-import { tempDir } from '../helpers/service';
 
 const NOW = '2026-11-27T12:00:00.000Z';
 
 describeDialects('filament usage tables', (db) => {
-  let dir: string;
-  let store: Store;
-  beforeEach(async () => {
-    dir = tempDir();
-    store = await openStore(dir, await db.options());
-  });
-  afterEach(async () => {
-    await store.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  const store = dialectStore(db);
 
   const usage = (u: Partial<NewUsage> & Pick<NewUsage, 'slot' | 'grams'>): NewUsage => ({
     job_id: 1,

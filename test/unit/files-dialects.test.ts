@@ -6,34 +6,23 @@
  * order, which every refresh of the listing rewrites). And a refresh of the listing, which PostgreSQL runs
  * beside a download (SQLite's one writer runs them one after the other), never drops a downloaded file.
  */
-import fs from 'node:fs';
 import pg from 'pg';
-import { openStore, type Store } from '../../service/db';
 import type { PrinterFileEntry } from '../../service/db/repositories/files';
 import { printedFile } from '../../service/monitoring/print-identity';
+import { databaseUrlOf, dialectStore, statementsOf } from '../helpers/dialect-store';
 import { describeDialects, untilLockWait } from '../helpers/dialects';
-import { tempDir } from '../helpers/service';
 
 const entry = (id: string, path: string): PrinterFileEntry => ({ id, path, name: path.split('/').pop()!, file_type: '.gcode', size: 100, modified: null });
 
 describeDialects('file catalog rows', (db) => {
-  let dir: string;
-  let store: Store;
-  let url: string | undefined;
-  beforeEach(async () => {
-    dir = tempDir();
-    url = (await db.options()).databaseUrl;
-    store = await openStore(dir, { databaseUrl: url });
-    const now = '2026-11-27T10:00:00.000Z';
-    await store.printers.insert({
-      id: 'p1', name: 'P1', type: 'prusa_core', model: 'MK4', ip_address: '127.0.0.1', serial_number: null, access_code: null, is_active: true,
-      status: 'online', connection_status: 'connected', status_message: null, firmware_version: null, last_seen: null, created_at: now, updated_at: now,
-      mqtt_port: null, ftps_port: null, http_port: null, power_watts: null, auth_method: null,
-    });
-  });
-  afterEach(async () => {
-    await store.close();
-    fs.rmSync(dir, { recursive: true, force: true });
+  const now = '2026-11-27T10:00:00.000Z';
+  const store = dialectStore(db, {
+    seed: (s) =>
+      s.printers.insert({
+        id: 'p1', name: 'P1', type: 'prusa_core', model: 'MK4', ip_address: '127.0.0.1', serial_number: null, access_code: null, is_active: true,
+        status: 'online', connection_status: 'connected', status_message: null, firmware_version: null, last_seen: null, created_at: now, updated_at: now,
+        mqtt_port: null, ftps_port: null, http_port: null, power_watts: null, auth_method: null,
+      }),
   });
 
   test('a print named without its folder is matched to the namesake catalogued first, however often the listing is refreshed', async () => {
@@ -52,6 +41,7 @@ describeDialects('file catalog rows', (db) => {
     await store.files.syncPrinter('p1', [file], '2026-11-27T11:00:00.000Z');
     const downloaded = { status: 'downloaded' as const, local_path: '/data/files/f1.gcode', downloaded_at: '2026-11-27T11:30:00.000Z' };
     let result: { added: number; removed: number };
+    const url = databaseUrlOf(store);
     if (url === undefined) {
       // SQLite: one writer; the download's write is either before the refresh (kept) or after it (row gone, 404).
       await store.files.transition('f1', ['available', 'downloading'], downloaded);
@@ -78,17 +68,8 @@ describeDialects('file catalog rows', (db) => {
 
   test('a refresh of an unchanged listing writes nothing, and a new listing is inserted in one statement: as many statements for 25 files as for 5', async () => {
     /** The statements each of `run`'s refreshes sent, ids lists as one. */
-    const statements = async (run: () => Promise<unknown>) => {
-      const seen: string[] = [];
-      const listener = (sql: string) => seen.push(sql.replace(/\((?:\?|\$\d+)(?:, (?:\?|\$\d+))*\)(?:, \((?:\?|\$\d+)(?:, (?:\?|\$\d+))*\))*/g, '(...)'));
-      store.connection.queryListeners.add(listener);
-      try {
-        await run();
-      } finally {
-        store.connection.queryListeners.delete(listener);
-      }
-      return seen;
-    };
+    const statements = async (run: () => Promise<unknown>) =>
+      (await statementsOf(store, run)).map(({ sql }) => sql.replace(/\((?:\?|\$\d+)(?:, (?:\?|\$\d+))*\)(?:, \((?:\?|\$\d+)(?:, (?:\?|\$\d+))*\))*/g, '(...)'));
     const listing = (n: number, folder: string) => Array.from({ length: n }, (_, i) => entry(`${folder}-${i}`, `/${folder}/part-${i}.gcode`));
     const small = listing(5, 'small');
     const large = listing(25, 'large');

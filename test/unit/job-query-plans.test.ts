@@ -10,28 +10,13 @@
  * planner would rightly prefer them; what matters is that an index CAN serve
  * the statement, and then the plan has neither).
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { openStore, type Store } from '../../service/db';
+import type { Store } from '../../service/db';
+import { dialectStore, statementsOf } from '../helpers/dialect-store';
 import { describeDialects, sqliteOf } from '../helpers/dialects';
 
 interface Planned {
   sql: string;
   plan: string[];
-}
-
-/** The statements (SQL and parameters) `run` makes the store send. */
-async function statementsOf(store: Store, run: () => Promise<unknown>): Promise<{ sql: string; parameters: readonly unknown[] }[]> {
-  const seen: { sql: string; parameters: readonly unknown[] }[] = [];
-  const listener = (sql: string, parameters: readonly unknown[]) => seen.push({ sql, parameters });
-  store.connection.queryListeners.add(listener);
-  try {
-    await run();
-  } finally {
-    store.connection.queryListeners.delete(listener);
-  }
-  return seen;
 }
 
 /** The plan of every statement `run` sends to SQLite, one line per step. */
@@ -88,16 +73,7 @@ function expectPostgresIndexed(planned: Planned[]) {
 }
 
 describeDialects('job queries use indexes, not scans or sorts of the history', (db) => {
-  let dir: string;
-  let store: Store;
-  beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'printfarm-plans-'));
-    store = await openStore(dir, { databaseUrl: await db.url() });
-  });
-  afterAll(async () => {
-    await store.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  const store = dialectStore(db, { per: 'block' });
 
   async function expectIndexed(run: () => Promise<unknown>): Promise<Planned[]> {
     const planned = db.name === 'sqlite' ? await sqlitePlans(store, run) : await postgresPlans(store, run);

@@ -5,23 +5,13 @@
  * repositories run, so it holds without timing (PostgreSQL with scans and sorts priced out of reach: what
  * matters is that an index CAN serve the statement).
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { openStore, type Store } from '../../service/db';
+import type { Store } from '../../service/db';
+import { dialectStore, statementsOf } from '../helpers/dialect-store';
 import { describeDialects, sqliteOf } from '../helpers/dialects';
 
 /** The plan of each statement `run` makes the store send (those `which` matches: the pages), one line per step. */
 async function plansOf(store: Store, run: () => Promise<unknown>, which = /^select .* order by /): Promise<{ sql: string; plan: string[] }[]> {
-  const seen: { sql: string; parameters: readonly unknown[] }[] = [];
-  const listener = (sql: string, parameters: readonly unknown[]) => seen.push({ sql, parameters });
-  store.connection.queryListeners.add(listener);
-  try {
-    await run();
-  } finally {
-    store.connection.queryListeners.delete(listener);
-  }
-  const pages = seen.filter(({ sql }) => which.test(sql));
+  const pages = (await statementsOf(store, run)).filter(({ sql }) => which.test(sql));
   const connection = store.connection;
   if (connection.dialect === 'sqlite') {
     const sqlite = sqliteOf(connection);
@@ -43,16 +33,7 @@ async function plansOf(store: Store, run: () => Promise<unknown>, which = /^sele
 }
 
 describeDialects('the file and queue lists read their pages off an index', (db) => {
-  let dir: string;
-  let store: Store;
-  beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'printfarm-list-plans-'));
-    store = await openStore(dir, { databaseUrl: await db.url() });
-  });
-  afterAll(async () => {
-    await store.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  const store = dialectStore(db, { per: 'block' });
 
   test("GET /files: the catalog's summary is read from an index alone, not from every row", async () => {
     const planned = await plansOf(store, () => store.files.summary(), /^select .* from "files"$/);

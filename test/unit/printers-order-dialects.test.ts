@@ -3,22 +3,11 @@
  * same on SQLite and on a PostgreSQL database with a real locale: oldest first, printers added in the same
  * millisecond (a script, `db copy` of such a farm) by id in code-point order, as SQLite compares text.
  */
-import fs from 'node:fs';
-import { openStore, type Store } from '../../service/db';
+import { dialectStore } from '../helpers/dialect-store';
 import { describeDialects, localeDatabaseOptions } from '../helpers/dialects';
-import { tempDir } from '../helpers/service';
 
 describeDialects('printer order', (db) => {
-  let dir: string;
-  let store: Store;
-  beforeEach(async () => {
-    dir = tempDir();
-    store = await openStore(dir, await localeDatabaseOptions(db));
-  });
-  afterEach(async () => {
-    await store.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  const store = dialectStore(db, { options: localeDatabaseOptions });
 
   test('printers of the same creation time are ordered by id as SQLite compares text', async () => {
     const at = '2026-11-27T10:00:00.000Z';

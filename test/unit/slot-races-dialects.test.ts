@@ -4,32 +4,21 @@
  * On PostgreSQL they run side by side; the test makes the other load commit exactly while this one is about
  * to write (a second connection holds it uncommitted until this one waits for it).
  */
-import fs from 'node:fs';
 import pg from 'pg';
-import { openStore, type Store } from '../../service/db';
+import { databaseUrlOf, dialectStore } from '../helpers/dialect-store';
 import { describeDialects, untilLockWait } from '../helpers/dialects';
-import { tempDir } from '../helpers/service';
 
 const NOW = '2026-11-27T10:00:00.000Z';
 const SLOT = { printer_id: 'p1', slot: 3 };
 
 describeDialects('two loads of one slot at once', (db) => {
-  let dir: string;
-  let store: Store;
-  let url: string | undefined;
-  beforeEach(async () => {
-    dir = tempDir();
-    url = (await db.options()).databaseUrl;
-    store = await openStore(dir, { databaseUrl: url });
-    await store.printers.insert({
-      id: 'p1', name: 'P1', type: 'bambu_lab', model: 'X1C', ip_address: '127.0.0.1', serial_number: 'S', access_code: 'A', is_active: true,
-      status: 'online', connection_status: 'connected', status_message: null, firmware_version: null, last_seen: null, created_at: NOW, updated_at: NOW,
-      mqtt_port: null, ftps_port: null, http_port: null, power_watts: null, auth_method: null,
-    });
-  });
-  afterEach(async () => {
-    await store.close();
-    fs.rmSync(dir, { recursive: true, force: true });
+  const store = dialectStore(db, {
+    seed: (s) =>
+      s.printers.insert({
+        id: 'p1', name: 'P1', type: 'bambu_lab', model: 'X1C', ip_address: '127.0.0.1', serial_number: 'S', access_code: 'A', is_active: true,
+        status: 'online', connection_status: 'connected', status_message: null, firmware_version: null, last_seen: null, created_at: NOW, updated_at: NOW,
+        mqtt_port: null, ftps_port: null, http_port: null, power_watts: null, auth_method: null,
+      }),
   });
 
   /**
@@ -37,6 +26,7 @@ describeDialects('two loads of one slot at once', (db) => {
    * `first` once `second` waits for its rows (PostgreSQL); on SQLite both loads run through the store at once.
    */
   async function race<T>(first: { sql: string; params: unknown[] }[], firstOnStore: () => Promise<unknown>, second: () => Promise<T>): Promise<T> {
+    const url = databaseUrlOf(store);
     if (url === undefined) return (await Promise.all([firstOnStore(), second()]))[1];
     const other = new pg.Client({ connectionString: url });
     const watcher = new pg.Client({ connectionString: url });

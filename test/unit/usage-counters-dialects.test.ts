@@ -5,33 +5,21 @@
  * the test makes the count land exactly between the marking's read and its write (a second connection
  * holds the count uncommitted until the marking waits for it).
  */
-import fs from 'node:fs';
 import pg from 'pg';
-import { openStore, type Store } from '../../service/db';
+import { databaseUrlOf, dialectStore } from '../helpers/dialect-store';
 import { describeDialects, untilLockWait } from '../helpers/dialects';
-import { tempDir } from '../helpers/service';
 
 const AT = '2026-11-27T10:15:00.000Z';
 
 describeDialects('usage counters', (db) => {
-  let dir: string;
-  let store: Store;
-  let url: string | undefined;
-  beforeEach(async () => {
-    dir = tempDir();
-    url = (await db.options()).databaseUrl;
-    store = await openStore(dir, { databaseUrl: url });
-  });
-  afterEach(async () => {
-    await store.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  const store = dialectStore(db);
 
   test('an event counted while a submission is being marked stays open for the next one', async () => {
     await store.usage.add('job_created', 5, AT);
     const captured = (await store.usage.pending()).map((e) => ({ id: e.id, count: e.count }));
     expect(captured).toHaveLength(1);
 
+    const url = databaseUrlOf(store);
     if (url === undefined) {
       await Promise.all([store.usage.markSubmitted(captured, AT), store.usage.add('job_created', 1, AT)]);
     } else {

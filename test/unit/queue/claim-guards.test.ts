@@ -3,28 +3,16 @@
  * copy left to start gets a printer, also when two claims for its last copy are made at once. A change of copies
  * is written only over the count of started copies it was checked against. On both databases.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { openStore, type Store } from '../../../service/db';
 import type { QueueItemRecord } from '../../../service/db/repositories/queue';
 import { newDispatch } from '../../../service/queue/queued-start';
+import { dialectStore } from '../../helpers/dialect-store';
 import { describeDialects } from '../../helpers/dialects';
 import { queueItemRecord } from '../../helpers/queue-records';
 
 const variant = { file_id: 'file-1', plate: 1 };
 
 describeDialects('queue claims', (db) => {
-  let dir: string;
-  let store: Store;
-  beforeEach(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-claim-guards-'));
-    store = await openStore(dir, await db.options());
-  });
-  afterEach(async () => {
-    await store.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  const store = dialectStore(db);
 
   const claimOn = (item: QueueItemRecord, printer: string, attempt = 1) => store.queue.claim(newDispatch(item, { id: printer, type: 'bambu_lab' }, 'Part.gcode.3mf', variant, attempt));
 

@@ -3,25 +3,13 @@
  * copies on their way in the schedule) take any number of ids: one `in (...)` of them all passed SQLite's
  * 32766 and PostgreSQL's 65535 parameters for a queue that long, and the pass failed.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { openStore, type Store } from '../../../service/db';
 import { newDispatch } from '../../../service/queue/queued-start';
+import { dialectStore } from '../../helpers/dialect-store';
 import { describeDialects } from '../../helpers/dialects';
 import { queueItemRecord } from '../../helpers/queue-records';
 
 describeDialects('queue reads by id lists', (db) => {
-  let dir: string;
-  let store: Store;
-  beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pf-id-lists-'));
-    store = await openStore(dir, await db.options());
-  });
-  afterAll(async () => {
-    await store.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  const store = dialectStore(db, { per: 'block' });
 
   test('dispatchesOf and getItems answer for 70,000 ids', async () => {
     const a = queueItemRecord({ id: 'item-a', file_id: 'file-1', name: 'A', copies: 2 });
