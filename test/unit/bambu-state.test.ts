@@ -237,6 +237,18 @@ describe('mapping Bambu reports to the printer state', () => {
     expect(failed.error).toEqual({ code: '0700_8011', message: 'AMS filament ran out.' });
   });
 
+  it('keeps a stop only for the same FAILED run: another run, or a real print_error, is a failure (a new link after a drop)', () => {
+    const cancelled = track(fullReport({ gcode_state: 'FAILED', print_error: CANCELLED_PRINT_ERROR, gcode_start_time: '1700000000', task_id: '7' }), { print_error: 0 });
+    const stateOf = (t: BambuTracked) => toPrinterState(t, { version: null, serial: SERIAL }).state;
+    expect(stateOf(cancelled)).toBe('stopped');
+    // The new link's full report shows the same run: still the user's stop.
+    expect(stateOf(ingestReport(cancelled, fullReport({ gcode_state: 'FAILED', print_error: 0, gcode_start_time: '1700000000', task_id: '7' })))).toBe('stopped');
+    // A print started and failed while the link was down (its print_error cleared too): a failure.
+    expect(stateOf(ingestReport(cancelled, fullReport({ gcode_state: 'FAILED', print_error: 0, gcode_start_time: '1700000900', task_id: '8' })))).toBe('failed');
+    // The printer names a real failure: that is what it shows.
+    expect(stateOf(ingestReport(cancelled, { command: 'push_status', msg: 1, print_error: 0x07008011 }))).toBe('failed');
+  });
+
   it('reports the most severe HMS entry with its code and a readable message', () => {
     expect(hmsCode(0x07002000, 0x00020001)).toBe('0700_2000_0002_0001');
     const error = printerError({ hms: [{ attr: 0x0c000300, code: 0x00040001 }, { attr: 0x07002000, code: 0x00020001 }], print_error: 0 });

@@ -144,11 +144,7 @@ export function ingestReport(prev: BambuTracked | null, report: Json, count: Rep
   const picked = takeUsedKeys(report, full ? (prev?.print ?? null) : null, count, given);
   const kept = prev ? moveTemperatures(prev.print, picked, full) : 'changed';
   const print = kept !== 'changed' ? prev!.print : full ? replaceKeys(prev?.print ?? null, picked) : mergeReport(prev?.print ?? null, picked);
-  let cancelled = false;
-  if (gcodeStateOf(print) === 'FAILED') {
-    const error = num(print.print_error);
-    cancelled = error === CANCELLED_PRINT_ERROR || (prev !== null && prev.cancelled && gcodeStateOf(prev.print) === 'FAILED');
-  }
+  const cancelled = gcodeStateOf(print) === 'FAILED' && wasCancelled(prev, print);
   const temperaturesMoved = kept === 'temperatures';
   // Report after report of a printer only moves temperatures: then what is kept is prev, not an equal copy (one per
   // printer alive until its next report, which every scavenge would copy).
@@ -218,6 +214,25 @@ function writeTemperatures(print: Json, from: Json): void {
     const value = from[key];
     if (typeof value === 'number') print[key] = value;
   }
+}
+
+/**
+ * Keys that tell one print run from the next. After a dropped link the printer may have started, and failed,
+ * another print meanwhile: the new link's full report then carries that run's keys.
+ */
+const RUN_KEYS = ['gcode_start_time', 'task_id', 'subtask_name', 'gcode_file'] as const;
+
+/**
+ * Whether a FAILED report is a user's cancel: it says so (print_error 50348044, shown only for a few seconds), or
+ * it is the very FAILED run that was a cancel, its print_error cleared since. A different print_error is the
+ * printer naming a real failure, and a different run (one started and failed while the link was down) is no
+ * cancel of ours either: held across a reconnect, the old cancel showed such a failure as `stopped`, no error.
+ */
+function wasCancelled(prev: BambuTracked | null, print: Json): boolean {
+  const error = num(print.print_error);
+  if (error === CANCELLED_PRINT_ERROR) return true;
+  if (error || prev === null || !prev.cancelled || gcodeStateOf(prev.print) !== 'FAILED') return false;
+  return RUN_KEYS.every((key) => prev.print[key] === print[key]);
 }
 
 function gcodeStateOf(print: Json): string {
