@@ -11,6 +11,7 @@ import { openTarget, type AnyConnection } from '../db/connection';
 import { ddl } from '../db/ddl';
 import { Kysely, type Generated, type Migration } from 'kysely';
 import { m002 } from './derived-schema';
+import { m003 } from './periods-schema';
 
 export interface InstallationsTable {
   installation_id: string;
@@ -32,6 +33,13 @@ export interface SubmissionsTable {
   received_at: string;
   received_ms: number;
   submitted_at: string;
+  /**
+   * submitted_at, period_start and period_end in epoch ms (migration 003): periods compare across offsets.
+   * Generated only for the type: rows written before migration 003 had none (it fills them in).
+   */
+  submitted_ms: Generated<number>;
+  period_start_ms: Generated<number>;
+  period_end_ms: Generated<number>;
   schema_version: string;
   period_start: string;
   period_end: string;
@@ -152,7 +160,11 @@ const m001: Migration = {
   },
 };
 
-export const AGGREGATOR_MIGRATIONS: Record<string, Migration> = { '001_aggregator': m001, '002_aggregator_derived': m002 };
+export const AGGREGATOR_MIGRATIONS: Record<string, Migration> = {
+  '001_aggregator': m001,
+  '002_aggregator_derived': m002,
+  '003_aggregator_periods': m003,
+};
 
 export type AggregatorConnection = AnyConnection<AggregatorDB>;
 

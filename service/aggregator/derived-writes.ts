@@ -10,12 +10,14 @@
  *    conflicting row is locked and re-read, so concurrent increments add up (no lost updates).
  *  - a deletion locks the installation's rate-limit row first (the order submissions lock in: rate
  *    limit, then a day), then the days it touches in ascending order, and recounts those days from
- *    the submissions that remain.
+ *    the submissions that remain. A submission that replaces stored ones of its installation
+ *    (repository.ts) deletes them this way before it adds its own day, which is their day or a later
+ *    one, so the days are still locked in ascending order.
  */
 import { sql, type Transaction } from 'kysely';
 import { dialectOf } from '../db/dialect';
 import type { AggregatorDB, LatestSubmissionsTable, SubmissionsTable } from './db';
-import { DAILY_COUNTERS, DAY_LITERAL, DAY_MS } from './derived-schema';
+import { DAILY_COUNTERS, DAY_LITERAL, DAY_MS, LATEST_FIELDS } from './derived-schema';
 
 type Trx = Transaction<AggregatorDB>;
 
@@ -72,19 +74,33 @@ export async function recordDerived(trx: Trx, s: DerivedInput): Promise<void> {
 }
 
 /**
- * Removes one installation's submissions and what was derived from them. Call inside the deleting
- * transaction; returns how many submissions went.
+ * Removes one installation's submissions (only those of `ids` when given: the ones a later submission
+ * replaces) and what was derived from them. Call inside the deleting transaction; returns how many went.
+ * With `ids`, the caller records its new submission and then calls refreshLatest.
  */
-export async function deleteWithDerived(trx: Trx, installationId: string): Promise<number> {
+export async function deleteWithDerived(trx: Trx, installationId: string, ids?: number[]): Promise<number> {
+  if (ids && !ids.length) return 0;
   const postgres = dialectOf(trx) === 'postgres';
   if (postgres) await trx.selectFrom('rate_limits').select('installation_id').where('installation_id', '=', installationId).forUpdate().execute();
-  const dayRows = await sql<{ day: number }>`SELECT DISTINCT received_ms / ${DAY_LITERAL} AS day FROM submissions WHERE installation_id = ${installationId}`.execute(trx);
+  const only = ids ? sql`AND id IN (${sql.join(ids.map((id) => sql.lit(id)))})` : sql``;
+  const dayRows = await sql<{ day: number }>`SELECT DISTINCT received_ms / ${DAY_LITERAL} AS day FROM submissions WHERE installation_id = ${installationId} ${only}`.execute(trx);
   const days = dayRows.rows.map((r) => Number(r.day)).sort((a, b) => a - b);
   if (postgres && days.length) await trx.selectFrom('daily_totals').select('day').where('day', 'in', days).orderBy('day').forUpdate().execute();
-  const deleted = await trx.deleteFrom('submissions').where('installation_id', '=', installationId).executeTakeFirst();
-  await trx.deleteFrom('latest_submissions').where('installation_id', '=', installationId).execute();
+  let del = trx.deleteFrom('submissions').where('installation_id', '=', installationId);
+  if (ids) del = del.where('id', 'in', ids);
+  const deleted = await del.executeTakeFirst();
+  if (!ids) await trx.deleteFrom('latest_submissions').where('installation_id', '=', installationId).execute();
   for (const day of days) await recountDay(trx, day);
   return Number(deleted.numDeletedRows);
+}
+
+/** Sets an installation's row of latest_submissions to its latest stored submission (after some were replaced). */
+export async function refreshLatest(trx: Trx, installationId: string): Promise<void> {
+  const fields = sql.raw(LATEST_FIELDS.join(', '));
+  await trx.deleteFrom('latest_submissions').where('installation_id', '=', installationId).execute();
+  await sql`INSERT INTO latest_submissions (installation_id, submission_id, received_ms, ${fields})
+    SELECT installation_id, id, received_ms, ${fields} FROM submissions WHERE installation_id = ${installationId}
+    ORDER BY received_ms DESC, id DESC LIMIT 1`.execute(trx);
 }
 
 /** Sets one day's row of daily_totals to what its submissions add up to (no row when none are left). */

@@ -56,7 +56,7 @@ async function writeExport(reads: AggregatorReads, res: Response, exportedAt: st
   comma = '';
   for (let afterId = 0; ; ) {
     const page = await reads.submissionsPage(afterId, PAGE);
-    for (const { received_ms: _r, error_count: _e, ...s } of page) {
+    for (const { received_ms: _r, error_count: _e, submitted_ms: _s, period_start_ms: _ps, period_end_ms: _pe, ...s } of page) {
       if (!(await write(comma + JSON.stringify(s)))) return;
       comma = ',';
     }

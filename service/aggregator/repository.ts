@@ -3,21 +3,31 @@
  * queries (reads.ts). Every change to the submissions updates the derived tables (derived-writes.ts)
  * in the same transaction.
  */
-import { sql } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { UsageSubmission } from '../schemas/usage';
 import { isUniqueViolation } from '../db/connection';
 import { dialectOf } from '../db/dialect';
-import type { AggregatorDb } from './db';
+import type { AggregatorDb, AggregatorDB } from './db';
 import { DAY_MS } from './derived-schema';
-import { deleteWithDerived, recordDerived } from './derived-writes';
+import { deleteWithDerived, recordDerived, refreshLatest } from './derived-writes';
 import { AggregatorReads } from './reads';
 
 export type { BucketRow, StoredSubmission, Totals } from './reads';
 export { DAY_MS };
 export const HOUR_MS = 60 * 60 * 1000;
 
+/** A stored submission that a newer one of the same installation and period outranks. */
+export interface StoredPeriod {
+  submission_id: number;
+  submitted_at: string;
+  period_start: string;
+  period_end: string;
+}
+
 export type AcceptOutcome =
-  | { kind: 'accepted' | 'duplicate'; id: number; count: number; windowStartMs: number }
+  | { kind: 'accepted'; id: number; count: number; windowStartMs: number; replaced: StoredPeriod[] }
+  | { kind: 'duplicate'; id: number; count: number; windowStartMs: number }
+  | { kind: 'superseded'; by: StoredPeriod; count: number; windowStartMs: number }
   | { kind: 'limited'; count: number; windowStartMs: number };
 
 export class AggregatorRepository extends AggregatorReads {
@@ -29,6 +39,13 @@ export class AggregatorRepository extends AggregatorReads {
    * Stores a submission unless the installation used up its hourly quota. The rate-limit record, the
    * submission and the installation row change in one transaction. A repeat of a stored
    * (installation_id, submitted_at) is a duplicate: nothing changes and no quota is used.
+   *
+   * Each period of an installation counts once: a submission replaces the stored ones of its installation
+   * whose period it overlaps (periodsOverlap), and one that a stored, later-submitted one overlaps is
+   * superseded (nothing changes, no quota). Why replace and not refuse: a farm's counters stay open until
+   * a submission of them is answered, and one refused with a 4xx is built afresh from the same period
+   * start, so the later take holds the earlier one's events too; refusing it would refuse that farm's
+   * every following submission as well.
    */
   async accept(s: UsageSubmission, nowMs: number, limit: number, windowMs: number): Promise<AcceptOutcome> {
     try {
@@ -76,7 +93,16 @@ export class AggregatorRepository extends AggregatorReads {
         .where('submitted_at', '=', s.submitted_at)
         .executeTakeFirst();
       if (dup) return { kind: 'duplicate', id: dup.id, count, windowStartMs };
+      const times = { submitted_ms: Date.parse(s.submitted_at), period_start_ms: Date.parse(s.period_start), period_end_ms: Date.parse(s.period_end) };
+      const overlapping = await this.overlapping(trx, s.installation_id, times.period_start_ms, times.period_end_ms);
+      // The same moment written differently (another offset or precision) is the same submission.
+      const same = overlapping.find((o) => o.submitted_ms === times.submitted_ms);
+      if (same) return { kind: 'duplicate', id: same.submission_id, count, windowStartMs };
+      const newer = overlapping.filter((o) => o.submitted_ms > times.submitted_ms).sort((x, y) => y.submitted_ms - x.submitted_ms)[0];
+      if (newer) return { kind: 'superseded', by: period(newer), count, windowStartMs };
       if (count >= limit) return { kind: 'limited', count, windowStartMs };
+      const replaced = overlapping.map((o) => o.submission_id);
+      await deleteWithDerived(trx, s.installation_id, replaced);
       const now = new Date(nowMs).toISOString();
       const errors = s.event_counts.error ?? 0;
       const row = {
@@ -84,6 +110,7 @@ export class AggregatorRepository extends AggregatorReads {
           received_at: now,
           received_ms: nowMs,
           submitted_at: s.submitted_at,
+          ...times,
           schema_version: s.schema_version,
           period_start: s.period_start,
           period_end: s.period_end,
@@ -106,6 +133,7 @@ export class AggregatorRepository extends AggregatorReads {
       };
       const { id } = await trx.insertInto('submissions').values(row).returning('id').executeTakeFirstOrThrow();
       await recordDerived(trx, { ...row, id: Number(id) });
+      if (replaced.length) await refreshLatest(trx, s.installation_id);
       const latest = {
         last_seen_at: now,
         last_seen_ms: nowMs,
@@ -118,7 +146,7 @@ export class AggregatorRepository extends AggregatorReads {
       await trx
         .insertInto('installations')
         .values({ installation_id: s.installation_id, first_seen_at: now, first_seen_ms: nowMs, submissions: 1, ...latest })
-        .onConflict((oc) => oc.column('installation_id').doUpdateSet({ ...latest, submissions: sql`installations.submissions + 1` }))
+        .onConflict((oc) => oc.column('installation_id').doUpdateSet({ ...latest, submissions: sql`installations.submissions + ${sql.lit(1 - replaced.length)}` }))
         .execute();
       const record = { last_submission_at: now, submission_count: count + 1, window_start: new Date(windowStartMs).toISOString(), window_start_ms: windowStartMs };
       await trx
@@ -126,8 +154,20 @@ export class AggregatorRepository extends AggregatorReads {
         .values({ installation_id: s.installation_id, ...record })
         .onConflict((oc) => oc.column('installation_id').doUpdateSet(record))
         .execute();
-      return { kind: 'accepted', id: Number(id), count: count + 1, windowStartMs };
+      return { kind: 'accepted', id: Number(id), count: count + 1, windowStartMs, replaced: overlapping.map(period) };
     });
+  }
+
+  /** The stored submissions of an installation whose periods overlap [startMs, endMs] (see periodsOverlap). */
+  private async overlapping(trx: Transaction<AggregatorDB>, installationId: string, startMs: number, endMs: number) {
+    const rows = await trx
+      .selectFrom('submissions')
+      .select(['id', 'submitted_at', 'submitted_ms', 'period_start', 'period_end'])
+      .where('installation_id', '=', installationId)
+      .where((eb) => eb.or([eb.and([eb('period_start_ms', '<', endMs), eb('period_end_ms', '>', startMs)]), eb('period_start_ms', '=', startMs)]))
+      .orderBy('id')
+      .execute();
+    return rows.map((r) => ({ submission_id: Number(r.id), submitted_at: r.submitted_at, submitted_ms: Number(r.submitted_ms), period_start: r.period_start, period_end: r.period_end }));
   }
 
   async rateLimit(installationId: string) {
@@ -144,3 +184,5 @@ export class AggregatorRepository extends AggregatorReads {
     });
   }
 }
+
+const period = ({ submission_id, submitted_at, period_start, period_end }: StoredPeriod): StoredPeriod => ({ submission_id, submitted_at, period_start, period_end });

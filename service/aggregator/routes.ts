@@ -101,12 +101,12 @@ export function aggregatorRoutes(d: RouteDeps): AnyRoute[] {
       path: '/submit',
       tag: 'Submissions',
       summary: 'Receive a usage-statistics submission',
-      description: `Requires \`X-API-Key\` (401 otherwise). The body is validated (422 VALIDATION_ERROR with the offending fields; unknown fields are ignored); its times (submitted_at, period_start, period_end) must lie between 2020-01-01 and 24 hours after the receiving clock, and printer_type_counts must add up to printer_count (printer_types naming exactly its types). At most ${d.rateLimitPerHour} accepted submissions per installation_id per hour (a fixed window from the first one): beyond that 429 RATE_LIMIT_EXCEEDED with \`Retry-After\` (seconds). A repeat of a stored (installation_id, submitted_at), e.g. a client retry whose answer was lost, answers 200 \`duplicate\` and changes nothing.`,
+      description: `Requires \`X-API-Key\` (401 otherwise). The body is validated (422 VALIDATION_ERROR with the offending fields; unknown fields are ignored); its times (submitted_at, period_start, period_end) must lie between 2020-01-01 and 24 hours after the receiving clock, and printer_type_counts must add up to printer_count (printer_types naming exactly its types). At most ${d.rateLimitPerHour} accepted submissions per installation_id per hour (a fixed window from the first one): beyond that 429 RATE_LIMIT_EXCEEDED with \`Retry-After\` (seconds). A repeat of a stored (installation_id, submitted_at), e.g. a client retry whose answer was lost, answers 200 \`duplicate\` and changes nothing. Each period of an installation counts once: a submission replaces the stored ones of its installation whose period it overlaps (more than a shared end, or the same start; listed in \`replaced\`), and one that overlaps a stored, later-submitted one is refused with 409 SUBMISSION_SUPERSEDED (\`details.superseded_by\`), using no quota.`,
       body: UsageSubmission,
       status: 201,
       response: SubmitAccepted,
       alsoStatus: { status: 200, description: 'A repeat of a stored submission (`status: duplicate`): nothing changed' },
-      errors: [401, 429],
+      errors: [401, 409, 429],
       async handler({ body, res }) {
         const now = d.now();
         checkSubmissionTimes(body, now);
@@ -127,11 +127,21 @@ export function aggregatorRoutes(d: RouteDeps): AnyRoute[] {
             retry_after_seconds: retryAfter,
           });
         }
+        if (outcome.kind === 'superseded') {
+          throw new DomainError(409, 'SUBMISSION_SUPERSEDED', `A later submission of installation ${body.installation_id} covers this period; it counts instead`, {
+            installation_id: body.installation_id,
+            submitted_at: body.submitted_at,
+            period_start: body.period_start,
+            period_end: body.period_end,
+            superseded_by: outcome.by,
+          });
+        }
         const result = {
           status: outcome.kind,
           installation_id: body.installation_id,
           submission_id: outcome.id,
           received_at: new Date(now).toISOString(),
+          replaced: outcome.kind === 'accepted' ? outcome.replaced : [],
           rate_limit: { limit: d.rateLimitPerHour, remaining, window_start: new Date(outcome.windowStartMs).toISOString(), reset_at: new Date(resetMs).toISOString() },
         };
         return new Reply(outcome.kind === 'accepted' ? 201 : 200, result);

@@ -236,6 +236,9 @@ export const SubmitAccepted = z.object({
   installation_id: z.string(),
   submission_id: int,
   received_at: timestamp,
+  replaced: z
+    .array(z.object({ submission_id: int, submitted_at: timestamp, period_start: timestamp, period_end: timestamp }))
+    .meta({ description: 'Stored submissions of this installation whose period this one overlaps: they no longer count (empty for a duplicate)' }),
   rate_limit: z.object({
     limit: int,
     remaining: int,

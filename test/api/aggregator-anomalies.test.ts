@@ -16,9 +16,11 @@ describe('aggregation service anomaly rules', () => {
   });
   afterEach(() => a.close());
 
-  /** Stores a submission received at `at` (straight through the repository: same code as POST /submit). */
-  const seed = (at: number, s: Partial<UsageSubmission> = {}) =>
-    a.agg.repo.accept(submission({ ...s, submitted_at: new Date(at).toISOString(), period_start: new Date(at - DAY_MS).toISOString(), period_end: new Date(at).toISOString() }), at, 1000, HOUR_MS);
+  /**
+   * Stores a submission received at `at` (straight through the repository: same code as POST /submit),
+   * its period the millisecond before `at`: several of one installation at once must not overlap, or only the last would count.
+   */
+  const seed = (at: number, s: Partial<UsageSubmission> = {}) => a.agg.repo.accept(submission({ ...s, submitted_at: new Date(at).toISOString() }), at, 1000, HOUR_MS);
 
   /** Less than 7 days of history before the last 24 h: the submission-rate rule stays out of these cases. */
   const PREVIOUS_WEEK = NOW - 7 * DAY_MS - HOUR_MS;

@@ -24,10 +24,10 @@ describeDialects('aggregation service', (db) => {
   });
   afterAll(() => a.close());
 
-  /** Posts a submission as received at `at`. */
+  /** Posts a submission as received at `at`, covering the second before it (periods of one installation must not overlap to count apart). */
   async function submitAt(at: number, s: UsageSubmission) {
     clock = at;
-    const res = await a.call('POST', '/submit', { ...s, submitted_at: new Date(at).toISOString(), period_start: new Date(at - DAY_MS).toISOString(), period_end: new Date(at).toISOString() });
+    const res = await a.call('POST', '/submit', { ...s, submitted_at: new Date(at).toISOString(), period_start: new Date(at - 1000).toISOString(), period_end: new Date(at).toISOString() });
     clock = NOW;
     return res;
   }
@@ -108,6 +108,7 @@ describeDialects('aggregation service', (db) => {
         installation_id: s.installation_id,
         submission_id: expect.any(Number),
         received_at: new Date(NOW).toISOString(),
+        replaced: [],
         rate_limit: { limit: 3, remaining: 2, window_start: new Date(NOW).toISOString(), reset_at: new Date(NOW + HOUR_MS).toISOString() },
       });
       expect(first.headers['x-ratelimit-limit']).toBe('3');
@@ -144,7 +145,7 @@ describeDialects('aggregation service', (db) => {
     });
 
     test.each([
-      ['a submission time in the future', { submitted_at: '9999-12-31T00:00:00Z', period_end: '9999-12-31T00:00:00Z' }, ['submitted_at', 'period_end']],
+      ['a submission time in the future', { submitted_at: '9999-12-31T00:00:00Z', period_start: new Date(NOW - DAY_MS).toISOString(), period_end: '9999-12-31T00:00:00Z' }, ['submitted_at', 'period_end']],
       ['a period that ends two days after the receiving clock', { period_end: new Date(NOW + 2 * DAY_MS).toISOString() }, ['period_end']],
       ['times before Printfarm existed', { submitted_at: '0001-01-01T00:00:00Z', period_start: '0001-01-01T00:00:00Z', period_end: '0001-01-01T00:00:00Z' }, ['submitted_at', 'period_start', 'period_end']],
     ])('refuses %s with 422 VALIDATION_ERROR naming the times, and uses no quota', async (_label, patch, fields) => {

@@ -36,7 +36,8 @@ function submission(installationId: string, n: number) {
     installation_id: installationId,
     submitted_at: new Date(at).toISOString(),
     schema_version: '1.0',
-    period_start: new Date(at - 7 * 86_400_000).toISOString(),
+    // The minute before: one installation's periods must not overlap, or the later replaces the earlier.
+    period_start: new Date(at - 60_000).toISOString(),
     period_end: new Date(at).toISOString(),
     app_version: '1.2.0',
     platform: 'linux',

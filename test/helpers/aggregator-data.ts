@@ -3,19 +3,24 @@
  * submission to vary, and the check of the spec's error body.
  */
 import { randomUUID } from 'node:crypto';
-import { DAY_MS } from '../../service/aggregator/repository';
 import type { UsageSubmission } from '../../service/schemas/usage';
 import type { JsonReply } from './usage';
 
 export const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 
+/**
+ * A valid submission. Its period ends at its submitted_at and starts a millisecond before: the aggregator
+ * counts an overlapped period of an installation once (the later submission replaces the earlier), so
+ * submissions of one installation at different times must not overlap unless a test is about that.
+ */
 export function submission(overrides: Partial<UsageSubmission> = {}): UsageSubmission {
+  const at = Date.parse(overrides.submitted_at ?? new Date(NOW).toISOString());
   return {
     installation_id: randomUUID(),
-    submitted_at: new Date(NOW).toISOString(),
+    submitted_at: new Date(at).toISOString(),
     schema_version: '1.0',
-    period_start: new Date(NOW - 7 * DAY_MS).toISOString(),
-    period_end: new Date(NOW).toISOString(),
+    period_start: new Date(at - 1).toISOString(),
+    period_end: new Date(at).toISOString(),
     app_version: '1.2.0',
     platform: 'linux',
     deployment_mode: 'standalone',
