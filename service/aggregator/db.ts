@@ -94,7 +94,19 @@ export interface DailyTotalsTable {
   errors: number;
 }
 
+/**
+ * Installations whose data was deleted (DELETE /installation/{id}) and when (migration 004): a submission
+ * whose period starts before that moment is refused, so that a replay of one stored before the deletion
+ * cannot bring the data back. Kept for good: a random id and a time, nothing of the installation.
+ */
+export interface DeletedInstallationsTable {
+  installation_id: string;
+  deleted_at: string;
+  deleted_ms: number;
+}
+
 export interface AggregatorDB {
+  deleted_installations: DeletedInstallationsTable;
   installations: InstallationsTable;
   submissions: SubmissionsTable;
   rate_limits: RateLimitsTable;
@@ -160,10 +172,21 @@ const m001: Migration = {
   },
 };
 
+const m004: Migration = {
+  async up(db: Kysely<unknown>) {
+    await ddl(db)`CREATE TABLE deleted_installations (
+      installation_id TEXT PRIMARY KEY,
+      deleted_at TEXT NOT NULL,
+      deleted_ms INTEGER NOT NULL
+    ) STRICT`.execute(db);
+  },
+};
+
 export const AGGREGATOR_MIGRATIONS: Record<string, Migration> = {
   '001_aggregator': m001,
   '002_aggregator_derived': m002,
   '003_aggregator_periods': m003,
+  '004_aggregator_deletions': m004,
 };
 
 export type AggregatorConnection = AnyConnection<AggregatorDB>;

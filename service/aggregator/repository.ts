@@ -28,7 +28,8 @@ export type AcceptOutcome =
   | { kind: 'accepted'; id: number; count: number; windowStartMs: number; replaced: StoredPeriod[] }
   | { kind: 'duplicate'; id: number; count: number; windowStartMs: number }
   | { kind: 'superseded'; by: StoredPeriod; count: number; windowStartMs: number }
-  | { kind: 'limited'; count: number; windowStartMs: number };
+  | { kind: 'limited'; count: number; windowStartMs: number }
+  | { kind: 'deleted'; deletedAt: string; count: number; windowStartMs: number };
 
 export class AggregatorRepository extends AggregatorReads {
   constructor(db: AggregatorDb) {
@@ -86,6 +87,12 @@ export class AggregatorRepository extends AggregatorReads {
       const fresh = !rate || nowMs - rate.window_start_ms >= windowMs;
       const windowStartMs = fresh ? nowMs : rate.window_start_ms;
       const count = fresh ? 0 : rate.submission_count;
+      const deleted = await this.deletedBefore(trx, s);
+      if (deleted) {
+        // The row made above only to lock on: a deleted installation keeps no rate-limit record.
+        if (postgres) await trx.deleteFrom('rate_limits').where('installation_id', '=', s.installation_id).where('submission_count', '=', 0).execute();
+        return { kind: 'deleted', deletedAt: deleted, count, windowStartMs };
+      }
       const dup = await trx
         .selectFrom('submissions')
         .select('id')
@@ -158,6 +165,16 @@ export class AggregatorRepository extends AggregatorReads {
     });
   }
 
+  /**
+   * When the installation's data was deleted, if `s` covers time before that (its period starts earlier):
+   * a replay of a submission made before the deletion, or one still on its way then. Those events were
+   * deleted with the rest; only a period that starts after the deletion may count again.
+   */
+  private async deletedBefore(trx: Transaction<AggregatorDB>, s: UsageSubmission): Promise<string | null> {
+    const tomb = await trx.selectFrom('deleted_installations').select(['deleted_at', 'deleted_ms']).where('installation_id', '=', s.installation_id).executeTakeFirst();
+    return tomb && Date.parse(s.period_start) < Number(tomb.deleted_ms) ? tomb.deleted_at : null;
+  }
+
   /** The stored submissions of an installation whose periods overlap [startMs, endMs] (see periodsOverlap). */
   private async overlapping(trx: Transaction<AggregatorDB>, installationId: string, startMs: number, endMs: number) {
     const rows = await trx
@@ -174,13 +191,35 @@ export class AggregatorRepository extends AggregatorReads {
     return this.db.selectFrom('rate_limits').selectAll().where('installation_id', '=', installationId).executeTakeFirst();
   }
 
-  /** Removes everything of one installation; false when nothing was stored. */
-  async deleteInstallation(installationId: string): Promise<{ found: boolean; submissions: number }> {
+  /**
+   * Removes everything of one installation and remembers the moment (deleted_installations), even when
+   * nothing was stored: a submission still on its way must not land after it. found is false when nothing
+   * was stored. On PostgreSQL it first makes sure the rate-limit row exists and locks it, as a submission
+   * does, so that one in flight on another instance commits before or refuses after.
+   */
+  async deleteInstallation(installationId: string, nowMs: number): Promise<{ found: boolean; submissions: number }> {
+    const postgres = dialectOf(this.db) === 'postgres';
     return this.db.transaction().execute(async (trx) => {
+      const at = new Date(nowMs).toISOString();
+      let placeholder = false;
+      if (postgres) {
+        const made = await trx
+          .insertInto('rate_limits')
+          .values({ installation_id: installationId, last_submission_at: at, submission_count: 0, window_start: at, window_start_ms: nowMs })
+          .onConflict((oc) => oc.column('installation_id').doNothing())
+          .executeTakeFirst();
+        placeholder = Number(made.numInsertedOrUpdatedRows ?? 0) > 0;
+      }
+      const tomb = { deleted_at: at, deleted_ms: nowMs };
+      await trx
+        .insertInto('deleted_installations')
+        .values({ installation_id: installationId, ...tomb })
+        .onConflict((oc) => oc.column('installation_id').doUpdateSet(tomb).where('deleted_installations.deleted_ms', '<', nowMs))
+        .execute();
       const submissions = await deleteWithDerived(trx, installationId);
       const inst = await trx.deleteFrom('installations').where('installation_id', '=', installationId).executeTakeFirst();
       const rate = await trx.deleteFrom('rate_limits').where('installation_id', '=', installationId).executeTakeFirst();
-      return { found: submissions + Number(inst.numDeletedRows) + Number(rate.numDeletedRows) > 0, submissions };
+      return { found: submissions + Number(inst.numDeletedRows) + Number(rate.numDeletedRows) - (placeholder ? 1 : 0) > 0, submissions };
     });
   }
 }

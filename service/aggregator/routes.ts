@@ -101,7 +101,7 @@ export function aggregatorRoutes(d: RouteDeps): AnyRoute[] {
       path: '/submit',
       tag: 'Submissions',
       summary: 'Receive a usage-statistics submission',
-      description: `Requires \`X-API-Key\` (401 otherwise). The body is validated (422 VALIDATION_ERROR with the offending fields; unknown fields are ignored); its times (submitted_at, period_start, period_end) must lie between 2020-01-01 and 24 hours after the receiving clock, and printer_type_counts must add up to printer_count (printer_types naming exactly its types). At most ${d.rateLimitPerHour} accepted submissions per installation_id per hour (a fixed window from the first one): beyond that 429 RATE_LIMIT_EXCEEDED with \`Retry-After\` (seconds). A repeat of a stored (installation_id, submitted_at), e.g. a client retry whose answer was lost, answers 200 \`duplicate\` and changes nothing. Each period of an installation counts once: a submission replaces the stored ones of its installation whose period it overlaps (more than a shared end, or the same start; listed in \`replaced\`), and one that overlaps a stored, later-submitted one is refused with 409 SUBMISSION_SUPERSEDED (\`details.superseded_by\`), using no quota.`,
+      description: `Requires \`X-API-Key\` (401 otherwise). The body is validated (422 VALIDATION_ERROR with the offending fields; unknown fields are ignored); its times (submitted_at, period_start, period_end) must lie between 2020-01-01 and 24 hours after the receiving clock, and printer_type_counts must add up to printer_count (printer_types naming exactly its types). At most ${d.rateLimitPerHour} accepted submissions per installation_id per hour (a fixed window from the first one): beyond that 429 RATE_LIMIT_EXCEEDED with \`Retry-After\` (seconds). A repeat of a stored (installation_id, submitted_at), e.g. a client retry whose answer was lost, answers 200 \`duplicate\` and changes nothing. Each period of an installation counts once: a submission replaces the stored ones of its installation whose period it overlaps (more than a shared end, or the same start; listed in \`replaced\`), and one that overlaps a stored, later-submitted one is refused with 409 SUBMISSION_SUPERSEDED (\`details.superseded_by\`), using no quota. A submission of an installation whose data was deleted (DELETE /installation/{id}) with a period that starts before the deletion: 409 INSTALLATION_DELETED (\`details.deleted_at\`), using no quota.`,
       body: UsageSubmission,
       status: 201,
       response: SubmitAccepted,
@@ -125,6 +125,14 @@ export function aggregatorRoutes(d: RouteDeps): AnyRoute[] {
             submission_count: outcome.count,
             window_start: new Date(outcome.windowStartMs).toISOString(),
             retry_after_seconds: retryAfter,
+          });
+        }
+        if (outcome.kind === 'deleted') {
+          throw new DomainError(409, 'INSTALLATION_DELETED', `The data of installation ${body.installation_id} was deleted at ${outcome.deletedAt}; a period that starts before then is not taken again`, {
+            installation_id: body.installation_id,
+            deleted_at: outcome.deletedAt,
+            submitted_at: body.submitted_at,
+            period_start: body.period_start,
           });
         }
         if (outcome.kind === 'superseded') {
@@ -153,12 +161,12 @@ export function aggregatorRoutes(d: RouteDeps): AnyRoute[] {
       tag: 'Submissions',
       summary: 'Delete all data of one installation',
       description:
-        'Removes its submissions, its installation record and its rate-limit record. 404 INSTALLATION_NOT_FOUND when nothing is stored. Counted against the same per-address and per-key hourly limits as POST /submit (429 RATE_LIMIT_EXCEEDED with `Retry-After`).',
+        'Removes its submissions, its installation record and its rate-limit record, and remembers the deletion time (also when nothing was stored): from then on a submission of this installation whose period starts before that time (a replay, or one still on its way) is refused with 409 INSTALLATION_DELETED. 404 INSTALLATION_NOT_FOUND when nothing is stored. Counted against the same per-address and per-key hourly limits as POST /submit (429 RATE_LIMIT_EXCEEDED with `Retry-After`).',
       params: InstallationParams,
       response: InstallationDeleted,
       errors: [401, 429],
       async handler({ params }) {
-        const result = await d.repo.deleteInstallation(params.id);
+        const result = await d.repo.deleteInstallation(params.id, d.now());
         if (!result.found) throw notFound('INSTALLATION_NOT_FOUND', `No data of installation ${params.id}`, { installation_id: params.id });
         return { installation_id: params.id, deleted: true as const, submissions_deleted: result.submissions };
       },
