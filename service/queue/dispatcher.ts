@@ -22,13 +22,13 @@ import type { Fleet } from '../printers/fleet';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
 import type { FilamentGate } from './filament-gate';
-import { checkPrinter, type Mismatch, type PrinterFacts } from './compatibility';
+import type { Mismatch, PrinterFacts } from './compatibility';
 import { DispatchRunner } from './dispatch-run';
 import type { FactsCache } from './facts-cache';
 import type { PlateTracker } from './plate';
 import { orderPrinters, pinnedPrinter, USAGE_WINDOW_DAYS } from './printer-choice';
 import { farmGate, gateSettingsOf, isHeating, timeGate } from './start-gates';
-import { firstFit, loadVariant, loadVariants, variantMemo, variantOf, type LoadedVariant } from './variants';
+import { firstFit, loadVariants, variantMemo, type LoadedVariant } from './variants';
 import { availabilityReason, variantsReason, type Availability } from './waiting-reasons';
 import { familyOf } from './printer-families';
 import { newDispatch, queuedStart } from './queued-start';
@@ -36,6 +36,7 @@ import { ItemSettler } from './item-settle';
 import { SeenPrinters } from './seen-printers';
 import { copyCounts } from './views';
 import { PassLoop } from './pass-loop';
+import { resumeInterrupted, watchAgain, type RecoveryHost } from './recovery';
 
 const SAFETY_PASS_MS = 30_000;
 /** How long a printer that answered 409 (not ready at its screen) is left alone unless its state changes. */
@@ -81,6 +82,7 @@ export class Dispatcher {
   private readonly notReadyUntil = new Map<string, { raw: string; until: number }>();
   private readonly lastStart = new Map<string, number>();
   private readonly settler: ItemSettler;
+  private readonly recovery: RecoveryHost;
 
   constructor(private readonly deps: DispatcherDeps) {
     this.settler = new ItemSettler(deps, (reason) => this.wake(reason));
@@ -106,16 +108,25 @@ export class Dispatcher {
         if (!this.closed) void deps.fleet.testConnection(id).catch((err) => deps.log.warn({ err, printer_id: id }, 'reconnect after an unacknowledged start failed'));
       },
     });
+    this.recovery = {
+      store: deps.store,
+      facts: deps.facts,
+      log: deps.log,
+      runner: this.runner,
+      printerFacts: (id) => {
+        const record = this.records.get(id);
+        return record && this.printerFacts(record);
+      },
+      isFree: (id) => this.availability(id, true) === 'free',
+      settle: (itemId) => this.settle(itemId, null),
+    };
   }
 
   /** Picks up dispatches left open by the last run, then starts listening. */
   async start(): Promise<void> {
     await this.deps.plates.load();
     this.records = new Map((await this.deps.store.printers.list()).map((p) => [p.id, p]));
-    for (const d of await this.deps.store.queue.openDispatches()) {
-      const job = d.job_id !== null ? await this.deps.store.jobs.get(d.job_id) : undefined;
-      this.runner.recover(d, job?.progress ?? 0);
-    }
+    await watchAgain(this.recovery, await this.deps.store.queue.openDispatches());
     this.deps.fleet.onReport((id, state) => this.onReport(id, state), { telemetry: (id, state) => this.followsTelemetry(id, state) });
     this.stopListening = this.deps.bus.on('printer_status', (e) => {
       if (e.change === 'state') return;
@@ -223,7 +234,7 @@ export class Dispatcher {
     // Nothing waits and nothing is under way: nothing to decide (the records above stay fresh for the reports).
     if (!items.length && !open.length) return this.armWake(Infinity);
     const claimed = new Set(open.map((d) => d.printer_id));
-    await this.resumeInterrupted(open);
+    await resumeInterrupted(this.recovery, open);
     if (!settings.get('queue_dispatch_enabled')) {
       for (const item of items) await this.setReason(item, 'dispatching paused');
       return;
@@ -345,32 +356,6 @@ export class Dispatcher {
     if (!Number.isFinite(at) || this.closed) return;
     this.wakeTimer = setTimeout(() => this.wake('a waiting start is due'), Math.min(Math.max(0, at - Date.now()) + 10, SAFETY_PASS_MS));
     this.wakeTimer.unref();
-  }
-
-  /** Dispatches left claimed or uploading by an interrupted run: retried once their printer is free, dropped when their file went. */
-  private async resumeInterrupted(open: DispatchRecord[]): Promise<void> {
-    for (const d of open) {
-      if (!this.records.has(d.printer_id)) {
-        // The printer was removed: its copy goes back to the queue (not counted as a failure).
-        this.runner.forget(d.printer_id);
-        const ended = await this.deps.store.queue.transitionDispatch(d.id, [d.state], { state: 'cancelled', error: 'the printer was removed', updated_at: nowIso() });
-        if (ended) void this.settle(d.item_id, null);
-        continue;
-      }
-      if ((d.state !== 'claimed' && d.state !== 'uploading') || this.runner.owns(d.id)) continue;
-      if (this.availability(d.printer_id, true) !== 'free') continue;
-      const item = await this.deps.store.queue.getItem(d.item_id);
-      const loaded = item && (await loadVariant(this.deps.store, this.deps.facts, variantOf(item, d)));
-      if (!item || !loaded) continue;
-      // A file gone meanwhile (deleted): skipped, the dispatch stayed `uploading`, its printer claimed, for ever.
-      if ('error' in loaded) {
-        await this.runner.drop(d, loaded.error);
-        continue;
-      }
-      const fit = checkPrinter(loaded.facts, item, this.printerFacts(this.records.get(d.printer_id)!));
-      this.deps.log.info({ dispatch_id: d.id, printer_id: d.printer_id }, 'retrying a dispatch interrupted while uploading');
-      this.runner.launch(d, queuedStart(item, d, loaded.file, fit.ok ? fit.ams_mapping : []));
-    }
   }
 
   private async claim(item: QueueItemRecord, printer: PrinterRecord, variant: LoadedVariant, mapping: number[], previous: DispatchRecord[]): Promise<boolean> {

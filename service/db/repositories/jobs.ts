@@ -34,6 +34,8 @@ export interface JobQuery {
 }
 
 const JSON_COLUMNS = ['customer_info', 'print_settings', 'quality_metrics'] as const;
+/** Ids one `in (...)` holds (SQLite takes 32766 parameters, PostgreSQL 65535). */
+const IN_BATCH = 1000;
 
 function toRow(values: JobPatch | NewJob): Updateable<JobsTable> {
   const row: Record<string, unknown> = { ...values };
@@ -78,6 +80,17 @@ export class JobsRepository {
   async get(id: number): Promise<JobRecord | undefined> {
     const row = await this.select().where('jobs.id', '=', id).executeTakeFirst();
     return row && toRecord(row);
+  }
+
+  /** The progress of each of `ids` that exists, in a statement per IN_BATCH ids (a restart resumes every dispatch's job at once). */
+  async progressOf(ids: readonly number[]): Promise<Map<number, number>> {
+    const out = new Map<number, number>();
+    const unique = [...new Set(ids)];
+    for (let from = 0; from < unique.length; from += IN_BATCH) {
+      const rows = await this.db.selectFrom('jobs').select(['id', 'progress']).where('id', 'in', unique.slice(from, from + IN_BATCH)).execute();
+      for (const row of rows) out.set(Number(row.id), row.progress);
+    }
+    return out;
   }
 
   async insert(job: NewJob): Promise<number> {
