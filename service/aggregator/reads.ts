@@ -11,6 +11,7 @@
  */
 import { sql, type RawBuilder, type Selectable } from 'kysely';
 import type { AggregatorDb, DailyTotalsTable, InstallationsTable, SubmissionsTable } from './db';
+import { dialectOf, flavourOf } from '../db/dialect';
 import { DAILY_COUNTERS, DAY_MS, LATEST_FIELDS } from './derived-schema';
 
 /** A submissions row with its JSON columns parsed. */
@@ -42,6 +43,25 @@ export interface BucketRow {
 }
 
 export type LatestField = (typeof LATEST_FIELDS)[number];
+
+/** The largest few of a tally counted in SQL, and what the rest add up to. */
+export interface TopTally<C> {
+  shown: ({ name: string } & C)[];
+  rest: { names: number } & C;
+}
+
+/**
+ * The entries of a JSON object text column as rows of `j` (key and value), joined after a comma: SQLite's
+ * json_each, PostgreSQL's jsonb_each (a function in FROM may use the tables before it there).
+ */
+function jsonEntries(db: AggregatorDb, column: RawBuilder<unknown>) {
+  const postgres = dialectOf(db) === 'postgres';
+  return {
+    from: postgres ? sql`jsonb_each(CAST(${column} AS jsonb)) AS j(key, value)` : sql`json_each(${column}) AS j`,
+    isTrue: postgres ? sql`j.value = 'true'::jsonb` : sql`j.type = 'true'`,
+    number: postgres ? sql`CAST(j.value #>> '{}' AS BIGINT)` : sql`j.value`,
+  };
+}
 
 /** A group of installations whose latest submissions agree on the grouped fields: how many, and their printers. */
 export type LatestGroup<K extends LatestField> = { [P in K]: P extends 'printer_count' ? number : string } & { installations: number; printers: number };
@@ -214,25 +234,73 @@ export class AggregatorReads {
     return new Map(rows.rows.map((r) => [Number(r.bucket), Number(r.n)]));
   }
 
-  /** The errors by code in the window: each distinct event_counts text is parsed once and counted as often as it occurs. */
-  async errorsIn(startMs: number, endMs: number): Promise<{ byType: Map<string, number> }> {
-    const rows = await this.db
-      .selectFrom('submissions')
-      .select((eb) => ['event_counts', eb.fn.countAll<number>().as('n'), eb.fn.min('id').as('first_id')])
-      .where('received_ms', '>', startMs)
-      .where('received_ms', '<=', endMs)
-      .where('error_count', '>', 0)
-      .groupBy('event_counts')
-      .orderBy('first_id')
-      .execute();
-    const byType = new Map<string, number>();
-    for (const row of rows) {
-      const times = Number(row.n);
-      for (const [key, n] of Object.entries(JSON.parse(row.event_counts) as Record<string, number>)) {
-        if (key.startsWith('error_')) byType.set(key.slice(6), (byType.get(key.slice(6)) ?? 0) + n * times);
-      }
-    }
-    return { byType };
+  /**
+   * The error counters by code (event_counts `error_<code>`) of the submissions with errors in (startMs,
+   * endMs], added up in SQL: the `top` largest, and how many codes and counts the rest hold. Codes are
+   * whatever senders name them, so only the top few may come back as rows (the whole list grew with
+   * every new name, one JS object per distinct event_counts text).
+   */
+  async errorTypes(startMs: number, endMs: number, top: number): Promise<TopTally<{ count: number }>> {
+    const j = jsonEntries(this.db, sql`s.event_counts`);
+    const { rows } = await sql<{ name: string; count: number; names: number; total: number }>`
+      SELECT name, count, COUNT(*) OVER () AS names, SUM(count) OVER () AS total FROM (
+        SELECT j.key AS name, SUM(${j.number}) AS count FROM submissions s, ${j.from}
+        WHERE s.received_ms > ${startMs} AND s.received_ms <= ${endMs} AND s.error_count > 0 AND substr(j.key, 1, 6) = 'error_'
+        GROUP BY j.key
+      ) per_code ORDER BY count DESC, ${flavourOf(this.db).sortKey(sql.ref('name'))} LIMIT ${sql.lit(Math.trunc(top))}`.execute(this.db);
+    const shown = rows.map((r) => ({ name: r.name.slice(6), count: Number(r.count) }));
+    const total = rows.length ? Number(rows[0].total) : 0;
+    return { shown, rest: { names: rows.length ? Number(rows[0].names) - rows.length : 0, count: total - shown.reduce((n, r) => n + r.count, 0) } };
+  }
+
+  /**
+   * Enabled and disabled installations per feature, by the latest submission of each installation active
+   * in (startMs, endMs], counted in SQL: the `top` features most often enabled, and the rest in sum.
+   */
+  async featureTally(startMs: number, endMs: number, top: number): Promise<TopTally<{ enabled: number; disabled: number }>> {
+    const j = jsonEntries(this.db, sql`l.feature_usage`);
+    const { rows } = await sql<{ name: string; enabled: number; disabled: number; names: number; all_enabled: number; all_disabled: number }>`
+      SELECT name, enabled, disabled, COUNT(*) OVER () AS names, SUM(enabled) OVER () AS all_enabled, SUM(disabled) OVER () AS all_disabled FROM (
+        SELECT j.key AS name, SUM(CASE WHEN ${j.isTrue} THEN 1 ELSE 0 END) AS enabled, SUM(CASE WHEN ${j.isTrue} THEN 0 ELSE 1 END) AS disabled
+        FROM (${this.latestInWindow(startMs, endMs)}) l, ${j.from} GROUP BY j.key
+      ) per_feature ORDER BY enabled DESC, ${flavourOf(this.db).sortKey(sql.ref('name'))} LIMIT ${sql.lit(Math.trunc(top))}`.execute(this.db);
+    const shown = rows.map((r) => ({ name: r.name, enabled: Number(r.enabled), disabled: Number(r.disabled) }));
+    const first = rows[0];
+    const sum = (k: 'enabled' | 'disabled') => shown.reduce((n, r) => n + r[k], 0);
+    return {
+      shown,
+      rest: first
+        ? { names: Number(first.names) - rows.length, enabled: Number(first.all_enabled) - sum('enabled'), disabled: Number(first.all_disabled) - sum('disabled') }
+        : { names: 0, enabled: 0, disabled: 0 },
+    };
+  }
+
+  /**
+   * Per bucket (as latestPerBucketGroups) and feature: enabled and disabled installations by their latest
+   * submission in the bucket, for the `top` features most often enabled over all buckets only (at most
+   * buckets x top rows), with how many features there were in all.
+   */
+  async featureTrendTally(endMs: number, sizeMs: number, buckets: number, top: number) {
+    const startMs = endMs - buckets * sizeMs;
+    const bucket = sql`(${lit(endMs)} - received_ms) / ${lit(sizeMs)}`;
+    const j = jsonEntries(this.db, sql`latest.feature_usage`);
+    const { rows } = await sql<{ bucket: number; name: string; enabled: number; disabled: number; names: number }>`
+      WITH latest AS (
+        SELECT bucket, feature_usage FROM (
+          SELECT ${bucket} AS bucket, feature_usage, ROW_NUMBER() OVER (PARTITION BY ${bucket}, installation_id ORDER BY received_ms DESC, id DESC) AS rn
+          FROM submissions WHERE received_ms > ${startMs} AND received_ms <= ${endMs}
+        ) ranked WHERE rn = 1
+      ), per AS (
+        SELECT latest.bucket AS bucket, j.key AS name, SUM(CASE WHEN ${j.isTrue} THEN 1 ELSE 0 END) AS enabled, SUM(CASE WHEN ${j.isTrue} THEN 0 ELSE 1 END) AS disabled
+        FROM latest, ${j.from} GROUP BY latest.bucket, j.key
+      ), chosen AS (
+        SELECT name FROM per GROUP BY name ORDER BY SUM(enabled) DESC, ${flavourOf(this.db).sortKey(sql.ref('name'))} LIMIT ${sql.lit(Math.trunc(top))}
+      )
+      SELECT bucket, name, enabled, disabled, (SELECT COUNT(DISTINCT name) FROM per) AS names FROM per WHERE name IN (SELECT name FROM chosen)`.execute(this.db);
+    return {
+      rows: rows.map((r) => ({ bucket: Number(r.bucket), name: r.name, enabled: Number(r.enabled), disabled: Number(r.disabled) })),
+      names: rows.length ? Number(rows[0].names) : 0,
+    };
   }
 
   async allSubmissions(): Promise<StoredSubmission[]> {

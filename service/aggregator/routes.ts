@@ -185,7 +185,7 @@ export function aggregatorRoutes(d: RouteDeps): AnyRoute[] {
     view('/stats/versions', 'Version adoption', Versions, (q) => d.stats.versions(q.days)),
     view('/stats/geography', 'Geographic distribution (country from the time zone; XX unknown)', Geography, (q) => d.stats.geography(q.days)),
     view('/stats/printers', 'Printer statistics: fleet sizes and types', Printers, (q) => d.stats.printers(q.days)),
-    view('/stats/features', 'Feature usage: enabled and disabled counts', Features, (q) => d.stats.features(q.days)),
+    view('/stats/features', 'Feature usage: enabled and disabled counts', Features, (q) => d.stats.features(q.days), 'The 50 features most often enabled; `features_other` sums the rest.'),
     timeline('/stats/version-migration', 'Version adoption over time', VersionMigration, (q) => d.stats.versionMigration(q.days, q.interval)),
     defineRoute({
       method: 'get',
@@ -210,8 +210,8 @@ export function aggregatorRoutes(d: RouteDeps): AnyRoute[] {
         await streamExport(d.repo, res, exportedAt);
       },
     }),
-    timeline('/stats/feature-trends', 'Feature adoption over time', FeatureTrends, (q) => d.stats.featureTrends(q.days, q.interval)),
-    timeline('/stats/errors', 'Error statistics with trends', Errors, (q) => d.stats.errors(q.days, q.interval), 'Errors are the `error` event counts of the submissions; `by_type` adds up their `error_<code>` counts.'),
+    timeline('/stats/feature-trends', 'Feature adoption over time', FeatureTrends, (q) => d.stats.featureTrends(q.days, q.interval), 'The 50 features most often enabled over the timeline, in every bucket; `features_omitted` counts the others.'),
+    timeline('/stats/errors', 'Error statistics with trends', Errors, (q) => d.stats.errors(q.days, q.interval), 'Errors are the `error` event counts of the submissions; `by_type` adds up their `error_<code>` counts, the 50 most frequent codes (counted in SQL), and `by_type_other` the rest.'),
     defineRoute({
       method: 'get',
       path: '/reports/email-status',

@@ -116,7 +116,10 @@ export const Features = z.object({
   generated_at: timestamp,
   days: int,
   total_installations: int,
-  features: z.array(FeatureCount),
+  features: z.array(FeatureCount).meta({ description: 'The 50 features most often enabled, most enabled first' }),
+  features_other: z
+    .object({ features: int, enabled: int, disabled: int })
+    .meta({ description: 'The features beyond the 50 listed: how many, and their enabled and disabled counts added up' }),
 });
 
 export const VersionMigration = z.object({
@@ -169,7 +172,8 @@ export const FeatureTrends = z.object({
   generated_at: timestamp,
   days: int,
   interval: z.enum(['day', 'week']),
-  features: z.array(z.string()),
+  features: z.array(z.string()).meta({ description: 'The 50 features most often enabled over the whole timeline, by name' }),
+  features_omitted: int.meta({ description: 'Features seen in the timeline but not listed (beyond the 50)' }),
   timeline: z.array(z.object({ period_start: timestamp, period_end: timestamp, total_installations: int, features: z.array(FeatureCount) })),
 });
 
@@ -184,7 +188,8 @@ export const Errors = z.object({
   errors_per_installation: z.number(),
   week_over_week_change: changePercent,
   trend_direction: z.enum(['up', 'down', 'stable']),
-  by_type: z.array(z.object({ type: z.string(), count: int })).meta({ description: 'Error counters by code (event_counts error_*), most frequent first' }),
+  by_type: z.array(z.object({ type: z.string(), count: int })).meta({ description: 'Error counters by code (event_counts error_*), the 50 most frequent, most frequent first' }),
+  by_type_other: z.object({ types: int, count: int }).meta({ description: 'The codes beyond the 50 listed: how many, and their counts added up' }),
   trend: z.array(z.object({ period_start: timestamp, period_end: timestamp, errors: int, submissions: int, installations_with_errors: int })),
 });
 

@@ -2,7 +2,7 @@
  * The small arithmetic the dashboard views share: rounding, percentages, week-over-week change,
  * version order and the tallies of installations by a key.
  */
-import { DAY_MS, type StoredSubmission } from './repository';
+import { DAY_MS } from './repository';
 
 export type Interval = 'day' | 'week';
 
@@ -44,20 +44,10 @@ export function tally<T extends { installations: number }>(groups: T[], keyOf: (
 
 export const byCountThenName = (a: { key: string; n: number }, b: { key: string; n: number }) => b.n - a.n || a.key.localeCompare(b.key);
 
-/** Enabled and disabled installations per feature, over groups of installations that agree on their features. */
-export function featureCounts(rows: (Pick<StoredSubmission, 'feature_usage'> & { installations: number })[]) {
-  const counts = new Map<string, { enabled: number; disabled: number }>();
-  for (const row of rows) {
-    const times = row.installations;
-    for (const [feature, on] of Object.entries(row.feature_usage)) {
-      const c = counts.get(feature) ?? { enabled: 0, disabled: 0 };
-      if (on) c.enabled += times;
-      else c.disabled += times;
-      counts.set(feature, c);
-    }
-  }
-  return [...counts]
-    .map(([feature, c]) => ({ feature, enabled: c.enabled, disabled: c.disabled, adoption: pct(c.enabled, c.enabled + c.disabled) }))
+/** Enabled and disabled installations per feature (counted in SQL, reads.ts) with their adoption, most enabled first. */
+export function featureCounts(rows: { name: string; enabled: number; disabled: number }[]) {
+  return rows
+    .map(({ name, enabled, disabled }) => ({ feature: name, enabled, disabled, adoption: pct(enabled, enabled + disabled) }))
     .sort((a, b) => b.enabled - a.enabled || a.feature.localeCompare(b.feature));
 }
 

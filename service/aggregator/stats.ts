@@ -21,6 +21,12 @@ import { findAnomalies } from './anomalies';
 import type { LatestField } from './reads';
 import { byCountThenName, change, compareVersions, direction, featureCounts, fleetHistogram, fleetSize, iso, median, pct, round2, tally, WEEK_MS, type Interval } from './stats-math';
 
+/**
+ * The error codes and features a view lists at most: senders name them, so the lists are cut in SQL to the
+ * largest and the rest is summed (by_type_other, features_other, features_omitted).
+ */
+export const TOP_NAMES = 50;
+
 // Kept importable from here, where it has always been.
 export { compareVersions };
 
@@ -181,9 +187,15 @@ export class AggregatorStats {
   }
 
   async features(days: number) {
-    const { groups, installations } = await this.latest(days, ['feature_usage']);
-    const rows = groups.map((g) => ({ feature_usage: JSON.parse(g.feature_usage) as Record<string, boolean>, installations: g.installations }));
-    return { generated_at: iso(this.now()), days, total_installations: installations, features: featureCounts(rows) };
+    const end = this.now();
+    const [installations, tally] = await Promise.all([this.repo.activeCount(end - days * DAY_MS, end), this.repo.featureTally(end - days * DAY_MS, end, TOP_NAMES)]);
+    return {
+      generated_at: iso(end),
+      days,
+      total_installations: installations,
+      features: featureCounts(tally.shown),
+      features_other: { features: tally.rest.names, enabled: tally.rest.enabled, disabled: tally.rest.disabled },
+    };
   }
 
   async versionMigration(days: number, interval: Interval) {
@@ -212,24 +224,21 @@ export class AggregatorStats {
 
   async featureTrends(days: number, interval: Interval) {
     const { size, count, end, periods } = this.bucketing(days, interval);
-    const groups = (await this.repo.latestPerBucketGroups(end, size, count, 'feature_usage')).map((g) => ({
-      bucket: g.bucket,
-      installations: g.installations,
-      feature_usage: JSON.parse(g.feature_usage) as Record<string, boolean>,
-    }));
-    const names = [...new Set(groups.flatMap((g) => Object.keys(g.feature_usage)))].sort();
+    const [tally, buckets] = await Promise.all([this.repo.featureTrendTally(end, size, count, TOP_NAMES), this.repo.buckets(end, size, count)]);
+    const active = new Map(buckets.map((b) => [b.bucket, b.active]));
+    const names = [...new Set(tally.rows.map((r) => r.name))].sort();
     return {
       generated_at: iso(end),
       days,
       interval,
       features: names,
+      features_omitted: tally.names - names.length,
       timeline: periods.map(({ bucket, period_start, period_end }) => {
-        const inBucket = groups.filter((g) => g.bucket === bucket);
-        const counts = new Map(featureCounts(inBucket).map((f) => [f.feature, f]));
+        const counts = new Map(featureCounts(tally.rows.filter((r) => r.bucket === bucket)).map((f) => [f.feature, f]));
         return {
           period_start,
           period_end,
-          total_installations: inBucket.reduce((sum, g) => sum + g.installations, 0),
+          total_installations: active.get(bucket) ?? 0,
           features: names.map((feature) => counts.get(feature) ?? { feature, enabled: 0, disabled: 0, adoption: 0 }),
         };
       }),
@@ -244,7 +253,7 @@ export class AggregatorStats {
       this.repo.activeCount(start, end),
       this.repo.withErrorsCount(start, end),
       this.repo.buckets(end, size, count),
-      this.repo.errorsIn(start, end),
+      this.repo.errorTypes(start, end, TOP_NAMES),
       this.repo.totals(end - WEEK_MS, end),
       this.repo.totals(end - 2 * WEEK_MS, end - WEEK_MS),
     ]);
@@ -261,7 +270,8 @@ export class AggregatorStats {
       errors_per_installation: reporting ? round2(window.errors / reporting) : 0,
       week_over_week_change: wow,
       trend_direction: direction(wow),
-      by_type: [...types.byType].map(([type, n]) => ({ type, count: n })).sort((a, b) => b.count - a.count || a.type.localeCompare(b.type)),
+      by_type: types.shown.map(({ name, count }) => ({ type: name, count })).sort((a, b) => b.count - a.count || a.type.localeCompare(b.type)),
+      by_type_other: { types: types.rest.names, count: types.rest.count },
       trend: periods.map(({ bucket, period_start, period_end }) => ({
         period_start,
         period_end,
