@@ -72,6 +72,27 @@ export async function localeDatabaseOptions(db: DialectUnderTest): Promise<{ dat
 }
 
 /**
+ * PostgreSQL: `held` (another writer's statements) runs in a transaction left open on a connection of its own,
+ * then `run` starts, and `held` commits once `run` waits for a row it locked: the other writer commits exactly
+ * between `run`'s read and its write, the moment a race test is after. `what` names a `run` that never waits.
+ */
+export async function commitWhileBlocked<T>(url: string, held: { sql: string; params: unknown[] }[], run: () => Promise<T>, what: string): Promise<T> {
+  const other = new pg.Client({ connectionString: url });
+  const watcher = new pg.Client({ connectionString: url });
+  await Promise.all([other.connect(), watcher.connect()]);
+  try {
+    await other.query('BEGIN');
+    for (const q of held) await other.query(q.sql, q.params);
+    const running = run();
+    await untilLockWait(watcher, what);
+    await other.query('COMMIT');
+    return await running;
+  } finally {
+    await Promise.all([other.end(), watcher.end()]);
+  }
+}
+
+/**
  * Waits (with a deadline) until a statement of another connection of `client`'s database waits for a row
  * lock (PostgreSQL): how a race test knows the code under test reached the write a held transaction blocks.
  */

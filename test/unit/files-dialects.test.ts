@@ -6,11 +6,10 @@
  * order, which every refresh of the listing rewrites). And a refresh of the listing, which PostgreSQL runs
  * beside a download (SQLite's one writer runs them one after the other), never drops a downloaded file.
  */
-import pg from 'pg';
 import type { PrinterFileEntry } from '../../service/db/repositories/files';
 import { printedFile } from '../../service/monitoring/print-identity';
 import { databaseUrlOf, dialectStore, statementsOf } from '../helpers/dialect-store';
-import { describeDialects, untilLockWait } from '../helpers/dialects';
+import { commitWhileBlocked, describeDialects } from '../helpers/dialects';
 
 const entry = (id: string, path: string): PrinterFileEntry => ({ id, path, name: path.split('/').pop()!, file_type: '.gcode', size: 100, modified: null });
 
@@ -48,19 +47,12 @@ describeDialects('file catalog rows', (db) => {
       result = await store.files.syncPrinter('p1', [], '2026-11-27T12:00:00.000Z');
     } else {
       // PostgreSQL: the download commits between the refresh's read of the rows and its delete.
-      const other = new pg.Client({ connectionString: url });
-      const watcher = new pg.Client({ connectionString: url });
-      await Promise.all([other.connect(), watcher.connect()]);
-      try {
-        await other.query('BEGIN');
-        await other.query('UPDATE files SET status = $1, local_path = $2, downloaded_at = $3 WHERE id = $4', [downloaded.status, downloaded.local_path, downloaded.downloaded_at, 'f1']);
-        const refresh = store.files.syncPrinter('p1', [], '2026-11-27T12:00:00.000Z');
-        await untilLockWait(watcher, 'the refresh never waited for the download');
-        await other.query('COMMIT');
-        result = await refresh;
-      } finally {
-        await Promise.all([other.end(), watcher.end()]);
-      }
+      result = await commitWhileBlocked(
+        url,
+        [{ sql: 'UPDATE files SET status = $1, local_path = $2, downloaded_at = $3 WHERE id = $4', params: [downloaded.status, downloaded.local_path, downloaded.downloaded_at, 'f1'] }],
+        () => store.files.syncPrinter('p1', [], '2026-11-27T12:00:00.000Z'),
+        'the refresh never waited for the download',
+      );
     }
     expect(result).toEqual({ added: 0, removed: 0 });
     expect(await store.files.get('f1')).toMatchObject({ status: 'downloaded', local_path: '/data/files/f1.gcode' });

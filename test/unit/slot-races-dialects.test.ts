@@ -4,9 +4,8 @@
  * On PostgreSQL they run side by side; the test makes the other load commit exactly while this one is about
  * to write (a second connection holds it uncommitted until this one waits for it).
  */
-import pg from 'pg';
 import { databaseUrlOf, dialectStore } from '../helpers/dialect-store';
-import { describeDialects, untilLockWait } from '../helpers/dialects';
+import { commitWhileBlocked, describeDialects } from '../helpers/dialects';
 
 const NOW = '2026-11-27T10:00:00.000Z';
 const SLOT = { printer_id: 'p1', slot: 3 };
@@ -28,19 +27,7 @@ describeDialects('two loads of one slot at once', (db) => {
   async function race<T>(first: { sql: string; params: unknown[] }[], firstOnStore: () => Promise<unknown>, second: () => Promise<T>): Promise<T> {
     const url = databaseUrlOf(store);
     if (url === undefined) return (await Promise.all([firstOnStore(), second()]))[1];
-    const other = new pg.Client({ connectionString: url });
-    const watcher = new pg.Client({ connectionString: url });
-    await Promise.all([other.connect(), watcher.connect()]);
-    try {
-      await other.query('BEGIN');
-      for (const q of first) await other.query(q.sql, q.params);
-      const running = second();
-      await untilLockWait(watcher, 'the second load never waited for the first');
-      await other.query('COMMIT');
-      return await running;
-    } finally {
-      await Promise.all([other.end(), watcher.end()]);
-    }
+    return commitWhileBlocked(url, first, second, 'the second load never waited for the first');
   }
 
   const spool = (material: string) =>

@@ -5,9 +5,8 @@
  * the test makes the count land exactly between the marking's read and its write (a second connection
  * holds the count uncommitted until the marking waits for it).
  */
-import pg from 'pg';
 import { databaseUrlOf, dialectStore } from '../helpers/dialect-store';
-import { describeDialects, untilLockWait } from '../helpers/dialects';
+import { commitWhileBlocked, describeDialects } from '../helpers/dialects';
 
 const AT = '2026-11-27T10:15:00.000Z';
 
@@ -23,19 +22,12 @@ describeDialects('usage counters', (db) => {
     if (url === undefined) {
       await Promise.all([store.usage.markSubmitted(captured, AT), store.usage.add('job_created', 1, AT)]);
     } else {
-      const other = new pg.Client({ connectionString: url });
-      const watcher = new pg.Client({ connectionString: url });
-      await Promise.all([other.connect(), watcher.connect()]);
-      try {
-        await other.query('BEGIN');
-        await other.query('UPDATE usage_events SET count = count + 1, last_at = $1 WHERE id = $2', [AT, captured[0].id]);
-        const marking = store.usage.markSubmitted(captured, AT);
-        await untilLockWait(watcher, 'the marking never waited for the counted row');
-        await other.query('COMMIT');
-        await marking;
-      } finally {
-        await Promise.all([other.end(), watcher.end()]);
-      }
+      await commitWhileBlocked(
+        url,
+        [{ sql: 'UPDATE usage_events SET count = count + 1, last_at = $1 WHERE id = $2', params: [AT, captured[0].id] }],
+        () => store.usage.markSubmitted(captured, AT),
+        'the marking never waited for the counted row',
+      );
     }
 
     const all = await store.usage.all();
