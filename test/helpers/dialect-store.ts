@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openStore, type Store, type StoreOptions } from '../../service/db';
-import type { DialectUnderTest } from './dialects';
+import { sqliteOf, type DialectUnderTest } from './dialects';
 
 export interface DialectStoreOptions {
   /** 'test' (the default): a fresh store per test; 'block': one store for all the block's tests. */
@@ -58,4 +58,30 @@ export async function statementsOf(store: Store, run: () => Promise<unknown>): P
     store.connection.queryListeners.delete(listener);
   }
   return seen;
+}
+
+/**
+ * The database's own plan of each statement, one line per step: SQLite's EXPLAIN QUERY PLAN; PostgreSQL's
+ * EXPLAIN with sequential scans and sorts priced out of reach (on a near-empty table the planner would rightly
+ * prefer them; a plan test asks whether an index CAN serve the statement).
+ */
+export async function plansOf(store: Store, statements: { sql: string; parameters: readonly unknown[] }[]): Promise<{ sql: string; plan: string[] }[]> {
+  const connection = store.connection;
+  if (connection.dialect === 'sqlite') {
+    const sqlite = sqliteOf(connection);
+    return statements.map(({ sql, parameters }) => ({ sql, plan: (sqlite.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...(parameters as unknown[])) as { detail: string }[]).map((r) => r.detail) }));
+  }
+  const client = await connection.pool.connect();
+  try {
+    await client.query('SET enable_seqscan = off');
+    await client.query('SET enable_sort = off');
+    const planned = [];
+    for (const { sql, parameters } of statements) {
+      const { rows } = await client.query(`EXPLAIN ${sql}`, parameters as unknown[]);
+      planned.push({ sql, plan: rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN'].trim()) });
+    }
+    return planned;
+  } finally {
+    client.release();
+  }
 }

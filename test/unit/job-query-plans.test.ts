@@ -10,42 +10,12 @@
  * planner would rightly prefer them; what matters is that an index CAN serve
  * the statement, and then the plan has neither).
  */
-import type { Store } from '../../service/db';
-import { dialectStore, statementsOf } from '../helpers/dialect-store';
-import { describeDialects, sqliteOf } from '../helpers/dialects';
+import { dialectStore, plansOf, statementsOf } from '../helpers/dialect-store';
+import { describeDialects } from '../helpers/dialects';
 
 interface Planned {
   sql: string;
   plan: string[];
-}
-
-/** The plan of every statement `run` sends to SQLite, one line per step. */
-async function sqlitePlans(store: Store, run: () => Promise<unknown>): Promise<Planned[]> {
-  const sqlite = sqliteOf(store.connection);
-  return (await statementsOf(store, run)).map(({ sql, parameters }) => ({
-    sql,
-    plan: (sqlite.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...(parameters as unknown[])) as { detail: string }[]).map((r) => r.detail),
-  }));
-}
-
-/** The plan of every statement `run` sends to PostgreSQL, one line per node, with seq scans and sorts off. */
-async function postgresPlans(store: Store, run: () => Promise<unknown>): Promise<Planned[]> {
-  const connection = store.connection;
-  if (connection.dialect !== 'postgres') throw new Error('PostgreSQL expected');
-  const seen = await statementsOf(store, run);
-  const client = await connection.pool.connect();
-  try {
-    await client.query('SET enable_seqscan = off');
-    await client.query('SET enable_sort = off');
-    const planned: Planned[] = [];
-    for (const { sql, parameters } of seen) {
-      const { rows } = await client.query(`EXPLAIN ${sql}`, parameters as unknown[]);
-      planned.push({ sql, plan: rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN'].trim()) });
-    }
-    return planned;
-  } finally {
-    client.release();
-  }
 }
 
 /**
@@ -76,7 +46,7 @@ describeDialects('job queries use indexes, not scans or sorts of the history', (
   const store = dialectStore(db, { per: 'block' });
 
   async function expectIndexed(run: () => Promise<unknown>): Promise<Planned[]> {
-    const planned = db.name === 'sqlite' ? await sqlitePlans(store, run) : await postgresPlans(store, run);
+    const planned = await plansOf(store, await statementsOf(store, run));
     expect(planned.length).toBeGreaterThan(0);
     if (db.name === 'sqlite') expectSqliteIndexed(planned);
     else expectPostgresIndexed(planned);

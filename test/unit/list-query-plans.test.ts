@@ -6,37 +6,19 @@
  * matters is that an index CAN serve the statement).
  */
 import type { Store } from '../../service/db';
-import { dialectStore, statementsOf } from '../helpers/dialect-store';
-import { describeDialects, sqliteOf } from '../helpers/dialects';
+import { dialectStore, plansOf, statementsOf } from '../helpers/dialect-store';
+import { describeDialects } from '../helpers/dialects';
 
 /** The plan of each statement `run` makes the store send (those `which` matches: the pages), one line per step. */
-async function plansOf(store: Store, run: () => Promise<unknown>, which = /^select .* order by /): Promise<{ sql: string; plan: string[] }[]> {
-  const pages = (await statementsOf(store, run)).filter(({ sql }) => which.test(sql));
-  const connection = store.connection;
-  if (connection.dialect === 'sqlite') {
-    const sqlite = sqliteOf(connection);
-    return pages.map(({ sql, parameters }) => ({ sql, plan: (sqlite.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...(parameters as unknown[])) as { detail: string }[]).map((r) => r.detail) }));
-  }
-  const client = await connection.pool.connect();
-  try {
-    await client.query('SET enable_seqscan = off');
-    await client.query('SET enable_sort = off');
-    const planned = [];
-    for (const { sql, parameters } of pages) {
-      const { rows } = await client.query(`EXPLAIN ${sql}`, parameters as unknown[]);
-      planned.push({ sql, plan: rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN'].trim()) });
-    }
-    return planned;
-  } finally {
-    client.release();
-  }
+async function pagePlans(store: Store, run: () => Promise<unknown>, which = /^select .* order by /): Promise<{ sql: string; plan: string[] }[]> {
+  return plansOf(store, (await statementsOf(store, run)).filter(({ sql }) => which.test(sql)));
 }
 
 describeDialects('the file and queue lists read their pages off an index', (db) => {
   const store = dialectStore(db, { per: 'block' });
 
   test("GET /files: the catalog's summary is read from an index alone, not from every row", async () => {
-    const planned = await plansOf(store, () => store.files.summary(), /^select .* from "files"$/);
+    const planned = await pagePlans(store, () => store.files.summary(), /^select .* from "files"$/);
     expect(planned).toHaveLength(1);
     const text = planned[0].plan.join(' ; ');
     // PostgreSQL reads the index alone once a vacuum has marked the pages all-visible (a fresh table's are not).
@@ -45,7 +27,7 @@ describeDialects('the file and queue lists read their pages off an index', (db) 
 
   /** The page statement of `run`: no full scan of `table`, no sort. */
   async function expectIndexed(table: string, run: () => Promise<unknown>) {
-    const planned = await plansOf(store, run);
+    const planned = await pagePlans(store, run);
     expect(planned).toHaveLength(1);
     const [{ plan }] = planned;
     const text = plan.join(' ; ');
