@@ -52,8 +52,9 @@ describeDialects('aggregator: one count per period', (db) => {
     // The farm built it again from the same period start (its counters stayed open): 5 jobs plus 2 since.
     const second = await a.call('POST', '/submit', take(id, 48, 1, 1, 7));
     expect(second.status).toBe(201);
-    expect(second.body.replaced).toEqual([{ submission_id: expect.any(Number), submitted_at: first.submitted_at, period_start: first.period_start, period_end: first.period_end }]);
+    // Counted once: without the rule both were (12 jobs, two stored).
     expect(await figures(id)).toEqual({ jobs: base.jobs + 7, errors: base.errors + 7, stored: [7], counted: 1 });
+    expect(second.body.replaced).toEqual([{ submission_id: expect.any(Number), submitted_at: first.submitted_at, period_start: first.period_start, period_end: first.period_end }]);
     // A client retry whose answer was lost changes nothing, whichever it is.
     expect((await a.call('POST', '/submit', take(id, 48, 1, 1, 7))).body).toMatchObject({ status: 'duplicate', submission_id: second.body.submission_id, replaced: [] });
     expect(await figures(id)).toEqual({ jobs: base.jobs + 7, errors: base.errors + 7, stored: [7], counted: 1 });
