@@ -21,14 +21,18 @@ export async function seedSqlite(dataDir: string, installations: number, submiss
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 60000');
   const span = 90 * DAY_MS;
+  // Each period ends where the installation's next one starts (the rows of one installation are this far
+  // apart at least): periods that overlap would count once (migration 003), so the seeded data has none.
+  const period = Math.floor((installations * span) / Math.max(1, submissions));
   db.exec(`
     INSERT INTO submissions (installation_id, received_at, received_ms, submitted_at, schema_version, period_start, period_end, app_version, platform,
       deployment_mode, country_code, printer_count, printer_types, printer_type_counts, total_jobs_created, total_jobs_completed, total_jobs_failed,
-      total_files_downloaded, total_files_uploaded, uptime_hours, feature_usage, event_counts, error_count)
-    SELECT ${uuidSql(`s % ${installations}`)}, ${iso('t')}, t, ${iso('t')}, '1.0', ${iso(`t - ${7 * DAY_MS}`)}, ${iso('t')},
+      total_files_downloaded, total_files_uploaded, uptime_hours, feature_usage, event_counts, error_count, submitted_ms, period_start_ms, period_end_ms)
+    SELECT ${uuidSql(`s % ${installations}`)}, ${iso('t')}, t, ${iso('t')}, '1.0', ${iso(`t - ${period}`)}, ${iso('t')},
       ${pick('s % 3', ['1.0.0', '1.1.0', '1.2.0'])}, ${pick('s % 3', ['linux', 'darwin', 'win32'])}, ${pick('s % 3', ['standalone', 'node-red', 'docker'])},
       ${pick('s % 4', ['DE', 'US', 'FR', 'XX'])}, 1 + s % 20, '["bambu_lab","prusa_core"]', '{"bambu_lab":1,"prusa_core":1}', 10, 8, 1, 3, 0, 24.5,
-      '{"queue":true,"previews":false}', CASE WHEN s % 10 = 0 THEN '{"error":2,"error_download_failed":2}' ELSE '{}' END, CASE WHEN s % 10 = 0 THEN 2 ELSE 0 END
+      '{"queue":true,"previews":false}', CASE WHEN s % 10 = 0 THEN '{"error":2,"error_download_failed":2}' ELSE '{}' END, CASE WHEN s % 10 = 0 THEN 2 ELSE 0 END,
+      t, t - ${period}, t
     FROM (WITH RECURSIVE g(s) AS (SELECT 0 UNION ALL SELECT s + 1 FROM g WHERE s < ${submissions - 1})
       SELECT s, ${nowMs} - ((s * ${span}) / ${Math.max(1, submissions)}) AS t FROM g)`);
   db.exec(`

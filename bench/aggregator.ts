@@ -89,14 +89,18 @@ const iso = (expr: string) => `to_char(to_timestamp((${expr}) / 1000.0) AT TIME 
 /** Installations and their submissions, written by PostgreSQL itself (generate_series), spread over 90 days, and what the service derives from them. */
 async function seed(client: pg.Client, url: string, installations: number, submissions: number, nowMs: number): Promise<void> {
   const span = 90 * DAY_MS;
+  // Each period ends where the installation's next one starts (the rows of one installation are this far
+  // apart at least): periods that overlap would count once (migration 003), so the seeded data has none.
+  const period = Math.floor((installations * span) / Math.max(1, submissions));
   await client.query(`
     INSERT INTO submissions (installation_id, received_at, received_ms, submitted_at, schema_version, period_start, period_end, app_version, platform,
       deployment_mode, country_code, printer_count, printer_types, printer_type_counts, total_jobs_created, total_jobs_completed, total_jobs_failed,
-      total_files_downloaded, total_files_uploaded, uptime_hours, feature_usage, event_counts, error_count)
-    SELECT ${uuidSql(`s % ${installations}`)}, ${iso('t')}, t, ${iso('t')}, '1.0', ${iso(`t - ${7 * DAY_MS}`)}, ${iso('t')},
+      total_files_downloaded, total_files_uploaded, uptime_hours, feature_usage, event_counts, error_count, submitted_ms, period_start_ms, period_end_ms)
+    SELECT ${uuidSql(`s % ${installations}`)}, ${iso('t')}, t, ${iso('t')}, '1.0', ${iso(`t - ${period}`)}, ${iso('t')},
       (ARRAY['1.0.0', '1.1.0', '1.2.0'])[1 + s % 3], (ARRAY['linux', 'darwin', 'win32'])[1 + s % 3], (ARRAY['standalone', 'node-red', 'docker'])[1 + s % 3],
       (ARRAY['DE', 'US', 'FR', 'XX'])[1 + s % 4], 1 + s % 20, '["bambu_lab","prusa_core"]', '{"bambu_lab":1,"prusa_core":1}', 10, 8, 1, 3, 0, 24.5,
-      '{"queue":true,"previews":false}', CASE WHEN s % 10 = 0 THEN '{"error":2,"error_download_failed":2}' ELSE '{}' END, CASE WHEN s % 10 = 0 THEN 2 ELSE 0 END
+      '{"queue":true,"previews":false}', CASE WHEN s % 10 = 0 THEN '{"error":2,"error_download_failed":2}' ELSE '{}' END, CASE WHEN s % 10 = 0 THEN 2 ELSE 0 END,
+      t, t - ${period}, t
     FROM (SELECT s, ${nowMs} - ((s::bigint * ${span}) / ${Math.max(1, submissions)}) AS t FROM generate_series(0, ${submissions - 1}) AS s) AS g`);
   await client.query(`
     INSERT INTO installations (installation_id, first_seen_at, first_seen_ms, last_seen_at, last_seen_ms, submissions, app_version, platform, deployment_mode, country_code, printer_count)
@@ -128,7 +132,8 @@ function body(installation: string, n: number, nowMs: number) {
     installation_id: installation,
     submitted_at: at,
     schema_version: '1.0',
-    period_start: new Date(nowMs - 7 * DAY_MS).toISOString(),
+    // The millisecond before: one installation's submissions must not overlap, or each would replace the one before.
+    period_start: new Date(nowMs + n - 1).toISOString(),
     period_end: at,
     app_version: '1.2.0',
     platform: 'linux',
