@@ -1,11 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Dialect, type Migration } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, sql, type Dialect, type Migration } from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema';
 import { ConfigError } from '../config';
 import { MIGRATIONS } from './migrations';
+import { TurnTakingSqliteDialect } from './sqlite-turns';
 
 export type Db = Kysely<DB>;
 
@@ -89,7 +90,8 @@ export async function openSqlite<T>(file: string, migrations: Record<string, Mig
   // A second process (or a backup) holding a lock makes writers wait instead of failing at once.
   sqlite.pragma('busy_timeout = 5000');
   const queryListeners: QueryListeners = new Set();
-  const db = listenedKysely<T>(new SqliteDialect({ database: withStatementCache(sqlite) }), queryListeners);
+  // Queries take the one connection in turns, and let the event loop turn between slices (sqlite-turns.ts).
+  const db = listenedKysely<T>(new TurnTakingSqliteDialect({ database: withStatementCache(sqlite) }), queryListeners);
   await migrateOrClose(db, migrations, (err) => unusableDatabase(file, err));
   const ping = async () => {
     try {
