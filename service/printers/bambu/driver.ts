@@ -7,7 +7,9 @@
  *   user `bblp` + access code, subscribed to `device/{serial}/report`;
  * - on every (re)connect: `pushall` + `get_version`, and never otherwise
  *   (a P1P must not get pushall more than once per 5 minutes);
- * - partial reports are merged into one full report (state.ts);
+ * - partial reports are merged into one full report (state.ts); a new link's
+ *   state goes out from its first full report (the pushall answer) on, or from
+ *   its deltas after `firstReportWaitMs` (5 s) when that never comes;
  * - a watchdog marks the link `disconnected` ("no report for N s") when
  *   nothing arrived within `watchdog_ms` and reconnects, so the state is never
  *   "online with frozen data";
@@ -64,6 +66,9 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
   private readonly ftp: BambuFtp;
   private readonly connectTimeoutMs: number;
   private readonly keepaliveSeconds: number;
+  private readonly firstReportWaitMs: number;
+  /** Ends a new link's wait for its first full report (reports.ts awaitFullReport); null when none is awaited. */
+  private firstReportTimer: NodeJS.Timeout | null = null;
   private readonly log: BambuDriverLogger | null;
   /** Every callback of the network or a timer: whatever goes wrong marks this printer `error`, never the process. */
   private readonly guard = guardWith((err) => this.fault(`the service could not handle what the printer sent (${reasonOf(err)})`));
@@ -78,6 +83,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     this.reconnects = new Reconnects(timings, this.guard, () => this.attemptConnect());
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     this.keepaliveSeconds = options.keepaliveSeconds ?? 30;
+    this.firstReportWaitMs = options.firstReportWaitMs ?? 5000;
     this.log = options.logger ?? null;
     this.sequence = 20_000 + Math.floor(timings.random() * 60_000);
     this.ftp = new BambuFtp({
@@ -177,10 +183,28 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
 
   private onLinkUp(session: BambuSession): void {
     if (session !== this.session) return;
+    // The link's state goes out from its pushall answer on; a printer that never answers (a P1P takes pushall
+    // only once per 5 minutes) is shown from its deltas after the bounded wait.
+    this.reports.awaitFullReport();
+    this.clearFirstReportTimer();
+    this.firstReportTimer = setTimeout(this.guard(() => this.firstReportOverdue(session)), this.firstReportWaitMs);
     this.requestFullStatus(session);
     this.setLink('connected', null);
     this.log?.debug({ printer: this.config.id }, 'bambu: connected');
     for (const w of this.waiters.splice(0)) w.resolve();
+  }
+
+  private firstReportOverdue(session: BambuSession): void {
+    this.firstReportTimer = null;
+    if (session !== this.session) return;
+    this.log?.debug({ printer: this.config.id, wait_ms: this.firstReportWaitMs }, 'bambu: no full report yet, showing the deltas');
+    const state = this.reports.release(this.serial);
+    if (state) this.emit('state', state);
+  }
+
+  private clearFirstReportTimer(): void {
+    if (this.firstReportTimer) clearTimeout(this.firstReportTimer);
+    this.firstReportTimer = null;
   }
 
   /** pushall + get_version: only here, i.e. once per (re)connect. */
@@ -221,6 +245,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
 
   /** Ends the current session (its late events are ignored: `session !== this.session`). */
   private teardown(): Promise<void> {
+    this.clearFirstReportTimer();
     const session = this.session;
     this.session = null;
     return session ? session.end() : Promise.resolve();
@@ -253,6 +278,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
       return;
     }
     this.reconnects.reset();
+    if (!this.reports.awaiting) this.clearFirstReportTimer();
     if (outcome.reply) this.commands.answer(outcome.reply);
     if (outcome.state) this.emit('state', outcome.state);
   }

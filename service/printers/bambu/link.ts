@@ -58,6 +58,8 @@ export interface BambuDriverOptions extends ReconnectOptions {
   connectTimeoutMs?: number;
   /** MQTT keepalive (s, default 30). */
   keepaliveSeconds?: number;
+  /** How long a new link's state waits for its first full report (the pushall answer) before its deltas are shown (ms, default 5000). */
+  firstReportWaitMs?: number;
   /** FTPS inactivity timeout (ms, default max(command_timeout_ms, 15 000)). */
   ftpTimeoutMs?: number;
   logger?: BambuDriverLogger;

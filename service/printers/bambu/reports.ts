@@ -30,6 +30,13 @@ export class BambuReports {
   version: VersionInfo | null = null;
   current: PrinterState | null = null;
   dropped = 0;
+  /**
+   * A new link's reports are merged but not shown until its first full report (the pushall answer): a busy
+   * printer answers pushall late, and its deltas before it lack the print (subtask_name, gcode_file) and the
+   * trays, so a new driver showed "printing" without the job and without its AMS, and a reconnected one the
+   * last link's print with the new link's progress. The driver ends the wait after a bounded time (release()).
+   */
+  private awaitingFull = false;
 
   take(payload: Buffer, serial: string | null): ReportOutcome {
     const message = this.parse(payload);
@@ -53,6 +60,7 @@ export class BambuReports {
       return { kind: 'refused', reason: refused };
     }
     if (full) ams.remember(payload);
+    if (status !== null && status.msg === 0) this.awaitingFull = false;
     let reply: Json | null = null;
     let changed = status !== null;
     if (!status && isObject(message.print)) reply = message.print;
@@ -61,6 +69,23 @@ export class BambuReports {
       changed = true;
     }
     return { kind: 'taken', reply, state: changed ? this.newState(serial) : null };
+  }
+
+  /** A new link is up: what it reports is shown from its first full report on, or from release(). */
+  awaitFullReport(): void {
+    this.awaitingFull = true;
+  }
+
+  /** Whether the current link's first full report is still awaited. */
+  get awaiting(): boolean {
+    return this.awaitingFull;
+  }
+
+  /** The full report is overdue: what the link's deltas said goes out (the new state, or null when none or unchanged). */
+  release(serial: string | null): PrinterState | null {
+    if (!this.awaitingFull) return null;
+    this.awaitingFull = false;
+    return this.newState(serial);
   }
 
   /** The parsed message (undefined when it is not JSON), its AMS standing in when its bytes are the remembered ones. */
@@ -98,6 +123,7 @@ export class BambuReports {
 
   /** The state when it differs from the last one shown. */
   private newState(serial: string | null): PrinterState | null {
+    if (this.awaitingFull) return null;
     // Until a report has said what the printer is doing (the pushall answer), a merged delta would read as idle
     // and end the job the printer is still printing.
     if (!this.tracked || typeof this.tracked.print.gcode_state !== 'string') return null;
