@@ -54,7 +54,7 @@ export interface TopTally<C> {
  * The entries of a JSON object text column as rows of `j` (key and value), joined after a comma: SQLite's
  * json_each, PostgreSQL's jsonb_each (a function in FROM may use the tables before it there).
  */
-function jsonEntries(db: AggregatorDb, column: RawBuilder<unknown>) {
+export function jsonEntries(db: AggregatorDb, column: RawBuilder<unknown>) {
   const postgres = dialectOf(db) === 'postgres';
   return {
     from: postgres ? sql`jsonb_each(CAST(${column} AS jsonb)) AS j(key, value)` : sql`json_each(${column}) AS j`,
@@ -138,7 +138,7 @@ export class AggregatorReads {
   }
 
   /** The latest submission in (startMs, endMs] of every installation that submitted then, as the fields of latest_submissions. */
-  private latestInWindow(startMs: number, endMs: number): RawBuilder<unknown> {
+  protected latestInWindow(startMs: number, endMs: number): RawBuilder<unknown> {
     const fields = sql.raw(['installation_id', ...LATEST_FIELDS].join(', '));
     return sql`SELECT ${fields} FROM latest_submissions WHERE received_ms > ${startMs} AND received_ms <= ${endMs}
       UNION ALL

@@ -1,6 +1,6 @@
 /**
  * The write side of the aggregation service (submissions, rate limits, deletion) on top of its read
- * queries (reads.ts). Every change to the submissions updates the derived tables (derived-writes.ts)
+ * queries (reads.ts, tally-reads.ts). Every change to the submissions updates the derived tables (derived-writes.ts)
  * in the same transaction.
  */
 import { sql, type Transaction } from 'kysely';
@@ -10,7 +10,7 @@ import { dialectOf } from '../db/dialect';
 import type { AggregatorDb, AggregatorDB } from './db';
 import { DAY_MS } from './derived-schema';
 import { deleteWithDerived, recordDerived, refreshLatest } from './derived-writes';
-import { AggregatorReads } from './reads';
+import { TallyReads } from './tally-reads';
 
 export type { BucketRow, StoredSubmission, Totals } from './reads';
 export { DAY_MS };
@@ -31,7 +31,7 @@ export type AcceptOutcome =
   | { kind: 'limited'; count: number; windowStartMs: number }
   | { kind: 'deleted'; deletedAt: string; count: number; windowStartMs: number };
 
-export class AggregatorRepository extends AggregatorReads {
+export class AggregatorRepository extends TallyReads {
   constructor(db: AggregatorDb) {
     super(db);
   }

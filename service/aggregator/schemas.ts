@@ -73,16 +73,18 @@ export const DeploymentModes = z.object({
   generated_at: timestamp,
   days: int,
   total_installations: int,
-  modes: z.array(z.object({ mode: z.string(), ...Share })),
+  modes: z.array(z.object({ mode: z.string(), ...Share })).meta({ description: 'The 50 modes with the most installations, most first' }),
+  modes_other: z.object({ modes: int, installations: int }).meta({ description: 'The modes beyond the 50 listed: how many, and their installations added up' }),
 });
 
 export const Versions = z.object({
   generated_at: timestamp,
   days: int,
   total_installations: int,
-  latest_version: z.string().nullable(),
+  latest_version: z.string().nullable().meta({ description: 'The newest of the listed versions' }),
   latest_version_adoption: percent,
-  versions: z.array(z.object({ version: z.string(), ...Share })).meta({ description: 'Newest version first' }),
+  versions: z.array(z.object({ version: z.string(), ...Share })).meta({ description: 'The 50 versions with the most installations, newest version first' }),
+  versions_other: z.object({ versions: int, installations: int }).meta({ description: 'The versions beyond the 50 listed: how many, and their installations added up' }),
 });
 
 export const Geography = z.object({
@@ -101,7 +103,12 @@ export const Printers = z.object({
   average_per_installation: z.number(),
   median_per_installation: z.number(),
   max_per_installation: int,
-  types: z.array(z.object({ type: z.string(), printers: int, installations: int, percentage: percent.meta({ description: 'Share of all printers' }) })),
+  types: z
+    .array(z.object({ type: z.string(), printers: int, installations: int, percentage: percent.meta({ description: 'Share of all printers' }) }))
+    .meta({ description: 'The 50 printer types with the most printers, most first' }),
+  types_other: z
+    .object({ types: int, printers: int, installations: int })
+    .meta({ description: 'The types beyond the 50 listed: how many, and their printers and installations added up' }),
   fleet_sizes: z.array(z.object({ size: z.enum(['0', '1', '2-5', '6-10', '11-50', '51+']), installations: int })),
 });
 
@@ -126,13 +133,15 @@ export const VersionMigration = z.object({
   generated_at: timestamp,
   days: int,
   interval: z.enum(['day', 'week']),
-  versions: z.array(z.string()).meta({ description: 'Every version seen in the timeline, newest first' }),
+  versions: z.array(z.string()).meta({ description: 'The 50 versions with the most installations over the whole timeline (per bucket added up), newest first' }),
+  versions_omitted: int.meta({ description: 'Versions seen in the timeline but not listed (beyond the 50)' }),
   timeline: z.array(
     z.object({
       period_start: timestamp,
       period_end: timestamp,
       total_installations: int,
-      versions: z.array(z.object({ version: z.string(), ...Share })),
+      versions: z.array(z.object({ version: z.string(), ...Share })).meta({ description: 'The listed versions seen in the bucket, newest first' }),
+      versions_other: z.object({ versions: int, installations: int }).meta({ description: 'The bucket\'s versions beyond the listed ones: how many, and their installations added up' }),
     }),
   ),
 });

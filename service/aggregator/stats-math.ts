@@ -50,33 +50,3 @@ export function featureCounts(rows: { name: string; enabled: number; disabled: n
     .map(({ name, enabled, disabled }) => ({ feature: name, enabled, disabled, adoption: pct(enabled, enabled + disabled) }))
     .sort((a, b) => b.enabled - a.enabled || a.feature.localeCompare(b.feature));
 }
-
-export function fleetSize(n: number): '0' | '1' | '2-5' | '6-10' | '11-50' | '51+' {
-  if (n <= 0) return '0';
-  if (n === 1) return '1';
-  if (n <= 5) return '2-5';
-  if (n <= 10) return '6-10';
-  if (n <= 50) return '11-50';
-  return '51+';
-}
-
-/** [printer count, installations] ascending by printer count, from groups that carry a printer_count. */
-export function fleetHistogram(groups: { printer_count: number; installations: number }[]): [number, number][] {
-  const counts = new Map<number, number>();
-  for (const g of groups) counts.set(g.printer_count, (counts.get(g.printer_count) ?? 0) + g.installations);
-  return [...counts].sort((a, b) => a[0] - b[0]);
-}
-
-/** The median of the values a histogram of `total` values describes (the mean of the middle two for an even count). */
-export function median(histogram: [number, number][], total: number): number {
-  if (total === 0) return 0;
-  const at = (index: number) => {
-    let seen = 0;
-    for (const [value, n] of histogram) {
-      seen += n;
-      if (index < seen) return value;
-    }
-    return 0;
-  };
-  return total % 2 ? at((total - 1) / 2) : (at(total / 2 - 1) + at(total / 2)) / 2;
-}

@@ -19,13 +19,17 @@ import type { ReportData } from './schemas';
 import { DAY_MS, type AggregatorRepository } from './repository';
 import { findAnomalies } from './anomalies';
 import type { LatestField } from './reads';
-import { byCountThenName, change, compareVersions, direction, featureCounts, fleetHistogram, fleetSize, iso, median, pct, round2, tally, WEEK_MS, type Interval } from './stats-math';
+import { byCountThenName, change, compareVersions, direction, featureCounts, iso, pct, round2, tally, WEEK_MS, type Interval } from './stats-math';
 
 /**
- * The error codes and features a view lists at most: senders name them, so the lists are cut in SQL to the
- * largest and the rest is summed (by_type_other, features_other, features_omitted).
+ * The error codes, features, versions, deployment modes and printer types a view lists at most: senders name
+ * them, so the lists are cut in SQL to the largest and the rest is summed (by_type_other, features_other,
+ * features_omitted, versions_other, versions_omitted, modes_other, types_other).
  */
 export const TOP_NAMES = 50;
+
+/** All installations of a tally of latest submissions: each counts under one value. */
+const allInstallations = (t: { shown: { installations: number }[]; rest: { installations: number } }) => t.shown.reduce((sum, r) => sum + r.installations, t.rest.installations);
 
 // Kept importable from here, where it has always been.
 export { compareVersions };
@@ -118,28 +122,36 @@ export class AggregatorStats {
   }
 
   async deploymentModes(days: number) {
-    const { groups, installations } = await this.latest(days, ['deployment_mode']);
+    const end = this.now();
+    const modes = await this.repo.latestTally(end - days * DAY_MS, end, 'deployment_mode', TOP_NAMES);
+    const installations = allInstallations(modes);
     return {
-      generated_at: iso(this.now()),
+      generated_at: iso(end),
       days,
       total_installations: installations,
-      modes: tally(groups, (g) => g.deployment_mode)
+      modes: modes.shown
+        .map(({ name, installations: n }) => ({ key: name, n }))
         .sort(byCountThenName)
         .map(({ key, n }) => ({ mode: key, installations: n, percentage: pct(n, installations) })),
+      modes_other: { modes: modes.rest.names, installations: modes.rest.installations },
     };
   }
 
   async versions(days: number) {
-    const { groups, installations } = await this.latest(days, ['app_version']);
-    const versions = tally(groups, (g) => g.app_version).sort((a, b) => compareVersions(b.key, a.key));
+    const end = this.now();
+    const tallied = await this.repo.latestTally(end - days * DAY_MS, end, 'app_version', TOP_NAMES);
+    const installations = allInstallations(tallied);
+    // The newest of the listed versions: one sent by a few installations only does not count as the latest.
+    const versions = [...tallied.shown].sort((a, b) => compareVersions(b.name, a.name));
     const latest = versions[0] ?? null;
     return {
-      generated_at: iso(this.now()),
+      generated_at: iso(end),
       days,
       total_installations: installations,
-      latest_version: latest?.key ?? null,
-      latest_version_adoption: latest ? pct(latest.n, installations) : 0,
-      versions: versions.map(({ key, n }) => ({ version: key, installations: n, percentage: pct(n, installations) })),
+      latest_version: latest?.name ?? null,
+      latest_version_adoption: latest ? pct(latest.installations, installations) : 0,
+      versions: versions.map(({ name, installations: n }) => ({ version: name, installations: n, percentage: pct(n, installations) })),
+      versions_other: { versions: tallied.rest.names, installations: tallied.rest.installations },
     };
   }
 
@@ -157,32 +169,22 @@ export class AggregatorStats {
   }
 
   async printers(days: number) {
-    const { groups, installations } = await this.latest(days, ['printer_count', 'printer_type_counts']);
-    const total = groups.reduce((sum, g) => sum + g.printers, 0);
-    const types = new Map<string, { printers: number; installations: number }>();
-    for (const g of groups) {
-      for (const [type, n] of Object.entries(JSON.parse(g.printer_type_counts) as Record<string, number>)) {
-        const t = types.get(type) ?? { printers: 0, installations: 0 };
-        t.printers += n * g.installations;
-        if (n > 0) t.installations += g.installations;
-        types.set(type, t);
-      }
-    }
-    const typePrinters = [...types.values()].reduce((sum, t) => sum + t.printers, 0);
-    const sizes = fleetHistogram(groups);
-    const buckets = ['0', '1', '2-5', '6-10', '11-50', '51+'] as const;
+    const end = this.now();
+    const [fleet, types] = await Promise.all([this.repo.fleetStats(end - days * DAY_MS, end), this.repo.printerTypeTally(end - days * DAY_MS, end, TOP_NAMES)]);
+    const typePrinters = types.shown.reduce((sum, t) => sum + t.printers, types.rest.printers);
     return {
-      generated_at: iso(this.now()),
+      generated_at: iso(end),
       days,
-      total_installations: installations,
-      total_printers: total,
-      average_per_installation: installations ? round2(total / installations) : 0,
-      median_per_installation: median(sizes, installations),
-      max_per_installation: sizes.at(-1)?.[0] ?? 0,
-      types: [...types]
-        .map(([type, t]) => ({ type, printers: t.printers, installations: t.installations, percentage: pct(t.printers, typePrinters) }))
+      total_installations: fleet.installations,
+      total_printers: fleet.printers,
+      average_per_installation: fleet.installations ? round2(fleet.printers / fleet.installations) : 0,
+      median_per_installation: fleet.median,
+      max_per_installation: fleet.max,
+      types: types.shown
+        .map(({ name, printers, installations }) => ({ type: name, printers, installations, percentage: pct(printers, typePrinters) }))
         .sort((a, b) => b.printers - a.printers || a.type.localeCompare(b.type)),
-      fleet_sizes: buckets.map((size) => ({ size, installations: sizes.filter(([count]) => fleetSize(count) === size).reduce((sum, [, n]) => sum + n, 0) })),
+      types_other: { types: types.rest.names, printers: types.rest.printers, installations: types.rest.installations },
+      fleet_sizes: fleet.sizes,
     };
   }
 
@@ -200,23 +202,24 @@ export class AggregatorStats {
 
   async versionMigration(days: number, interval: Interval) {
     const { size, count, end, periods } = this.bucketing(days, interval);
-    const groups = await this.repo.latestPerBucketGroups(end, size, count, 'app_version');
-    const all = [...new Set(groups.map((g) => g.app_version))].sort((a, b) => compareVersions(b, a));
+    const tallied = await this.repo.versionTrendTally(end, size, count, TOP_NAMES);
+    const all = [...new Set(tallied.rows.map((r) => r.name))].sort((a, b) => compareVersions(b, a));
     return {
       generated_at: iso(end),
       days,
       interval,
       versions: all,
+      versions_omitted: tallied.names - all.length,
       timeline: periods.map(({ bucket, period_start, period_end }) => {
-        const inBucket = groups.filter((g) => g.bucket === bucket);
-        const total = inBucket.reduce((sum, g) => sum + g.installations, 0);
+        const inBucket = tallied.rows.filter((r) => r.bucket === bucket).sort((a, b) => compareVersions(b.name, a.name));
+        const whole = tallied.perBucket.get(bucket) ?? { installations: 0, names: 0 };
+        const listed = inBucket.reduce((sum, r) => sum + r.installations, 0);
         return {
           period_start,
           period_end,
-          total_installations: total,
-          versions: tally(inBucket, (g) => g.app_version)
-            .sort((a, b) => compareVersions(b.key, a.key))
-            .map(({ key, n }) => ({ version: key, installations: n, percentage: pct(n, total) })),
+          total_installations: whole.installations,
+          versions: inBucket.map(({ name, installations: n }) => ({ version: name, installations: n, percentage: pct(n, whole.installations) })),
+          versions_other: { versions: whole.names - inBucket.length, installations: whole.installations - listed },
         };
       }),
     };
@@ -305,16 +308,18 @@ export class AggregatorStats {
     const now = this.now();
     const span = (kind === 'weekly' ? 7 : 30) * DAY_MS;
     const start = now - span;
-    const [active, previous, fresh, totals, latest, anomalies] = await Promise.all([
+    // One tally per field, each cut in SQL: grouping by the three together read one row per combination senders chose.
+    const [active, previous, fresh, totals, versions, countries, modes, anomalies] = await Promise.all([
       this.repo.activeCount(start, now),
       this.repo.activeCount(start - span, start),
       this.repo.newCount(start, now),
       this.repo.totals(start, now),
-      this.repo.latestGroups(start, now, ['app_version', 'country_code', 'deployment_mode']),
+      this.repo.latestTally(start, now, 'app_version', 10),
+      this.repo.latestTally(start, now, 'country_code', 10),
+      this.repo.latestTally(start, now, 'deployment_mode', TOP_NAMES),
       this.anomalies(),
     ]);
-    type Group = (typeof latest)[number];
-    const top = (keyOf: (g: Group) => string) => tally(latest, keyOf).sort(byCountThenName);
+    const top = (t: typeof versions) => t.shown.map(({ name, installations }) => ({ key: name, n: installations })).sort(byCountThenName);
     return {
       kind,
       period_start: iso(start),
@@ -331,14 +336,10 @@ export class AggregatorStats {
       files_downloaded: totals.files_downloaded,
       files_uploaded: totals.files_uploaded,
       errors: totals.errors,
-      total_printers: latest.reduce((sum, g) => sum + g.printers, 0),
-      top_versions: top((r) => r.app_version)
-        .slice(0, 10)
-        .map(({ key, n }) => ({ version: key, installations: n })),
-      top_countries: top((r) => r.country_code)
-        .slice(0, 10)
-        .map(({ key, n }) => ({ country_code: key, installations: n })),
-      deployment_modes: top((r) => r.deployment_mode).map(({ key, n }) => ({ mode: key, installations: n })),
+      total_printers: modes.shown.reduce((sum, m) => sum + m.printers, modes.rest.printers),
+      top_versions: top(versions).map(({ key, n }) => ({ version: key, installations: n })),
+      top_countries: top(countries).map(({ key, n }) => ({ country_code: key, installations: n })),
+      deployment_modes: top(modes).map(({ key, n }) => ({ mode: key, installations: n })),
       anomalies: anomalies.anomalies,
     };
   }

@@ -154,6 +154,7 @@ describeDialects('aggregation service statistics', (db) => {
         { type: 'prusa_core', printers: 7, installations: 2, percentage: 70 },
         { type: 'bambu_lab', printers: 3, installations: 2, percentage: 30 },
       ],
+      types_other: { types: 0, printers: 0, installations: 0 },
       fleet_sizes: [
         { size: '0', installations: 0 },
         { size: '1', installations: 1 },
@@ -184,6 +185,7 @@ describeDialects('aggregation service statistics', (db) => {
           { version: '1.2.0', installations: 1, percentage: 50 },
           { version: '1.0.0', installations: 1, percentage: 50 },
         ],
+        versions_other: { versions: 0, installations: 0 },
       },
       {
         period_start: new Date(NOW - 7 * DAY_MS).toISOString(),
@@ -193,6 +195,7 @@ describeDialects('aggregation service statistics', (db) => {
           { version: '1.2.0', installations: 1, percentage: 50 },
           { version: '1.1.0', installations: 1, percentage: 50 },
         ],
+        versions_other: { versions: 0, installations: 0 },
       },
     ]);
     const trends = await get('/stats/feature-trends?days=14');
