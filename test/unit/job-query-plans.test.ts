@@ -66,6 +66,11 @@ describeDialects('job queries use indexes, not scans or sorts of the history', (
     ['a page by start time, oldest first', { order_by: 'start_time' as const, order_dir: 'asc' as const }],
     ['a page by duration, longest first', { order_by: 'duration' as const }],
     ['a page by duration, shortest first', { order_by: 'duration' as const, order_dir: 'asc' as const }],
+    // Migration 023 and the SQLite hints of jobs.ts: sorted a printer's history, all completed jobs, or a printer's jobs since the date.
+    ['a page of one printer by duration, longest first', { printer_id: 'x1c-01', order_by: 'duration' as const }],
+    ['a page of completed jobs by duration, longest first', { statuses: ['completed'], order_by: 'duration' as const }],
+    ['a page of one printer\'s completed jobs by duration, longest first', { printer_id: 'x1c-01', statuses: ['completed'], order_by: 'duration' as const }],
+    ['a page of one printer since a date, newest first', { printer_id: 'x1c-01', from: '2026-01-01T00:00:00.000Z' }],
   ])('GET /jobs: %s', async (_what, filter) => {
     await expectIndexed(() => store.jobs.list({ ...page, ...filter }));
   });

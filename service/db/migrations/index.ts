@@ -30,6 +30,7 @@ import * as m019 from './019_job_sort_indexes';
 import * as m020 from './020_list_order_indexes';
 import * as m021 from './021_file_summary_index';
 import * as m022 from './022_job_printer_status_index';
+import * as m023 from './023_job_printer_duration_index';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '001_initial': m001,
@@ -53,4 +54,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '020_list_order_indexes': m020,
   '021_file_summary_index': m021,
   '022_job_printer_status_index': m022,
+  '023_job_printer_duration_index': m023,
 };

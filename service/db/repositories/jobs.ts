@@ -63,6 +63,37 @@ function byNewest(a: { start_time: string | null; created_at: string; id: number
   return when(a) < when(b) ? 1 : when(a) > when(b) ? -1 : Number(b.id) - Number(a.id);
 }
 
+/** Filter terms of a page that SQLite is not to pick its index by (see sqliteHints). */
+interface PlanHints {
+  status: boolean;
+  period: boolean;
+  /** The order's key, kept from serving the order off an index (the matches are few: found and sorted). */
+  key: boolean;
+}
+const NO_HINTS: PlanHints = { status: false, period: false, key: false };
+/** The statuses a history is made of: most of the jobs (the others are the few queued and running ones). */
+const HISTORY_STATUSES = new Set(['completed', 'failed', 'cancelled']);
+
+/**
+ * SQLite plans without statistics (the service never runs ANALYZE): it reads the index with the most equality
+ * and range terms and sorts what it finds. Where those terms match most of a long history, that sorted every
+ * match for one page; hiding them from the index choice makes it read the page in order off the order's index
+ * (008, 019, 023) and stop after `limit` matches, which come densely:
+ *  - by duration, of history statuses only: completed jobs are most of all (2 in 3 and more), failed and
+ *    cancelled ones still one in a few dozen; the few queued or running ones stay found by status and sorted;
+ *  - newest first by creation or start, since a date (no end date): the newest jobs are in the range.
+ * The other way round, a printer's queued or running jobs by duration are found by (printer_id, status) and
+ * sorted: read in order off jobs_printer_duration they were a walk over the printer's history.
+ * PostgreSQL weighs its own statistics (kept by autovacuum) and needs none of this.
+ */
+function sqliteHints(q: JobQuery): PlanHints {
+  return {
+    status: q.order_by === 'duration' && q.statuses !== undefined && q.statuses.every((s) => HISTORY_STATUSES.has(s)),
+    period: q.order_by !== 'duration' && q.order_dir === 'desc' && q.from !== undefined && q.to === undefined,
+    key: q.order_by === 'duration' && q.statuses !== undefined && !q.statuses.every((s) => HISTORY_STATUSES.has(s)),
+  };
+}
+
 export class JobsRepository {
   private readonly tallies: JobTalliesRepository;
   constructor(private readonly db: Db) {
@@ -119,35 +150,43 @@ export class JobsRepository {
   }
 
   async list(q: JobQuery): Promise<{ jobs: JobRecord[]; total: number }> {
-    let base = this.db.selectFrom('jobs');
-    if (q.printer_id !== undefined) base = base.where('jobs.printer_id', '=', q.printer_id);
-    if (q.queue_item_id !== undefined) base = base.where('jobs.queue_item_id', '=', q.queue_item_id);
-    if (q.statuses !== undefined) base = base.where('jobs.status', 'in', q.statuses);
-    if (q.is_business !== undefined) base = base.where('jobs.is_business', '=', q.is_business ? 1 : 0);
-    const when = sql<string>`coalesce(jobs.start_time, jobs.created_at)`;
-    if (q.from !== undefined) base = base.where(when, '>=', q.from);
-    if (q.to !== undefined) base = base.where(when, '<=', q.to);
+    const pg = flavourOf(this.db).name === 'postgres';
+    const hints = pg ? NO_HINTS : sqliteHints(q);
+    // `hidden` terms filter the page without leading SQLite's index choice (unary + is a no-op on the value);
+    // the count keeps every term an index can serve.
+    const filtered = (hidden: PlanHints) => {
+      let base = this.db.selectFrom('jobs');
+      if (q.printer_id !== undefined) base = base.where('jobs.printer_id', '=', q.printer_id);
+      if (q.queue_item_id !== undefined) base = base.where('jobs.queue_item_id', '=', q.queue_item_id);
+      if (q.statuses !== undefined) base = base.where(hidden.status ? sql`+jobs.status` : sql.ref('jobs.status'), 'in', q.statuses);
+      if (q.is_business !== undefined) base = base.where('jobs.is_business', '=', q.is_business ? 1 : 0);
+      const when = hidden.period ? sql<string>`+coalesce(jobs.start_time, jobs.created_at)` : sql<string>`coalesce(jobs.start_time, jobs.created_at)`;
+      if (q.from !== undefined) base = base.where(when, '>=', q.from);
+      if (q.to !== undefined) base = base.where(when, '<=', q.to);
+      return base;
+    };
 
     // Filtered by the tally key alone (or not at all), the total is a sum over job_tallies; else the jobs are counted.
     const byKeyOnly = q.queue_item_id === undefined && q.from === undefined && q.to === undefined;
     const total = byKeyOnly
       ? await this.tallies.count(q)
-      : (await base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()).total;
+      : (await filtered(NO_HINTS).select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()).total;
 
     const dir = q.order_dir === 'asc' ? sql`asc` : sql`desc`;
     const key =
       q.order_by === 'duration'
-        ? sql`coalesce(jobs.actual_duration, jobs.estimated_duration)`
+        ? hints.key
+          ? sql`+coalesce(jobs.actual_duration, jobs.estimated_duration)`
+          : sql`coalesce(jobs.actual_duration, jobs.estimated_duration)`
         : q.order_by === 'start_time'
           ? sql`jobs.start_time`
           : sql`jobs.created_at`;
     // Jobs without the sort key (not started, no duration) go last in either direction. created_at is never
     // null. Where a database would put NULL first by itself (SQLite ascending, PostgreSQL descending), SQLite
     // leads with `key is null` and PostgreSQL says NULLS LAST; each order then reads straight off an index
-    // (migrations 008 and 019) instead of sorting every match.
-    const pg = flavourOf(this.db).name === 'postgres';
+    // (migrations 008, 019 and 023) instead of sorting every match.
     const nullsFirstByItself = q.order_by !== 'created_at' && (pg ? q.order_dir === 'desc' : q.order_dir === 'asc');
-    let page = base
+    let page = filtered(hints)
       .leftJoin('printers', 'printers.id', 'jobs.printer_id')
       .selectAll('jobs')
       .select(sql<string | null>`coalesce(printers.name, jobs.printer_name)`.as('printer_display_name'));
