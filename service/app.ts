@@ -308,7 +308,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
       context.updates.close();
       // Camera streams never end on their own: they end first, so that the server can drain.
       await cameras.close();
-      notifier.close();
+      await notifier.close();
       await webhooks.close();
       await discovery.close();
       await ideas.close();

@@ -6,7 +6,7 @@ import pg from 'pg';
 import type { DB } from './schema';
 import { ConfigError } from '../config';
 import { MIGRATIONS } from './migrations';
-import { TurnTakingSqliteDialect } from './sqlite-turns';
+import { TurnTakingSqliteDialect, type TurnTaking } from './sqlite-turns';
 
 export type Db = Kysely<DB>;
 
@@ -18,6 +18,8 @@ export interface SqliteConnection<T> {
   file: string;
   /** Called with every statement run (SQL and parameters): the query-plan test reads EXPLAIN of each. */
   queryListeners: QueryListeners;
+  /** The turns statements take on the one connection (tests read how many wait). */
+  turns: TurnTaking;
   /** True while the database answers a trivial query. */
   ping(): Promise<boolean>;
   close(): Promise<void>;
@@ -91,7 +93,8 @@ export async function openSqlite<T>(file: string, migrations: Record<string, Mig
   sqlite.pragma('busy_timeout = 5000');
   const queryListeners: QueryListeners = new Set();
   // Queries take the one connection in turns, and let the event loop turn between slices (sqlite-turns.ts).
-  const db = listenedKysely<T>(new TurnTakingSqliteDialect({ database: withStatementCache(sqlite) }), queryListeners);
+  let turns: TurnTaking | undefined;
+  const db = listenedKysely<T>(new TurnTakingSqliteDialect({ database: withStatementCache(sqlite) }, (made) => (turns = made)), queryListeners);
   await migrateOrClose(db, migrations, (err) => unusableDatabase(file, err));
   const ping = async () => {
     try {
@@ -101,7 +104,8 @@ export async function openSqlite<T>(file: string, migrations: Record<string, Mig
       return false;
     }
   };
-  return { dialect: 'sqlite', db, sqlite, file, queryListeners, ping, close: () => db.destroy() };
+  // Kysely makes its driver as it is built: the turns are known here.
+  return { dialect: 'sqlite', db, sqlite, file, queryListeners, turns: turns!, ping, close: () => db.destroy() };
 }
 
 /** Most statements kept prepared (a list's `IN (?, ?, ...)` makes one SQL text per length). */

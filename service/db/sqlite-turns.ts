@@ -32,6 +32,13 @@ export class TurnTaking {
   private sliceStart = -1;
   /** Uses of the lock that waited for the loop to turn (tests). */
   yields = 0;
+  /** Most uses waiting at once since it was last set to 0 (tests: a burst's listeners keep it small). */
+  mostWaiting = 0;
+
+  /** Uses of the lock waiting now. */
+  get pending(): number {
+    return this.waiting.length - this.head;
+  }
 
   /** Resolves when the caller holds the lock. */
   take(): Promise<void> {
@@ -42,6 +49,7 @@ export class TurnTaking {
       }
     }
     const turn = new Promise<void>((resolve) => this.waiting.push(resolve));
+    if (this.pending > this.mostWaiting) this.mostWaiting = this.pending;
     if (!this.held && !this.yielding) this.passOn();
     return turn;
   }

@@ -4,7 +4,9 @@
  * reached) its grams go to the spool in each slot, once: the usage rows are
  * unique per job and slot and written in one transaction with the
  * subtraction, and a restart settles every plan left open (a SIGKILL between
- * the job's end and its usage).
+ * the job's end and its usage). The work of each event is queued (util/work-queue.ts): a few jobs at a
+ * time, each job's steps in order, so that a burst of job ends does not put all of their statements before
+ * the database's other users at once.
  */
 import type { Logger } from 'pino';
 import type { Store } from '../db';
@@ -13,6 +15,7 @@ import type { EventBus, JobUpdateEvent } from '../events';
 import type { PrinterState } from '../printers/driver';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
+import { WorkQueue } from '../util/work-queue';
 import type { FileGramsCache } from './file-grams';
 import { planEntries } from './plan';
 import type { SpoolService } from './spools';
@@ -22,13 +25,23 @@ const ENDED = ['completed', 'failed', 'cancelled'];
 const RECOVERY_BATCH = 500;
 /** Trays remembered per running print (multi-colour prints by hand use a few). */
 const MAX_SLOTS_SEEN = 32;
+/** Jobs worked on at once: two keep PostgreSQL's round trips overlapping and leave the pool to requests. */
+const CONCURRENCY = 2;
+/**
+ * Steps waiting at most. Beyond, an end is remembered by its job id alone (up to as many again) and settled
+ * once the backlog drains, after which every plan still open whose job ended is settled too (the restart's
+ * recovery): nothing is lost, a refused start only makes the plan at the end (as for a job seen first ending).
+ */
+const MAX_WAITING = 50_000;
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
 
 export class FilamentUsageService {
   /** The running job of each printer with a plan, and the trays it was seen feeding from. */
   private readonly running = new Map<string, { jobId: number; seen: number[] }>();
-  private readonly chains = new Map<number, Promise<void>>();
+  /** Job ends refused by a full backlog, settled by the catch-up. */
+  private readonly refusedEnds = new Set<number>();
+  readonly work: WorkQueue;
 
   constructor(
     private readonly store: Store,
@@ -38,28 +51,64 @@ export class FilamentUsageService {
     private readonly stateOf: (printerId: string) => PrinterState | undefined,
     private readonly grams: FileGramsCache,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.work = new WorkQueue({
+      name: 'filament usage',
+      concurrency: CONCURRENCY,
+      maxBacklog: MAX_WAITING,
+      log,
+      catchUp: () => this.catchUp(),
+      whenFull: 'job ends are settled once it drains, with every plan still open whose job ended',
+    });
+  }
 
   /** Settles the plans a stop left open; remembers the running ones. */
   async start(): Promise<void> {
-    for (const jobId of await this.store.filamentUsage.unsettledJobs(RECOVERY_BATCH)) {
-      const job = await this.store.jobs.get(jobId);
-      if (!job || ENDED.includes(job.status)) await this.settle(jobId);
-      else {
-        const plan = await this.store.filamentUsage.plan(jobId);
-        if (plan) this.running.set(plan.printer_id, { jobId, seen: plan.slots_seen });
+    await this.settleOpenPlans(RECOVERY_BATCH, true);
+  }
+
+  /**
+   * Settles the open plans of ended jobs, `batch` at a time (all of them unless `once`); remembers the running
+   * ones when `remember` (at start: the catch-up runs beside the live jobs, whose state is newer).
+   */
+  private async settleOpenPlans(batch: number, remember: boolean, once = remember): Promise<void> {
+    let after = 0;
+    for (;;) {
+      const ids = await this.store.filamentUsage.unsettledJobs(batch, after);
+      for (const jobId of ids) {
+        const job = await this.store.jobs.get(jobId);
+        if (!job || ENDED.includes(job.status)) await this.settle(jobId);
+        else if (remember) {
+          const plan = await this.store.filamentUsage.plan(jobId);
+          if (plan) this.running.set(plan.printer_id, { jobId, seen: plan.slots_seen });
+        }
       }
+      if (once || ids.length < batch) return;
+      after = ids[ids.length - 1];
     }
+  }
+
+  /**
+   * After a full backlog: the ends it refused, then every open plan of an ended job. A settlement is written
+   * once per job and slot whoever runs it, so one running here beside a queued one counts once.
+   */
+  private async catchUp(): Promise<void> {
+    const ends = [...this.refusedEnds];
+    this.refusedEnds.clear();
+    for (const jobId of ends) await this.settle(jobId);
+    await this.settleOpenPlans(RECOVERY_BATCH, false, false);
   }
 
   /** Waits for the work under way (tests, shutdown). */
   async idle(): Promise<void> {
-    while (this.chains.size) await Promise.all(this.chains.values());
+    await this.work.idle();
   }
 
   onJobUpdate(e: JobUpdateEvent): void {
-    if (e.change === 'created') this.serial(e.job_id, () => this.plan(e.job_id));
-    else if ((e.change === 'status' || e.change === 'cancelled') && ENDED.includes(e.status)) this.serial(e.job_id, () => this.settle(e.job_id));
+    if (e.change === 'created') this.serial(e.job_id, `plan:${e.job_id}`, () => this.plan(e.job_id));
+    else if ((e.change === 'status' || e.change === 'cancelled') && ENDED.includes(e.status)) {
+      if (!this.serial(e.job_id, `settle:${e.job_id}`, () => this.settle(e.job_id)) && this.refusedEnds.size < MAX_WAITING) this.refusedEnds.add(e.job_id);
+    }
   }
 
   /** The printer feeds from `slot` now: remembered for the print's end (prints started by hand). */
@@ -67,14 +116,13 @@ export class FilamentUsageService {
     const run = this.running.get(printerId);
     if (!run || slot === null || slot === undefined || run.seen.includes(slot) || run.seen.length >= MAX_SLOTS_SEEN) return;
     run.seen.push(slot);
-    const seen = [...run.seen];
-    this.serial(run.jobId, () => this.store.filamentUsage.setSlotsSeen(run.jobId, seen));
+    // Read when written: a write still waiting writes the trays seen until it runs.
+    this.serial(run.jobId, `slots:${run.jobId}`, () => this.store.filamentUsage.setSlotsSeen(run.jobId, [...run.seen]));
   }
 
-  private serial(jobId: number, work: () => Promise<void>): void {
-    const next = (this.chains.get(jobId) ?? Promise.resolve()).then(work).catch((err) => this.log.error({ err, job_id: jobId }, 'filament usage failed'));
-    this.chains.set(jobId, next);
-    void next.finally(() => this.chains.get(jobId) === next && this.chains.delete(jobId));
+  /** Queues a step of the job (after its earlier ones); false when the backlog refused it. */
+  private serial(jobId: number, once: string, work: () => Promise<void>): boolean {
+    return this.work.push(() => work().catch((err) => this.log.error({ err, job_id: jobId }, 'filament usage failed')), { key: jobId, once });
   }
 
   private async plan(jobId: number): Promise<void> {

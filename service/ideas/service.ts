@@ -28,8 +28,15 @@ import { recogniseModelUrl } from './platforms';
 import { TrendingService, type TrendingOptions } from './trending';
 import { ideaView, normaliseFileInfo } from './view';
 import { paginationOf } from '../util/pagination';
+import { WorkQueue } from '../util/work-queue';
 
 export { ideaView } from './view';
+
+/**
+ * Job completions waiting to move their ideas along (one statement each, two at a time). Beyond, a completion
+ * is not queued: once the backlog drains one statement moves every printing idea whose job completed.
+ */
+const JOB_BACKLOG = 20_000;
 
 export interface IdeaServiceOptions extends PageFetcherOptions {
   /** How often ideas still missing their metadata are retried in the background (default 30 min; 0 turns it off). */
@@ -58,6 +65,8 @@ export class IdeaService {
   private readonly controller = new AbortController();
   private readonly pending = new Set<Promise<unknown>>();
   private retryTimer: NodeJS.Timeout | null = null;
+  /** Job completions to follow, a few at a time (a burst of them must not fill the database's queue at once). */
+  readonly jobWork: WorkQueue;
   private unsubscribe: (() => void) | null = null;
   private closed = false;
 
@@ -72,6 +81,14 @@ export class IdeaService {
     this.pages = new IdeaPages(store, log, this.fetcher, this.controller.signal);
     this.retryMs = options.metadataRetryMs ?? 30 * 60 * 1000;
     this.retryBatch = options.metadataRetryBatch ?? 5;
+    this.jobWork = new WorkQueue({
+      name: 'ideas following jobs',
+      concurrency: 2,
+      maxBacklog: JOB_BACKLOG,
+      log,
+      catchUp: () => this.followJob(),
+      whenFull: 'ideas of the completions refused are completed together once it drains',
+    });
   }
 
   /** Follows job completions, starts the trending cache timer and the metadata retry. */
@@ -79,7 +96,8 @@ export class IdeaService {
     if (this.closed) return;
     this.unsubscribe = this.bus.on('job_update', (event) => {
       if (event.status !== 'completed') return;
-      this.track(this.followJob(event.job_id));
+      // A job's completion heard again before it was followed (its usage update follows it) is followed once.
+      this.jobWork.push(() => this.followJob(event.job_id), { once: `job:${event.job_id}` });
     });
     this.trending.start();
     if (this.retryMs > 0) {
@@ -95,6 +113,8 @@ export class IdeaService {
     this.retryTimer = null;
     this.controller.abort(new Error('service stopping'));
     await this.trending.close();
+    // What waits is dropped: an idea whose job completed is completed on the next read anyway (syncWithJobs).
+    await this.jobWork.close();
     await Promise.allSettled([...this.pending]);
   }
 
@@ -339,7 +359,9 @@ export class IdeaService {
     return this.store.ideas.completeFollowingJobs(nowIso(), jobId);
   }
 
-  private async followJob(jobId: number): Promise<void> {
+  /** Completes the ideas of `jobId` (of every completed job when absent: the catch-up of a full backlog). */
+  private async followJob(jobId?: number): Promise<void> {
+    if (this.closed) return;
     const moved = await this.syncWithJobs(jobId);
     if (moved.length > 0) this.log.info({ job_id: jobId, idea_ids: moved }, 'ideas: completed with their job');
   }

@@ -3,7 +3,10 @@
  * or failed, a fatal or serious attention entry, a printer offline for longer than `offline_notify_s`, a
  * plate that needs clearing, a queue item that failed, a spool running low (where the service has spools).
  * Each goes out as a `notification` event (/ws, the Node-RED `printfarm-events` node) and to the webhooks.
- * It only listens to the event bus: nothing here slows a report or a request down.
+ * It only listens to the event bus: nothing here slows a report or a request down. What a notification reads
+ * from the database (the job's and the printer's names) is read one notification at a time, in the order of
+ * the events (util/work-queue.ts): a burst of 10 000 job ends queues 10 000 small tasks here, not 20 000
+ * statements on the database's connection, so a request that needs the database is not stuck behind them.
  */
 import type { Logger } from 'pino';
 import type { AttentionChange, AttentionEntry } from '../attention/book';
@@ -11,10 +14,19 @@ import type { Store } from '../db';
 import type { EventBus, PrinterStatusEvent } from '../events';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
+import { WorkQueue } from '../util/work-queue';
 import { notifyText, type Notification, type NotifyFacts, type NotifyKind, type NotifyLanguage, type NotifySeverity } from './kinds';
 
 /** Causes remembered for de-duplication (the oldest are forgotten first). */
 const MAX_TOLD = 5000;
+/**
+ * Notifications waiting for their names from the database. Beyond it a notification goes out at once with the
+ * names its event carries (the printer's id for its name): every notification is kept, only its wording suffers.
+ */
+const MAX_WAITING = 100_000;
+
+/** Whether a task may read the database (false: the backlog was full, it uses what its event carries). */
+type Lookups = boolean;
 
 export interface NotifierDeps {
   bus: EventBus;
@@ -35,8 +47,17 @@ export class Notifier {
   private readonly plates = new Map<string, string>();
   private readonly unsubscribe: () => void;
   private closed = false;
+  /** One at a time: notifications go out in the order of their events. */
+  readonly work: WorkQueue;
 
   constructor(private readonly deps: NotifierDeps) {
+    this.work = new WorkQueue({
+      name: 'notifications',
+      concurrency: 1,
+      maxBacklog: MAX_WAITING,
+      log: deps.log,
+      whenFull: 'notifications go out at once without the names read from the database',
+    });
     this.unsubscribe = deps.bus.onAny((type, data) => {
       try {
         this.hear(type as string, data as Record<string, unknown>);
@@ -46,11 +67,18 @@ export class Notifier {
     }, { telemetry: false });
   }
 
-  close(): void {
+  /** Stops listening; notifications still waiting are dropped (webhooks close next), the one under way ends. */
+  async close(): Promise<void> {
     this.closed = true;
     this.unsubscribe();
     for (const { timer } of this.offline.values()) clearTimeout(timer);
     this.offline.clear();
+    await this.work.close();
+  }
+
+  /** Waits until every notification heard so far went out (tests). */
+  idle(): Promise<void> {
+    return this.work.idle();
   }
 
   private hear(type: string, data: Record<string, unknown>): void {
@@ -58,21 +86,23 @@ export class Notifier {
       case 'printer_attention':
         return this.attention(data as unknown as AttentionChange);
       case 'job_update':
-        if (data.change === 'status' && (data.status === 'completed' || data.status === 'failed')) this.later(this.jobEnded(data));
+        if (data.change === 'status' && (data.status === 'completed' || data.status === 'failed')) this.later((lookups) => this.jobEnded(data, lookups));
         return;
       case 'printer_status':
         return this.printerStatus(data as PrinterStatusEvent);
       case 'queue_update':
-        if (data.status === 'failed') this.later(this.queueFailed(data));
+        if (data.status === 'failed') this.later((lookups) => this.queueFailed(data, lookups));
         return;
       case 'spool_low':
         // Sent by the spool inventory where the service has one.
-        return this.later(this.spoolLow(data));
+        return this.later((lookups) => this.spoolLow(data, lookups));
     }
   }
 
-  private later(work: Promise<void>): void {
-    work.catch((err) => this.deps.log.error({ err }, 'notification failed'));
+  /** Queues `work`; with the backlog full it runs at once without reading the database (see MAX_WAITING). */
+  private later(work: (lookups: Lookups) => Promise<void>): void {
+    if (this.work.push(() => work(true))) return;
+    if (!this.closed) work(false).catch((err) => this.deps.log.error({ err }, 'notification failed'));
   }
 
   private attention(change: AttentionChange): void {
@@ -83,16 +113,18 @@ export class Notifier {
     const cause = `attention:${change.printer_id}:${severe.map((e) => `${e.source}:${e.code}`).join(',')}:${worst.since}`;
     const words = this.deps.attentionTexts(change.printer_id, worst);
     const facts = (language: NotifyLanguage) => words[language] ?? words.en ?? { message: worst.message, action: worst.action };
-    this.later(this.tell('attention', change.printer_id, worst.severity, cause, facts, { attention: severe, all: change.attention }));
+    this.later((lookups) => this.tell(lookups, 'attention', change.printer_id, worst.severity, cause, facts, { attention: severe, all: change.attention }));
   }
 
-  private async jobEnded(data: Record<string, unknown>): Promise<void> {
+  private async jobEnded(data: Record<string, unknown>, lookups: Lookups): Promise<void> {
     const id = Number(data.job_id ?? data.id);
     const printerId = String(data.printer_id ?? '');
     const failed = data.status === 'failed';
-    const job = Number.isFinite(id) ? await this.deps.store.jobs.get(id) : undefined;
+    // A cause told already needs no job read (an event heard twice).
+    if (this.closed || this.told.has(`job:${id}:${data.status}`)) return;
+    const job = lookups && Number.isFinite(id) ? await this.deps.store.jobs.get(id) : { job_name: typeof data.job_name === 'string' ? data.job_name : null };
     const why = failed ? this.deps.attentionOf(printerId)[0]?.message : undefined;
-    await this.tell(failed ? 'print_failed' : 'print_finished', printerId, failed ? 'serious' : 'info', `job:${id}:${data.status}`, { job: job?.job_name ?? undefined, message: why }, {
+    await this.tell(lookups, failed ? 'print_failed' : 'print_finished', printerId, failed ? 'serious' : 'info', `job:${id}:${data.status}`, { job: job?.job_name ?? undefined, message: why }, {
       job_id: id,
       job_name: job?.job_name ?? null,
       status: data.status,
@@ -113,7 +145,7 @@ export class Notifier {
     if (plate) {
       const before = this.plates.get(id);
       this.plates.set(id, plate);
-      if (plate === 'needs_clearing' && before === 'clear') this.later(this.tell('plate_needs_clearing', id, 'common', `plate:${id}:${Date.now()}`, {}, { plate_state: plate }));
+      if (plate === 'needs_clearing' && before === 'clear') this.later((lookups) => this.tell(lookups, 'plate_needs_clearing', id, 'common', `plate:${id}:${Date.now()}`, {}, { plate_state: plate }));
     }
   }
 
@@ -123,7 +155,7 @@ export class Notifier {
     const wait = this.deps.settings.get('offline_notify_s') * 1000;
     const timer = setTimeout(() => {
       const minutes = Math.max(1, Math.round((Date.now() - since) / 60_000));
-      this.later(this.tell('printer_offline', id, 'serious', `offline:${id}:${since}`, { minutes, reason: reason ?? undefined }, { offline_since: new Date(since).toISOString() }));
+      this.later((lookups) => this.tell(lookups, 'printer_offline', id, 'serious', `offline:${id}:${since}`, { minutes, reason: reason ?? undefined }, { offline_since: new Date(since).toISOString() }));
     }, wait);
     timer.unref();
     this.offline.set(id, { timer, since, reason });
@@ -136,23 +168,24 @@ export class Notifier {
     this.offline.delete(id);
   }
 
-  private async queueFailed(item: Record<string, unknown>): Promise<void> {
+  private async queueFailed(item: Record<string, unknown>, lookups: Lookups): Promise<void> {
     const dispatches = Array.isArray(item.dispatches) ? (item.dispatches as Array<Record<string, unknown>>) : [];
     const last = dispatches[dispatches.length - 1];
     const printerId = typeof last?.printer_id === 'string' ? last.printer_id : null;
     const reason = typeof last?.error === 'string' ? last.error : undefined;
-    await this.tell('queue_item_failed', printerId, 'serious', `queue:${String(item.id)}:failed`, { item: typeof item.name === 'string' ? item.name : undefined, reason }, { item_id: item.id, name: item.name });
+    await this.tell(lookups, 'queue_item_failed', printerId, 'serious', `queue:${String(item.id)}:failed`, { item: typeof item.name === 'string' ? item.name : undefined, reason }, { item_id: item.id, name: item.name });
   }
 
-  private async spoolLow(data: Record<string, unknown>): Promise<void> {
+  private async spoolLow(data: Record<string, unknown>, lookups: Lookups): Promise<void> {
     const printerId = typeof data.printer_id === 'string' ? data.printer_id : null;
     const spoolId = data.spool_id ?? data.id ?? null;
     const name = [data.name, data.material ?? data.type, data.color_name ?? data.color].find((v) => typeof v === 'string' && v.trim()) as string | undefined;
     const grams = typeof data.remaining_grams === 'number' ? `${Math.round(data.remaining_grams)} g` : typeof data.remaining_percent === 'number' ? `${Math.round(data.remaining_percent)} %` : undefined;
-    await this.tell('spool_low', printerId, 'common', `spool:${String(spoolId)}:${grams ?? ''}`, { spool: name, remaining: grams }, { ...data });
+    await this.tell(lookups, 'spool_low', printerId, 'common', `spool:${String(spoolId)}:${grams ?? ''}`, { spool: name, remaining: grams }, { ...data });
   }
 
   private async tell(
+    lookups: Lookups,
     kind: NotifyKind,
     printerId: string | null,
     severity: NotifySeverity,
@@ -162,7 +195,7 @@ export class Notifier {
   ): Promise<void> {
     if (this.closed || this.told.has(cause)) return;
     this.remember(cause);
-    const record = printerId ? await this.deps.store.printers.get(printerId) : undefined;
+    const record = printerId && lookups ? await this.deps.store.printers.get(printerId) : undefined;
     if (this.closed) return;
     const printerName = record?.name ?? printerId;
     const factsIn = (language: NotifyLanguage) => ({ ...(typeof facts === 'function' ? facts(language) : facts), printer: printerName ?? '' });

@@ -26,7 +26,8 @@ describe('filament: spools over the simulators', () => {
   const usageOf = (jobId: number, slots: number) =>
     until(async () => {
       const job = (await h.get(`/api/v1/jobs/${jobId}`)).body;
-      return job.filament_usage.length === slots ? job : null;
+      // The job's totals are written just after its usage rows (a statement apart): both are waited for.
+      return job.filament_usage.length === slots && job.material_info.actual_usage !== null ? job : null;
     }, `the usage of job ${jobId}`, 20_000);
 
   beforeAll(async () => {

@@ -90,9 +90,9 @@ export class FilamentUsageRepository {
     await this.db.updateTable('filament_plans').set({ slots_seen: JSON.stringify(slots) }).where('job_id', '=', jobId).where('settled_at', 'is', null).execute();
   }
 
-  /** Jobs whose plan is not settled yet (oldest first): what a restart finishes. */
-  async unsettledJobs(limit: number): Promise<number[]> {
-    const rows = await this.db.selectFrom('filament_plans').select('job_id').where('settled_at', 'is', null).orderBy('job_id').limit(limit).execute();
+  /** Jobs whose plan is not settled yet (oldest first, after `afterJobId`): what a restart finishes. */
+  async unsettledJobs(limit: number, afterJobId = 0): Promise<number[]> {
+    const rows = await this.db.selectFrom('filament_plans').select('job_id').where('settled_at', 'is', null).where('job_id', '>', afterJobId).orderBy('job_id').limit(limit).execute();
     return rows.map((r) => Number(r.job_id));
   }
 
