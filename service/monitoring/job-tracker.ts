@@ -21,17 +21,14 @@ import type { SettingsService } from '../settings';
 import { RetryLater, type RetryLaterOptions } from '../util/retry-later';
 import { nowIso } from '../util/time';
 import { NewJobGate, type NewJobGateOptions } from './new-job-gate';
-import { normaliseFileName, printedFile, printFileName, printKey, startMinute } from './print-identity';
+import { isSameRun, normaliseFileName, printedFile, printFileName, printKey, runOfJob, startMinute, type RunIdentity } from './print-identity';
 
 const PRINTING: readonly MachineState[] = ['preparing', 'printing', 'paused'];
 const ACTIVE_JOB = ['printing', 'paused'] as const;
 
-interface Tracked {
+/** The job of a run: `name`, `startMinute` (the printer's, when it reports one) and `printerJobId` tell the run. */
+interface Tracked extends RunIdentity {
   jobId: number;
-  name: string;
-  /** Printer-reported start minute, when the printer reports one. */
-  startMinute: string | null;
-  printerJobId: string | null;
   startTime: string;
   status: string;
   percent: number;
@@ -217,23 +214,13 @@ export class JobTracker {
   }
 
   private samePrint(tracked: Tracked, job: PrintProgress): boolean {
-    if (normaliseFileName(printFileName(job)) !== tracked.name) return false;
-    if (tracked.printerJobId && job.printer_job_id && tracked.printerJobId !== job.printer_job_id) return false;
-    if (tracked.startMinute && job.started_at && tracked.startMinute !== startMinute(job.started_at)) {
-      // Start times derived from "time printed" drift by a minute at most; a real new print starts later.
-      return Math.abs(Date.parse(tracked.startMinute) - Date.parse(startMinute(job.started_at))) <= 60_000;
-    }
-    return true;
+    return isSameRun(tracked, job);
   }
 
   private async fromRecord(job: JobRecord): Promise<Tracked> {
-    const info = job.customer_info ?? {};
-    const printerStart = typeof info.printer_start_time === 'string' ? info.printer_start_time : null;
     return {
       jobId: job.id,
-      name: normaliseFileName(job.filename ?? job.job_name),
-      startMinute: printerStart ? startMinute(printerStart) : null,
-      printerJobId: job.printer_job_id,
+      ...runOfJob(job),
       startTime: job.start_time ?? job.created_at,
       status: job.status,
       percent: Math.floor(job.progress),

@@ -66,3 +66,36 @@ export function isPrintOf(print: PrintProgress | null, job: { filename: string |
   const name = normaliseFileName(printFileName(print));
   return [job.filename, job.job_name].some((n) => n !== null && normaliseFileName(n) === name);
 }
+
+/** What tells one print run of a printer from another: its file, and the printer's job id and start when known. */
+export interface RunIdentity {
+  /** The file (or job name) as normaliseFileName spells it. */
+  name: string;
+  /** The minute the printer says the run started (startMinute), when it says. */
+  startMinute: string | null;
+  printerJobId: string | null;
+}
+
+/** The run a stored job records (the job tracker's: `customer_info.printer_start_time` is the printer's start). */
+export function runOfJob(job: { filename: string | null; job_name: string; printer_job_id: string | null; customer_info: Record<string, unknown> | null }): RunIdentity {
+  const start = job.customer_info?.printer_start_time;
+  return {
+    name: normaliseFileName(job.filename ?? job.job_name),
+    startMinute: typeof start === 'string' ? startMinute(start) : null,
+    printerJobId: job.printer_job_id,
+  };
+}
+
+/**
+ * Whether a printer's print is the run: the same file in any spelling, and the same printer job id and start
+ * minute where both sides know them. Start times derived from "time printed" drift by a minute at most; a real
+ * new print starts later.
+ */
+export function isSameRun(run: RunIdentity, job: PrintProgress): boolean {
+  if (normaliseFileName(printFileName(job)) !== run.name) return false;
+  if (run.printerJobId && job.printer_job_id && run.printerJobId !== job.printer_job_id) return false;
+  if (run.startMinute && job.started_at && run.startMinute !== startMinute(job.started_at)) {
+    return Math.abs(Date.parse(run.startMinute) - Date.parse(startMinute(job.started_at))) <= 60_000;
+  }
+  return true;
+}

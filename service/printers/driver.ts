@@ -135,6 +135,13 @@ export interface DriverConfig {
   command_timeout_ms: number;
   /** Poll cadence for polling drivers (ms). */
   poll_ms: number;
+  /**
+   * Set when the service's record of the printer's last print says it ended cancelled: whether a print the
+   * printer reports is that run. A driver of a printer that forgets a cancel (Bambu: FAILED, print_error cleared)
+   * shows that run stopped, as the service showed it before this driver started; asked once, for the driver's
+   * first state (monitoring/cancelled-runs.ts).
+   */
+  cancelled_run?: (print: PrintProgress | null) => boolean;
 }
 
 /** A queued print to send to a printer and start (the print queue's dispatcher builds it). */

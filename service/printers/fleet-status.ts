@@ -1,11 +1,13 @@
 /**
  * Pure helpers of the fleet: the status a machine state shows, when a frame is due and what it says, a
- * driver's configuration and when a driver must restart.
+ * driver's configuration and when a driver must restart, and the API errors of an unreachable printer and a
+ * failed command.
  */
 import type { PrinterRecord } from '../db/repositories/printers';
+import { DomainError } from '../errors';
 import type { PrinterStatusEvent } from '../events';
 import type { LiveState } from '../monitoring/status-cache';
-import type { DriverConfig, MachineState, PrinterState } from './driver';
+import { DriverError, type DriverConfig, type MachineState, type PrinterState } from './driver';
 
 /** The printer status the API shows for a machine state. */
 export function printerStatusOf(state: MachineState): 'online' | 'printing' | 'paused' | 'error' {
@@ -92,13 +94,15 @@ export interface FleetTimings {
 }
 
 /**
- * What a printer's driver is started with; `monitoringMs` reads the monitoring_interval setting in ms. The poll
+ * What a printer's driver is started with; `monitoringMs` reads the monitoring_interval setting in ms,
+ * `cancelledRun` tells the printer's last, cancelled, run (monitoring/cancelled-runs.ts). The poll
  * period and the watchdog that follows it are read live, so a setting changed through the API applies to the
  * printers monitored already (not only after their next reconnect).
  */
-export function driverConfigOf(record: PrinterRecord, timings: FleetTimings, monitoringMs: () => number): DriverConfig {
+export function driverConfigOf(record: PrinterRecord, timings: FleetTimings, monitoringMs: () => number, cancelledRun?: DriverConfig['cancelled_run']): DriverConfig {
   const pollMs = () => timings.pollMs ?? monitoringMs();
   return {
+    ...(cancelledRun ? { cancelled_run: cancelledRun } : {}),
     id: record.id,
     ip_address: record.ip_address,
     serial_number: record.serial_number,
@@ -139,4 +143,26 @@ export function statusEvent(record: PrinterRecord, status: string, connection: s
   }
   if (state?.error) event.error = state.error;
   return event;
+}
+
+/** 502 PRINTER_OFFLINE: the printer has no live link (`link`: what the fleet knows of it; undefined when not managed). */
+export function offlineError(printerId: string, link: { message: string | null; connection: string; last_seen: string | null } | undefined): DomainError {
+  return new DomainError(502, 'PRINTER_OFFLINE', `Printer "${printerId}" is not reachable${link?.message ? `: ${link.message}` : ''}`, {
+    printer_id: printerId,
+    connection_status: link?.connection ?? 'disconnected',
+    last_seen: link?.last_seen ?? null,
+  });
+}
+
+/** What a command's failure is to the API: 409 PRINTER_BUSY when the printer refused, 502 when it did not carry it out. */
+export function commandError(printerId: string, name: string, err: unknown): unknown {
+  if (!(err instanceof DriverError)) return err;
+  if (err.code === 'REJECTED') {
+    return new DomainError(409, 'PRINTER_BUSY', `Printer "${printerId}" refused ${name}: ${err.message}`, { printer_id: printerId, command: name });
+  }
+  return new DomainError(502, 'PRINTER_OFFLINE', `Printer "${printerId}" did not carry out ${name}: ${err.message}`, {
+    printer_id: printerId,
+    command: name,
+    reason: err.code,
+  });
 }

@@ -14,10 +14,11 @@ import type { StatusCache } from '../monitoring/status-cache';
 import type { SettingsService } from '../settings';
 import { KeyedSerial } from '../util/keyed-serial';
 import { nowIso, settledWithin } from '../util/time';
-import { DriverError, type ConnectionChange, type DriverConfig, type PrinterDriver, type PrinterState, type PrintProgress } from './driver';
+import { cancelledRunOf, cancelledRuns, type CancelledRun } from '../monitoring/cancelled-runs';
+import type { ConnectionChange, DriverConfig, PrinterDriver, PrinterState, PrintProgress } from './driver';
 import { sameApartFromTemperatures } from './state-equality';
 import { connectionTest } from './connection-test';
-import { connectionChanged, driverConfigOf, FrameShown, printerStatusOf, statusEvent, type FleetTimings } from './fleet-status';
+import { commandError, connectionChanged, driverConfigOf, FrameShown, offlineError, printerStatusOf, statusEvent, type FleetTimings } from './fleet-status';
 import { LAST_SEEN_WRITE_MS, LastSeenWriter } from './last-seen';
 
 export { printerStatusOf, type FleetTimings } from './fleet-status';
@@ -107,7 +108,9 @@ export class Fleet {
 
   /** Connects every active printer (without waiting for them). */
   async start(): Promise<void> {
-    const launched = (await this.store.printers.list({ active: true })).map((record) => this.launch(record));
+    const records = await this.store.printers.list({ active: true });
+    const cancelled = await cancelledRuns(this.store, records.map((r) => r.id));
+    const launched = records.map((record) => this.launch(record, cancelled.get(record.id)));
     // Ready once each printer's start is in its history (immediate on SQLite; a round trip on PostgreSQL).
     await Promise.all(launched.map((member) => member.writes));
   }
@@ -120,8 +123,10 @@ export class Fleet {
       const member = this.members.get(printerId);
       if (member && (!record || !record.is_active || connectionChanged(member.record, record))) await this.retire(printerId);
       else if (member && record) member.record = record;
+      if (!record?.is_active || this.members.has(printerId) || this.closed) return;
+      const cancelled = await cancelledRunOf(this.store, printerId, this.log);
       // Closed meanwhile: no driver starts after the fleet's shutdown retired the others.
-      if (record?.is_active && !this.members.has(printerId) && !this.closed) this.launch(record);
+      if (!this.closed) this.launch(record, cancelled);
     });
   }
 
@@ -188,7 +193,8 @@ export class Fleet {
       if (!record) throw new DomainError(404, 'PRINTER_NOT_FOUND', `Printer "${printerId}" not found`, { printer_id: printerId });
       if (!record.is_active || this.closed) return null;
       await this.retire(printerId);
-      return this.closed ? null : this.launch(record);
+      const cancelled = await cancelledRunOf(this.store, printerId, this.log);
+      return this.closed ? null : this.launch(record, cancelled);
     });
     if (!member) return { ok: false, status: 'offline', connection_status: 'disconnected', message: this.closed ? 'the service is stopping' : 'printer is inactive' };
     await member.connected;
@@ -205,8 +211,9 @@ export class Fleet {
     await Promise.all([...this.members.keys()].map((id) => this.retire(id).then(() => this.recordHistory(id, 'offline', 'disconnected', at))));
   }
 
-  private launch(record: PrinterRecord): Member & { connected: Promise<void> } {
-    const config = driverConfigOf(record, this.timings, () => this.settings.get('monitoring_interval') * 1000);
+  /** Starts a printer's driver; `cancelled`: its last job's run, when that job ended cancelled (cancelled-runs.ts). */
+  private launch(record: PrinterRecord, cancelled?: CancelledRun): Member & { connected: Promise<void> } {
+    const config = driverConfigOf(record, this.timings, () => this.settings.get('monitoring_interval') * 1000, cancelled);
     const driver = this.createDriver(record.type, config);
     const member: Member = {
       record,
@@ -373,11 +380,7 @@ export class Fleet {
   }
 
   private offline(printerId: string, member: Member | undefined): DomainError {
-    return new DomainError(502, 'PRINTER_OFFLINE', `Printer "${printerId}" is not reachable${member?.message ? `: ${member.message}` : ''}`, {
-      printer_id: printerId,
-      connection_status: member?.connection ?? 'disconnected',
-      last_seen: member?.record.last_seen ?? null,
-    });
+    return offlineError(printerId, member && { message: member.message, connection: member.connection, last_seen: member.record.last_seen });
   }
 
   private async command(printerId: string, name: string, run: (d: PrinterDriver) => Promise<void>): Promise<void> {
@@ -385,15 +388,7 @@ export class Fleet {
     try {
       await run(driver);
     } catch (err) {
-      if (!(err instanceof DriverError)) throw err;
-      if (err.code === 'REJECTED') {
-        throw new DomainError(409, 'PRINTER_BUSY', `Printer "${printerId}" refused ${name}: ${err.message}`, { printer_id: printerId, command: name });
-      }
-      throw new DomainError(502, 'PRINTER_OFFLINE', `Printer "${printerId}" did not carry out ${name}: ${err.message}`, {
-        printer_id: printerId,
-        command: name,
-        reason: err.code,
-      });
+      throw commandError(printerId, name, err);
     }
   }
 }

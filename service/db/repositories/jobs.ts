@@ -286,6 +286,39 @@ export class JobsRepository {
     return newest && toRecord(newest);
   }
 
+  /**
+   * Each printer's newest auto-tracked job (one with a print identity), whatever its status, for the printers of
+   * `printerIds` that have one: one statement per IN_BATCH printers, each printer's pick read off
+   * jobs_printer_period (newest first) instead of a walk over the history.
+   */
+  async lastTrackedByPrinter(printerIds: readonly string[]): Promise<Map<string, JobRecord>> {
+    const out = new Map<string, JobRecord>();
+    const unique = [...new Set(printerIds)];
+    for (let from = 0; from < unique.length; from += IN_BATCH) {
+      const ids = unique.slice(from, from + IN_BATCH);
+      const rows = await this.select()
+        .where('jobs.id', 'in', (eb) =>
+          eb
+            .selectFrom('printers as p')
+            .where('p.id', 'in', ids)
+            .select((inner) =>
+              inner
+                .selectFrom('jobs as j')
+                .select('j.id')
+                .whereRef('j.printer_id', '=', 'p.id')
+                .where('j.print_key', 'is not', null)
+                .orderBy(sql`coalesce(j.start_time, j.created_at)`, 'desc')
+                .orderBy('j.id', 'desc')
+                .limit(1)
+                .as('id'),
+            ),
+        )
+        .execute();
+      for (const row of rows) out.set(row.printer_id, toRecord(row));
+    }
+    return out;
+  }
+
   async byPrintKey(printerId: string, printKey: string): Promise<JobRecord | undefined> {
     const row = await this.select().where('jobs.printer_id', '=', printerId).where('jobs.print_key', '=', printKey).executeTakeFirst();
     return row && toRecord(row);

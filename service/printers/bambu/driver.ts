@@ -53,7 +53,7 @@ interface Waiter {
 export class BambuDriver extends EventEmitter implements PrinterDriver {
   private link: ConnectionState = 'disconnected';
   private linkMessage: string | null = null;
-  private readonly reports = new BambuReports();
+  private readonly reports: BambuReports;
   private serial: string | null;
   /** The MQTT client of the current attempt or link (session.ts); null between attempts. */
   private session: BambuSession | null = null;
@@ -78,6 +78,7 @@ export class BambuDriver extends EventEmitter implements PrinterDriver {
     options: BambuDriverOptions = {},
   ) {
     super();
+    this.reports = new BambuReports(config.cancelled_run ?? null);
     this.serial = config.serial_number?.trim() || null;
     const timings = reconnectTimings(options);
     this.reconnects = new Reconnects(timings, this.guard, () => this.attemptConnect());

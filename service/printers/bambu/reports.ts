@@ -9,7 +9,7 @@ import { samePrinterState } from '../state-equality';
 import { checkReport, ReportRefused, type KeptKey, type ReportCount } from './limits';
 import { RepeatedAms } from './repeated-ams';
 import { AttentionMemo, ingestReport, onlyTemperaturesChanged, parseVersionInfo, takeScalarDelta, temperaturesOf, toPrinterState, withTemperatures, type BambuTracked, type VersionInfo } from './state';
-import { isObject, type Json } from './values';
+import { isObject, num, type Json } from './values';
 
 export type ReportOutcome =
   /** Not JSON or not an object: ignored, as the printers' own clients do. */
@@ -37,6 +37,15 @@ export class BambuReports {
    * last link's print with the new link's progress. The driver ends the wait after a bounded time (release()).
    */
   private awaitingFull = false;
+
+  /**
+   * `cancelledRun`: whether a print is the run the service last saw cancelled on this printer (DriverConfig
+   * `cancelled_run`), asked once, by the first state mapped. The printer shows a cancel (print_error 50348044)
+   * only for a few seconds, then the run FAILED with print_error 0 until its next print: a new driver (a service
+   * restart, a connection test) knew only that and showed the cancelled print as failed. Marked cancelled here,
+   * the run stays stopped as long as the printer shows it (merge.ts wasCancelled).
+   */
+  constructor(private cancelledRun: ((print: PrinterState['job']) => boolean) | null = null) {}
 
   take(payload: Buffer, serial: string | null): ReportOutcome {
     const message = this.parse(payload);
@@ -118,7 +127,18 @@ export class BambuReports {
 
   private mapped(serial: string | null): PrinterState {
     const previous = this.current && this.mappedPrint ? { print: this.mappedPrint, state: this.current } : null;
-    return toPrinterState(this.tracked!, { version: this.version, serial, attention: this.attention }, previous);
+    const context = { version: this.version, serial, attention: this.attention };
+    const state = toPrinterState(this.tracked!, context, previous);
+    const isCancelledRun = this.cancelledRun;
+    if (!isCancelledRun) return state;
+    const printError = num(this.tracked!.print.print_error);
+    // A FAILED run that does not say yet which it is (deltas without its name, no pushall answer): asked again.
+    if (state.state === 'failed' && !state.job && !printError) return state;
+    // Else only this first state can be that run: once the printer has shown anything else, a FAILED is a later run.
+    this.cancelledRun = null;
+    if (state.state !== 'failed' || printError || !isCancelledRun(state.job)) return state;
+    this.tracked = { ...this.tracked!, cancelled: true };
+    return toPrinterState(this.tracked, context, previous);
   }
 
   /** The state when it differs from the last one shown. */
