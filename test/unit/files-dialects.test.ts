@@ -88,4 +88,23 @@ describeDialects('file catalog rows', (db) => {
     expect([...found.keys()].sort()).toEqual(['f1', 'f2']);
     expect(found.get('f2')).toMatchObject({ printer_path: '/sd/b.gcode', printer_name: 'P1' });
   });
+
+  test('every page of the list, deep ones too, holds the files a sort of all of them gives (newest first, then id; ties and undated files included)', async () => {
+    // 1 in 3 without a date on the printer (then their catalogue time, shared by all), 1 in 4 sharing one date.
+    const entries = Array.from({ length: 230 }, (_, i) => ({
+      ...entry(`f${String(i).padStart(3, '0')}`, `/sd/${i % 7 === 0 ? 'benchy' : 'part'}_${i}.gcode`),
+      modified: i % 3 === 0 ? null : i % 4 === 0 ? '2026-11-01T00:00:00.000Z' : new Date(Date.parse('2026-10-01T00:00:00Z') + ((i * 7919) % 230) * 60_000).toISOString(),
+    }));
+    await store.files.syncPrinter('p1', entries, now);
+    const newest = (e: (typeof entries)[number]) => e.modified ?? now;
+    for (const filter of [{}, { printer_id: 'p1' }, { status: 'available' as const }, { search: 'BENCHY' }]) {
+      const all = entries.filter((e) => !('search' in filter) || /benchy/i.test(e.name));
+      all.sort((a, b) => (newest(a) === newest(b) ? (a.id < b.id ? -1 : 1) : newest(a) < newest(b) ? 1 : -1));
+      for (const page of [1, 2, 5, 9]) {
+        const got = await store.files.list({ ...filter, page, limit: 25 });
+        expect([filter, page, got.files.map((f) => f.id), got.total]).toEqual([filter, page, all.slice((page - 1) * 25, page * 25).map((e) => e.id), all.length]);
+        expect(got.files.every((f) => f.printer_name === 'P1')).toBe(true);
+      }
+    }
+  });
 });

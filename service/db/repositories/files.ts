@@ -155,14 +155,25 @@ export class FilesRepository {
     if (q.file_type !== undefined) base = base.where('files.file_type', '=', q.file_type);
     if (q.search) base = base.where(flavourOf(this.db).likeCi(sql.ref('files.filename'), `%${likeEscape(q.search)}%`));
     const { total } = await base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
-    const rows = await base
+    // The page's ids first, then its rows: the ids and the order are in the list's indexes (020), so the rows a
+    // deep page skips (OFFSET) are index entries, not rows with their metadata JSON (page 1000 of 10^5 files:
+    // 21 ms -> 2 ms on SQLite). The spec pages by number (page, limit, total_pages), so a skip it stays.
+    const newest = sql<string>`coalesce(files.created_on_printer, files.created_at)`;
+    const page = base
+      .select(['files.id as page_id', newest.as('page_newest')])
+      .orderBy(newest, 'desc')
+      .orderBy('files.id')
+      .limit(q.limit)
+      .offset((q.page - 1) * q.limit);
+    // Both databases keep the subquery's order through the joins (a nested loop over it): no sort of the page.
+    const rows = await this.db
+      .selectFrom(page.as('p'))
+      .innerJoin('files', 'files.id', 'p.page_id')
       .leftJoin('printers', 'printers.id', 'files.printer_id')
       .selectAll('files')
       .select('printers.name as printer_name')
-      .orderBy(sql`coalesce(files.created_on_printer, files.created_at)`, 'desc')
-      .orderBy('files.id')
-      .limit(q.limit)
-      .offset((q.page - 1) * q.limit)
+      .orderBy('p.page_newest', 'desc')
+      .orderBy('p.page_id')
       .execute();
     return { files: rows.map(toRecord), total: Number(total) };
   }
