@@ -3,30 +3,11 @@
  * publishes them: the API keeps answering on a kept-alive connection (a request sent on one while the event
  * loop was held past keepAliveTimeout, 5 s, was reset: ECONNRESET), and /ws clients get every frame in order.
  */
-import http from 'node:http';
 import type { JobUpdateEvent, PrinterStatusEvent } from '../../service/events';
 import { nowIso } from '../../service/util/time';
 import { prusa, startService, type Harness } from '../helpers/service';
 import { connectWs, type Frame, type WsClient } from '../helpers/ws';
-import { until } from '../helpers/farm';
-
-/** GETs over one kept-alive connection: the answer, and whether the connection was one used before. */
-function keptAlive(base: string) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const get = (path: string) =>
-    new Promise<{ status: number; body: string; reused: boolean }>((resolve, reject) => {
-      const req = http.get(base + path, { agent, timeout: 30_000 }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (body += chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, reused: req.reusedSocket }));
-        res.on('error', reject);
-      });
-      req.on('timeout', () => req.destroy(new Error(`GET ${path}: no answer within 30 s`)));
-      req.on('error', reject);
-    });
-  return { get, close: () => agent.destroy() };
-}
+import { keptAlive, seedEndedJobs, watchBurst } from './event-burst-fixtures';
 
 /** The frames of `ws` that match, once there are `count` of them (counted as they come: a burst is 20 000 frames). */
 function framesOf(ws: WsClient, match: (f: Frame) => boolean, count: number, ms = 20_000): Promise<Frame[]> {
@@ -152,88 +133,30 @@ describe('event bursts on the bus', () => {
   test('1 000 jobs completing in one turn, each with a filament plan and an idea: a few statements wait for the database at a time, a request sent mid-burst is answered before the burst\'s work ends, and every notification, usage and idea happens once', async () => {
     h = await startService();
     await h.post('/api/v1/printers', prusa('mk4-01', { is_active: false }));
-    const { store, bus, filament, ideas } = h.service.context;
     const N = 1000;
-    const ids: number[] = [];
-    const ideaIds: number[] = [];
-    for (let i = 0; i < N; i++) {
-      const at = nowIso();
-      const id = await store.jobs.insert({ printer_id: 'mk4-01', job_name: `Part ${i}`, status: 'completed', progress: 100, created_at: at, updated_at: at });
-      ids.push(id);
-      await store.filamentUsage.savePlan({ job_id: id, printer_id: 'mk4-01', entries: [{ filament: 1, slot: 0, grams: 10, material: 'PLA', color: null }], slots_seen: [0] }, at);
-      ideaIds.push(
-        await store.ideas.insert({
-          title: `Idea ${i}`,
-          creator_name: null,
-          source_platform: 'manual',
-          source_url: null,
-          model_id: null,
-          thumbnail_url: null,
-          description: null,
-          file_info: null,
-          notes: null,
-          tags: [],
-          is_business: false,
-          status: 'printing',
-          job_id: id,
-          metadata_refresh_needed: false,
-          metadata_fetched_at: null,
-          metadata_attempted_at: null,
-          status_changed_at: at,
-          created_at: at,
-          updated_at: at,
-        }),
-      );
-    }
+    const seeded = await seedEndedJobs(h, N);
     agent = keptAlive(h.base);
     expect((await agent.get('/api/v1/health')).status).toBe(200);
-    const connection = store.connection;
+    const connection = h.service.context.store.connection;
     if (connection.dialect !== 'sqlite') throw new Error('this test reads the SQLite turns');
-    // Statements run, by what they write: the ideas' one statement per job is the burst's work to count.
-    let ideaUpdates = 0;
-    const counting = (text: string) => {
-      if (/^update "ideas"/.test(text)) ideaUpdates++;
-    };
-    connection.queryListeners.add(counting);
-    const told = new Map<number, number>();
-    const usageTold = new Map<number, number>();
-    const offBus = [
-      bus.on('notification', (n) => n.kind === 'print_finished' && told.set(Number(n.data.job_id), (told.get(Number(n.data.job_id)) ?? 0) + 1)),
-      bus.on('job_update', (e) => e.change === 'updated' && Array.isArray(e.filament_usage) && usageTold.set(e.job_id, (usageTold.get(e.job_id) ?? 0) + 1)),
-    ];
+    const burst = watchBurst(h);
     try {
       connection.turns.mostWaiting = 0;
-      for (const id of ids) bus.emit('job_update', { id, job_id: id, printer_id: 'mk4-01', change: 'status', status: 'completed', progress: 100 });
+      burst.emit(seeded.ids);
       // Sent at once: it reaches the service the next time the event loop reads its sockets, mid-burst.
       const answer = await agent.get('/api/v1/jobs?limit=1');
-      const ideasBeforeAnswer = ideaUpdates;
+      const ideasBeforeAnswer = burst.ideaUpdates();
       expect(answer).toMatchObject({ status: 200, reused: true });
       expect(JSON.parse(answer.body).jobs).toHaveLength(1);
       // Its statements did not queue behind the burst's: most ideas were still to be moved (with one chain of
       // database work per event, all 1 000 ideas' statements were queued before the request's, and ran first).
       expect(ideasBeforeAnswer).toBeLessThan(N / 2);
-
-      await until(() => told.size === N, `${N} print_finished notifications`, 60_000);
-      await filament.idle();
-      await until(() => ideaUpdates >= N, 'the ideas of every job followed', 60_000);
-      await ideas.jobWork.idle();
+      await burst.done(N);
       // The listeners kept a few statements waiting for the connection at a time, not one per job and listener.
       expect(connection.turns.mostWaiting).toBeLessThanOrEqual(16);
     } finally {
-      connection.queryListeners.delete(counting);
-      for (const off of offBus) off();
+      burst.stop();
     }
-    // Once each: the notification, the usage (its row, the job's grams, its frame), the idea's move.
-    expect([...told.keys()].sort((a, b) => a - b)).toEqual(ids);
-    expect([...told.values()].every((n) => n === 1)).toBe(true);
-    expect([...usageTold.keys()].sort((a, b) => a - b)).toEqual(ids);
-    expect([...usageTold.values()].every((n) => n === 1)).toBe(true);
-    const usage = await store.filamentUsage.usageOf(ids);
-    for (const id of ids) expect(usage.get(id)?.map((u) => [u.slot, u.grams])).toEqual([[0, 10]]);
-    expect(new Set((await Promise.all(ids.map((id) => store.jobs.get(id)))).map((j) => j?.material_actual_usage))).toEqual(new Set([10]));
-    const moved = h.logs.filter((l) => l.msg === 'ideas: completed with their job').flatMap((l) => l.idea_ids as number[]);
-    expect(moved.sort((a, b) => a - b)).toEqual(ideaIds);
-    expect(new Set((await Promise.all(ideaIds.map((id) => store.ideas.get(id)))).map((i) => i?.status))).toEqual(new Set(['completed']));
-    expect(h.logs.some((l) => typeof l.msg === 'string' && l.msg.startsWith('background work backlog full'))).toBe(false);
+    await burst.expectEachOnce(seeded);
   });
 });
