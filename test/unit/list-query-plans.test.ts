@@ -64,14 +64,47 @@ describeDialects('the file and queue lists read their pages off an index', (db) 
     expect([text, /USE TEMP B-TREE|Sort\s+\(/.test(text)]).toEqual([text, false]);
   });
 
-  test('GET /files?search=: a contains-search stays a walk (no index serves "%text%"), bounded: the page stops after its matches, the total reads the names alone', async () => {
-    const planned = await plansOf(store, await statementsOf(store, () => store.files.list({ page: 1, limit: 50, search: 'benchy' })));
-    const [count, page] = planned;
-    expect(count.sql).toMatch(/^select count\(\*\)/);
-    const text = page.plan.join(' ; ');
-    expect([text, /USE TEMP B-TREE|Sort\s+\(/.test(text)]).toEqual([text, false]);
-    // SQLite: an index-only walk of files_filename, not of the rows with their metadata JSON.
-    if (db.name === 'sqlite') expect(count.plan).toEqual(['SCAN files USING COVERING INDEX files_filename']);
+  /** The count's and the page's plans of a search. */
+  async function searchPlans(filter: { printer_id?: string; status?: 'available' }) {
+    const planned = await plansOf(store, await statementsOf(store, () => store.files.list({ page: 1, limit: 50, search: 'benchy', ...filter })));
+    expect(planned.map((p) => p.sql.slice(0, 15))).toEqual(['select count(*)', 'select "files".']);
+    return { count: planned[0].plan, page: planned[1].plan.join(' ; ') };
+  }
+
+  // A contains-search ("%text%") is served by no B-tree index on either database: it stays a walk, bounded as follows.
+  test.each([
+    ['the whole catalog', {}],
+    ['one printer', { printer_id: 'x1c-01' }],
+    ['one status', { status: 'available' as const }],
+  ])('GET /files?search= in %s: a word of few files is found in the names\' index, not by reading the catalog\'s rows', async (_what, filter) => {
+    const { count, page } = await searchPlans(filter);
+    if (db.name === 'sqlite') {
+      // The total: an index-only walk of the names, not of the rows with their metadata JSON (or the printer's or the status's files).
+      expect(count.join(' ; ')).toMatch(/^SCAN files USING COVERING INDEX files_filename$|^SEARCH files USING (COVERING )?INDEX \w+ \((printer_id|status)=\?\)$/);
+      // The page: the matches' rowids from the names' index, then those rows by rowid and sorted (the whole catalog),
+      // or the printer's or status's index entries in order, kept when their rowid matched: indexes alone either way.
+      expect(page).toMatch(/^CO-ROUTINE p ; SEARCH files USING (INTEGER PRIMARY KEY \(rowid=\?\)|COVERING INDEX files_(printer|status)_newest \((printer_id|status)=\?\)) ; LIST SUBQUERY \d+ ; SCAN files USING COVERING INDEX files_filename ; /);
+    } else {
+      expect([page, /Sort\s+\(/.test(page)]).toEqual([page, false]);
+    }
+  });
+
+  test('GET /files?search= of a word in many files: the page is read in order and stops after its matches (no sort)', async () => {
+    const now = '2026-11-27T10:00:00.000Z';
+    await store.printers.insert({
+      id: 'many', name: 'Many', type: 'prusa_core', model: 'MK4', ip_address: '127.0.0.1', serial_number: null, access_code: null, is_active: true,
+      status: 'online', connection_status: 'connected', status_message: null, firmware_version: null, last_seen: null, created_at: now, updated_at: now,
+      mqtt_port: null, ftps_port: null, http_port: null, power_watts: null, auth_method: null,
+    });
+    const entries = Array.from({ length: 1001 }, (_, i) => ({ id: `m${i}`, path: `/sd/benchy_${i}.gcode`, name: `benchy_${i}.gcode`, file_type: '.gcode', size: 1, modified: null }));
+    await store.files.syncPrinter('many', entries, now);
+    try {
+      const { page } = await searchPlans({});
+      expect(page).not.toMatch(/files_filename/);
+      expect([page, /USE TEMP B-TREE|Sort\s+\(/.test(page)]).toEqual([page, false]);
+    } finally {
+      await store.printers.delete('many');
+    }
   });
 
   test.each([

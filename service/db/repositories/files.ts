@@ -49,6 +49,8 @@ const likeEscape = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 const SYNC_BATCH = 200;
 /** Ids one `in (...)` of getMany holds. */
 const IN_BATCH = 1000;
+/** Matches of a search few enough to find by name and sort (see list). */
+const FEW_MATCHES = 1000;
 
 export class FilesRepository {
   constructor(private readonly db: Db) {}
@@ -153,8 +155,17 @@ export class FilesRepository {
     if (q.printer_id !== undefined) base = base.where('files.printer_id', '=', q.printer_id);
     if (q.status !== undefined) base = base.where('files.status', '=', q.status);
     if (q.file_type !== undefined) base = base.where('files.file_type', '=', q.file_type);
-    if (q.search) base = base.where(flavourOf(this.db).likeCi(sql.ref('files.filename'), `%${likeEscape(q.search)}%`));
-    const { total } = await base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
+    const named = q.search ? flavourOf(this.db).likeCi(sql.ref('files.filename'), `%${likeEscape(q.search)}%`) : undefined;
+    const { total } = await (named ? base.where(named) : base).select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
+    // Text anywhere in the name is served by no B-tree index: a page walks the catalog newest first and tests
+    // each name, which for a rare word (the usual search for one file) is the whole catalog with its rows. When
+    // the count says the matches are few, SQLite finds them in the names' index instead (files_filename holds
+    // the rowid), so the page reads indexes alone and sorts those few: 70 ms -> 7 ms for one match among 10^5
+    // files. Many matches come densely in the walk, which stops after the page.
+    if (named) {
+      const few = Number(total) <= FEW_MATCHES && flavourOf(this.db).name === 'sqlite';
+      base = base.where(few ? sql<boolean>`files.rowid IN (SELECT rowid FROM files WHERE ${named})` : named);
+    }
     // The page's ids first, then its rows: the ids and the order are in the list's indexes (020), so the rows a
     // deep page skips (OFFSET) are index entries, not rows with their metadata JSON (page 1000 of 10^5 files:
     // 21 ms -> 2 ms on SQLite). The spec pages by number (page, limit, total_pages), so a skip it stays.
