@@ -94,6 +94,8 @@ export interface ServiceOptions {
   discovery?: Partial<DiscoveryOptions>;
   /** How long the queue leaves a printer that refused a start as not ready (default 60 s; tests shorten it). */
   notReadyRetryMs?: number;
+  /** Most tasks waiting in the job listeners' work queues (util/work-queue.ts; tests make them small to overflow them). */
+  eventBacklogs?: { notifications?: number; filamentUsage?: number; ideas?: number };
 }
 
 export interface Service {
@@ -205,7 +207,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const cache = new StatusCache();
   const fleet = new Fleet(store, cache, bus, settings, log, options.driverFactory ?? createDriver, options.fleet);
   const tracker = new JobTracker(store, settings, bus, log, options.jobTracking);
-  const filament = new Filament({ store, settings, bus, log, stateOf: (id) => fleet.stateOf(id), spoolman: options.spoolman });
+  const filament = new Filament({ store, settings, bus, log, stateOf: (id) => fleet.stateOf(id), spoolman: options.spoolman, usageBacklog: options.eventBacklogs?.filamentUsage });
   fleet.onLinkUp((printerId) => tracker.linkUp(printerId));
   const attention = new AttentionBook(bus, () => settings.get('language'));
   // Jobs, filament and attention never change with a temperature alone: they are spared the reports that moved only
@@ -223,7 +225,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   bus.on('printer_status', (e) => (e.change === 'deleted' || (e.change === 'updated' && e.is_active === false)) && attention.forget(e.printer_id), { telemetry: false });
   const webhooks = new WebhookSender(() => settings.get('notify_webhooks'), (result) => metrics.webhook(result), log, options.webhooks);
   const discovery = new DiscoveryService(store, bus, settings, log, { ssdpPort: options.discovery?.ssdpPort ?? config.discovery_ssdp_port, searchTargets: options.discovery?.searchTargets });
-  const notifier = new Notifier({ bus, store, settings, log, attentionOf: (id) => attention.of(id), attentionTexts: (id, e) => attention.causeOf(id, e.source, e.code)?.text ?? {}, deliver: (n) => webhooks.send(n) });
+  const notifier = new Notifier({ bus, store, settings, log, attentionOf: (id) => attention.of(id), attentionTexts: (id, e) => attention.causeOf(id, e.source, e.code)?.text ?? {}, deliver: (n) => webhooks.send(n), maxWaiting: options.eventBacklogs?.notifications });
   const usage = await UsageService.create({ store, bus, settings, log, version: VERSION }, options.usageStats).catch(async (err) => {
     metrics.close();
     limiter.close();
@@ -234,7 +236,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   });
   const storage = new FileStorage(dataDir);
   const files = new FileCatalog(store, fleet, storage, new DownloadManager(store, fleet, storage, bus, log, { maxBytes: config.max_download_size_mb * 1024 * 1024, ...options.downloads }), log);
-  const ideas = new IdeaService(store, bus, log, options.ideas);
+  const ideas = new IdeaService(store, bus, log, { ...options.ideas, jobBacklog: options.eventBacklogs?.ideas ?? options.ideas?.jobBacklog });
   const retention = new HistoryRetention(store, settings, log);
   const facts = new FactsCache();
   const plates = new PlateTracker(store, fleet, bus, log);

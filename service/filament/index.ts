@@ -25,6 +25,8 @@ export interface FilamentDeps {
   spoolman?: SpoolmanOptions;
   /** When a failed spool sync is retried without a report (tests shorten it). */
   retry?: RetryLaterOptions;
+  /** Most usage steps waiting (default in usage.ts; tests make it small to overflow it). */
+  usageBacklog?: number;
 }
 
 export type LoadedSpoolMaterial = PrinterMaterial & { spool_id: number | null; remaining_weight_g: number | null };
@@ -39,7 +41,7 @@ export class Filament {
   constructor(deps: FilamentDeps) {
     const log = deps.log.child({ component: 'filament' });
     this.spools = new SpoolService(deps.store, deps.settings, deps.bus, log, deps.spoolman);
-    this.usage = new FilamentUsageService(deps.store, this.spools, deps.settings, deps.bus, deps.stateOf, this.grams, log);
+    this.usage = new FilamentUsageService(deps.store, this.spools, deps.settings, deps.bus, deps.stateOf, this.grams, log, deps.usageBacklog);
     this.ams = new AmsSync(deps.store, this.spools, this.usage, log, deps.retry);
     this.unsubscribe.push(
       deps.bus.on('job_update', (e) => this.usage.onJobUpdate(e)),

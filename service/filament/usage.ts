@@ -51,11 +51,12 @@ export class FilamentUsageService {
     private readonly stateOf: (printerId: string) => PrinterState | undefined,
     private readonly grams: FileGramsCache,
     private readonly log: Logger,
+    private readonly maxWaiting = MAX_WAITING,
   ) {
     this.work = new WorkQueue({
       name: 'filament usage',
       concurrency: CONCURRENCY,
-      maxBacklog: MAX_WAITING,
+      maxBacklog: maxWaiting,
       log,
       catchUp: () => this.catchUp(),
       whenFull: 'job ends are settled once it drains, with every plan still open whose job ended',
@@ -107,7 +108,7 @@ export class FilamentUsageService {
   onJobUpdate(e: JobUpdateEvent): void {
     if (e.change === 'created') this.serial(e.job_id, `plan:${e.job_id}`, () => this.plan(e.job_id));
     else if ((e.change === 'status' || e.change === 'cancelled') && ENDED.includes(e.status)) {
-      if (!this.serial(e.job_id, `settle:${e.job_id}`, () => this.settle(e.job_id)) && this.refusedEnds.size < MAX_WAITING) this.refusedEnds.add(e.job_id);
+      if (!this.serial(e.job_id, `settle:${e.job_id}`, () => this.settle(e.job_id)) && this.refusedEnds.size < this.maxWaiting) this.refusedEnds.add(e.job_id);
     }
   }
 

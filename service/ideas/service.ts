@@ -44,6 +44,8 @@ export interface IdeaServiceOptions extends PageFetcherOptions {
   /** Ideas retried per background round (default 5). */
   metadataRetryBatch?: number;
   trending?: TrendingOptions;
+  /** Job completions waiting at most to be followed (default JOB_BACKLOG; tests make it small). */
+  jobBacklog?: number;
 }
 
 /** 201 for a new idea, 200 for the one that already existed. */
@@ -84,7 +86,7 @@ export class IdeaService {
     this.jobWork = new WorkQueue({
       name: 'ideas following jobs',
       concurrency: 2,
-      maxBacklog: JOB_BACKLOG,
+      maxBacklog: options.jobBacklog ?? JOB_BACKLOG,
       log,
       catchUp: () => this.followJob(),
       whenFull: 'ideas of the completions refused are completed together once it drains',

@@ -39,6 +39,8 @@ export interface NotifierDeps {
   attentionTexts(printerId: string, entry: AttentionEntry): Partial<Record<NotifyLanguage, { message: string; action: string }>>;
   /** Webhook delivery (never waits). */
   deliver(notification: Notification): void;
+  /** Notifications waiting at most for their names (default MAX_WAITING; tests make it small). */
+  maxWaiting?: number;
 }
 
 export class Notifier {
@@ -54,7 +56,7 @@ export class Notifier {
     this.work = new WorkQueue({
       name: 'notifications',
       concurrency: 1,
-      maxBacklog: MAX_WAITING,
+      maxBacklog: deps.maxWaiting ?? MAX_WAITING,
       log: deps.log,
       whenFull: 'notifications go out at once without the names read from the database',
     });

@@ -31,15 +31,15 @@ export interface Seeded {
   ideaIds: number[];
 }
 
-/** `n` completed jobs of printer mk4-01, each with a plan of 10 g from slot 0 and a printing idea following it. */
-export async function seedEndedJobs(h: Harness, n: number): Promise<Seeded> {
+/** `n` completed jobs of printer mk4-01, each with a plan of 10 g from slot 0 (unless not `plans`) and a printing idea following it. */
+export async function seedEndedJobs(h: Harness, n: number, plans = true): Promise<Seeded> {
   const { store } = h.service.context;
   const seeded: Seeded = { ids: [], ideaIds: [] };
   for (let i = 0; i < n; i++) {
     const at = nowIso();
     const id = await store.jobs.insert({ printer_id: 'mk4-01', job_name: `Part ${i}`, status: 'completed', progress: 100, created_at: at, updated_at: at });
     seeded.ids.push(id);
-    await store.filamentUsage.savePlan({ job_id: id, printer_id: 'mk4-01', entries: [{ filament: 1, slot: 0, grams: 10, material: 'PLA', color: null }], slots_seen: [0] }, at);
+    if (plans) await store.filamentUsage.savePlan({ job_id: id, printer_id: 'mk4-01', entries: [{ filament: 1, slot: 0, grams: 10, material: 'PLA', color: null }], slots_seen: [0] }, at);
     const idea = { title: `Idea ${i}`, creator_name: null, source_platform: 'manual', source_url: null, model_id: null, thumbnail_url: null, description: null, file_info: null, notes: null };
     const state = { tags: [], is_business: false, status: 'printing', job_id: id, metadata_refresh_needed: false, metadata_fetched_at: null, metadata_attempted_at: null };
     seeded.ideaIds.push(await store.ideas.insert({ ...idea, ...state, status_changed_at: at, created_at: at, updated_at: at }));
@@ -80,7 +80,7 @@ export function watchBurst(h: Harness) {
       for (const off of offBus) off();
     },
     /** Once each: the notification, the usage (its row, the job's grams, its frame), the idea's move. */
-    async expectEachOnce({ ids, ideaIds }: Seeded) {
+    async expectEachOnce({ ids, ideaIds }: Seeded, overflowed = false) {
       expect([...told.keys()].sort((a, b) => a - b)).toEqual(ids);
       expect([...told.values()].every((n) => n === 1)).toBe(true);
       expect([...usageTold.keys()].sort((a, b) => a - b)).toEqual(ids);
@@ -91,7 +91,7 @@ export function watchBurst(h: Harness) {
       const moved = h.logs.filter((l) => l.msg === 'ideas: completed with their job').flatMap((l) => l.idea_ids as number[]);
       expect(moved.sort((a, b) => a - b)).toEqual(ideaIds);
       expect(new Set((await Promise.all(ideaIds.map((id) => store.ideas.get(id)))).map((i) => i?.status))).toEqual(new Set(['completed']));
-      expect(h.logs.some((l) => typeof l.msg === 'string' && l.msg.startsWith('background work backlog full'))).toBe(false);
+      expect(h.logs.some((l) => typeof l.msg === 'string' && l.msg.startsWith('background work backlog full'))).toBe(overflowed);
     },
   };
 }

@@ -159,4 +159,41 @@ describe('event bursts on the bus', () => {
     }
     await burst.expectEachOnce(seeded);
   });
+
+  test('a burst beyond the listeners\' backlogs loses nothing: the refused filament ends and ideas are caught up from the database, the refused notifications go out at once with the names their event carries', async () => {
+    h = await startService({ eventBacklogs: { notifications: 3, filamentUsage: 3, ideas: 3 } });
+    await h.post('/api/v1/printers', prusa('mk4-01', { name: 'MK4 by the window', is_active: false }));
+    const N = 40;
+    const seeded = await seedEndedJobs(h, N);
+    const burst = watchBurst(h);
+    const names = new Map<number, string | null>();
+    const offNames = h.service.context.bus.on('notification', (n) => names.set(Number(n.data.job_id), n.printer_name));
+    try {
+      burst.emit(seeded.ids);
+      await burst.done(N);
+    } finally {
+      offNames();
+      burst.stop();
+    }
+    await burst.expectEachOnce(seeded, true);
+    // Each queue said it was full, once, and that it drained.
+    for (const queue of ['notifications', 'filament usage', 'ideas following jobs']) {
+      expect(h.logs.filter((l) => l.queue === queue && typeof l.msg === 'string' && l.msg.startsWith('background work backlog full'))).toHaveLength(1);
+      expect(h.logs.filter((l) => l.queue === queue && l.msg === 'background work backlog drained')).toHaveLength(1);
+    }
+    // The first (one running, three waiting) read the printer's name; the rest name the printer by its id.
+    expect(seeded.ids.map((id) => names.get(id))).toEqual(seeded.ids.map((_, i) => (i < 4 ? 'MK4 by the window' : 'mk4-01')));
+  });
+
+  test('ideas beyond their backlog are completed by the catch-up once it drained (no usage update follows their jobs to hear them again)', async () => {
+    h = await startService({ eventBacklogs: { ideas: 3 } });
+    await h.post('/api/v1/printers', prusa('mk4-01', { is_active: false }));
+    const { ideaIds, ids } = await seedEndedJobs(h, 40, false);
+    // Two run and three wait: 35 of the 40 completions are refused.
+    for (const id of ids) h.service.context.bus.emit('job_update', { id, job_id: id, printer_id: 'mk4-01', change: 'status', status: 'completed', progress: 100 });
+    await h.service.context.ideas.jobWork.idle();
+    const moved = h.logs.filter((l) => l.msg === 'ideas: completed with their job').flatMap((l) => l.idea_ids as number[]);
+    expect(moved.sort((a, b) => a - b)).toEqual(ideaIds);
+    expect(h.logs.filter((l) => l.queue === 'ideas following jobs' && l.msg === 'background work backlog drained')).toMatchObject([{ refused: 35 }]);
+  });
 });
