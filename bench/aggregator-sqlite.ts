@@ -8,6 +8,7 @@ import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { backfillDerived } from '../service/aggregator/derived-schema';
+import { timeMigration003, type MigrationTiming } from './aggregator-migration';
 
 const DAY_MS = 86_400_000;
 const uuidSql = (expr: string) => `'00000000-0000-4000-8000-' || printf('%012x', ${expr})`;
@@ -50,4 +51,16 @@ export async function seedSqlite(dataDir: string, installations: number, submiss
   const after = new BetterSqlite3(file);
   after.exec('ANALYZE');
   after.close();
+}
+
+/** Part 3 (aggregator-migration.ts) on the instance's aggregator.db. */
+export async function timeSqliteMigration003(dataDir: string): Promise<MigrationTiming> {
+  const database = new BetterSqlite3(path.join(dataDir, 'aggregator.db'));
+  database.pragma('busy_timeout = 60000');
+  const kysely = new Kysely<unknown>({ dialect: new SqliteDialect({ database }) });
+  try {
+    return await timeMigration003(kysely);
+  } finally {
+    await kysely.destroy();
+  }
 }

@@ -8,12 +8,13 @@
  *    machine (on 2 cores the load generator and PostgreSQL share them).
  * 2. The /stats views' latency at `--submissions` (10^6) stored submissions,
  *    against GET /health of the same instance in the same run.
+ * 3. Migration 003 on those submissions (bench/aggregator-migration.ts).
  *
  * PostgreSQL: `--database-url` (an empty database, emptied per phase), or a
  * throwaway server of the Debian package's binaries (test/support).
  *
  * Options: --installations 100000 --submissions 1000000 --seconds 10 --concurrency 32 --runs 5 --database-url postgres://...
- * --db sqlite: part 2 only, on one instance's SQLite file (bench/aggregator-sqlite.ts).
+ * --db sqlite: parts 2 and 3 only, on one instance's SQLite file (bench/aggregator-sqlite.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -22,7 +23,8 @@ import path from 'node:path';
 import pg from 'pg';
 import { Kysely, PostgresDialect } from 'kysely';
 import { backfillDerived } from '../service/aggregator/derived-schema';
-import { seedSqlite } from './aggregator-sqlite';
+import { seedSqlite, timeSqliteMigration003 } from './aggregator-sqlite';
+import { migrationReport, timeMigration003 } from './aggregator-migration';
 import { startPostgres, type PostgresServer } from '../test/support/postgres-server';
 
 interface Options {
@@ -214,6 +216,7 @@ async function mainSqlite(o: Options): Promise<void> {
     } finally {
       await instance.stop();
     }
+    process.stdout.write(migrationReport(await timeSqliteMigration003(dir)));
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -253,6 +256,12 @@ async function main(): Promise<void> {
       await timeViews(instance.url, o);
     } finally {
       await instance.stop();
+    }
+    const kysely = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) }) });
+    try {
+      process.stdout.write(migrationReport(await timeMigration003(kysely)));
+    } finally {
+      await kysely.destroy();
     }
   } finally {
     await client.end();

@@ -54,13 +54,14 @@ export class TallyReads extends AggregatorReads {
   /**
    * Printers and installations (with at least one of it) per printer type, by the latest submission of each
    * installation active in (startMs, endMs]: the `top` types with the most printers, and the rest in sum.
+   * Each distinct printer_type_counts text is taken apart once, weighted by how many share it (jsonEntries).
    */
   async printerTypeTally(startMs: number, endMs: number, top: number): Promise<TopTally<{ printers: number; installations: number }>> {
     const j = jsonEntries(this.db, sql`l.printer_type_counts`);
     const { rows } = await sql<{ name: string; printers: number; installations: number; names: number; all_printers: number; all_installations: number }>`
       SELECT name, printers, installations, COUNT(*) OVER () AS names, SUM(printers) OVER () AS all_printers, SUM(installations) OVER () AS all_installations FROM (
-        SELECT j.key AS name, SUM(${j.number}) AS printers, SUM(CASE WHEN ${j.number} > 0 THEN 1 ELSE 0 END) AS installations
-        FROM (${this.latestInWindow(startMs, endMs)}) l, ${j.from} GROUP BY j.key
+        SELECT j.key AS name, SUM(${j.number} * l.n) AS printers, SUM(CASE WHEN ${j.number} > 0 THEN l.n ELSE 0 END) AS installations
+        FROM (SELECT printer_type_counts, COUNT(*) AS n FROM (${this.latestInWindow(startMs, endMs)}) latest GROUP BY printer_type_counts) l, ${j.from} GROUP BY j.key
       ) per_type ORDER BY printers DESC, ${flavourOf(this.db).sortKey(sql.ref('name'))} LIMIT ${lit(top)}`.execute(this.db);
     const shown = rows.map((r) => ({ name: r.name, printers: Number(r.printers), installations: Number(r.installations) }));
     const first = rows[0];
