@@ -6,7 +6,7 @@
 import http from 'node:http';
 import { nowIso } from '../../service/util/time';
 import { until } from '../helpers/farm';
-import type { Harness } from '../helpers/service';
+import { prusa, type Harness } from '../helpers/service';
 
 /** GETs over one kept-alive connection: the answer, and whether the connection was one used before. */
 export function keptAlive(base: string) {
@@ -45,6 +45,16 @@ export async function seedEndedJobs(h: Harness, n: number, plans = true): Promis
     seeded.ideaIds.push(await store.ideas.insert({ ...idea, ...state, status_changed_at: at, created_at: at, updated_at: at }));
   }
   return seeded;
+}
+
+/** Printer mk4-01 with `n` ended jobs (seedEndedJobs), and a kept-alive connection that has answered once. */
+export async function burstReady(h: Harness, n: number): Promise<{ seeded: Seeded; agent: ReturnType<typeof keptAlive> }> {
+  const posted = await h.post('/api/v1/printers', prusa('mk4-01', { is_active: false }));
+  if (posted.status !== 201) throw new Error(`adding the printer answered ${posted.status}`);
+  const seeded = await seedEndedJobs(h, n);
+  const agent = keptAlive(h.base);
+  expect((await agent.get('/api/v1/health')).status).toBe(200);
+  return { seeded, agent };
 }
 
 /** Counts what a burst of job ends brings about: statements moving ideas, notifications, usage frames. */

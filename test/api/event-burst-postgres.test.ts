@@ -6,8 +6,8 @@
  */
 import type pg from 'pg';
 import { postgresUnavailable, usePostgres } from '../helpers/postgres';
-import { prusa, startService, type Harness } from '../helpers/service';
-import { keptAlive, seedEndedJobs, watchBurst } from './event-burst-fixtures';
+import { startService, type Harness } from '../helpers/service';
+import { burstReady, keptAlive, watchBurst } from './event-burst-fixtures';
 
 const missing = postgresUnavailable();
 if (missing) process.stderr.write(`note: event bursts on PostgreSQL skipped: ${missing}\n`);
@@ -24,11 +24,10 @@ if (missing) process.stderr.write(`note: event bursts on PostgreSQL skipped: ${m
   test('300 jobs completing in one turn with a pool of 6: the pool queue stays within the five tasks, a request sent mid-burst is answered before the burst\'s work ends, every notification, usage and idea happens once', async () => {
     const databaseUrl = await (await server()).createDatabase();
     h = await startService({ databaseUrl, env: { DATABASE_POOL_MAX: '6' } });
-    await h.post('/api/v1/printers', prusa('mk4-01', { is_active: false }));
     const N = 300;
-    const seeded = await seedEndedJobs(h, N);
-    agent = keptAlive(h.base);
-    expect((await agent.get('/api/v1/health')).status).toBe(200);
+    const ready = await burstReady(h, N);
+    const seeded = ready.seeded;
+    agent = ready.agent;
     const connection = h.service.context.store.connection;
     if (connection.dialect !== 'postgres') throw new Error('this test reads the PostgreSQL pool');
     // The pool's own queue, read each time a connection is asked for (kysely asks once per query or transaction).

@@ -7,7 +7,7 @@ import type { JobUpdateEvent, PrinterStatusEvent } from '../../service/events';
 import { nowIso } from '../../service/util/time';
 import { prusa, startService, type Harness } from '../helpers/service';
 import { connectWs, type Frame, type WsClient } from '../helpers/ws';
-import { keptAlive, seedEndedJobs, watchBurst } from './event-burst-fixtures';
+import { burstReady, keptAlive, seedEndedJobs, watchBurst } from './event-burst-fixtures';
 
 /** The frames of `ws` that match, once there are `count` of them (counted as they come: a burst is 20 000 frames). */
 function framesOf(ws: WsClient, match: (f: Frame) => boolean, count: number, ms = 20_000): Promise<Frame[]> {
@@ -132,11 +132,10 @@ describe('event bursts on the bus', () => {
 
   test('1 000 jobs completing in one turn, each with a filament plan and an idea: a few statements wait for the database at a time, a request sent mid-burst is answered before the burst\'s work ends, and every notification, usage and idea happens once', async () => {
     h = await startService();
-    await h.post('/api/v1/printers', prusa('mk4-01', { is_active: false }));
     const N = 1000;
-    const seeded = await seedEndedJobs(h, N);
-    agent = keptAlive(h.base);
-    expect((await agent.get('/api/v1/health')).status).toBe(200);
+    const ready = await burstReady(h, N);
+    const seeded = ready.seeded;
+    agent = ready.agent;
     const connection = h.service.context.store.connection;
     if (connection.dialect !== 'sqlite') throw new Error('this test reads the SQLite turns');
     const burst = watchBurst(h);
