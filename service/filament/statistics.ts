@@ -4,8 +4,8 @@ import type { SettingsService } from '../settings';
 import type { StatisticsFilter } from '../schemas/statistics';
 import { resolvePeriod } from '../statistics/period';
 import type { SpoolService } from './spools';
+import { round2 } from '../util/round';
 
-const round2 = (n: number) => Math.round(n * 100) / 100;
 
 export async function filamentStatistics(store: Store, spools: SpoolService, settings: SettingsService, q: StatisticsFilter) {
   const p = resolvePeriod(q, settings.get('timezone'));

@@ -19,6 +19,7 @@ import { WorkQueue } from '../util/work-queue';
 import type { FileGramsCache } from './file-grams';
 import { planEntries } from './plan';
 import type { SpoolService } from './spools';
+import { round2 } from '../util/round';
 
 const ENDED = ['completed', 'failed', 'cancelled'];
 /** Plans settled per restart pass (a farm down for long has a few dozen). */
@@ -34,7 +35,6 @@ const CONCURRENCY = 2;
  */
 const MAX_WAITING = 50_000;
 
-const round2 = (n: number) => Math.round(n * 100) / 100;
 
 export class FilamentUsageService {
   /** The running job of each printer with a plan, and the trays it was seen feeding from. */
@@ -156,12 +156,10 @@ export class FilamentUsageService {
     const factor = job.status === 'completed' ? 1 : Math.max(0, Math.min(100, job.progress)) / 100;
     const rows = this.rowsOf(plan, factor, this.stateOf(plan.printer_id));
     const now = nowIso();
-    const written = await this.store.filamentUsage.settle(jobId, rows, now);
+    // The rows and the job's totals are written together: a reader never sees one without the other, and a stop
+    // between them could not leave a settled plan whose job has no totals.
+    const { written, all, total } = await this.store.filamentUsage.settle(jobId, rows, now);
     if (written.length === 0) return;
-    const all = (await this.store.filamentUsage.usageOf([jobId])).get(jobId) ?? [];
-    const total = round2(all.reduce((s, u) => s + u.grams, 0));
-    const cost = round2(all.reduce((s, u) => s + (u.cost ?? 0), 0));
-    await this.store.jobs.update(jobId, { material_actual_usage: total, material_cost: cost, updated_at: now });
     this.log.info({ job_id: jobId, grams: total, slots: written.map((w) => w.slot) }, 'filament usage recorded');
     // Peers count nothing for a tray without a spool and say so only when asked: here it is said at once.
     const untracked = written.filter((w) => w.spool_id === null && w.grams > 0);

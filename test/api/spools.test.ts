@@ -108,8 +108,8 @@ describeDialects('spools API', (db) => {
       const job = await store.jobs.insert({ printer_id: 'x1c-01', job_name: 'box', status: 'completed', progress: 100, created_at: new Date().toISOString(), updated_at: new Date().toISOString() });
       await store.filamentUsage.savePlan({ job_id: job, printer_id: 'x1c-01', entries: [{ filament: 1, slot: 3, grams: 60, material: 'ABS', color: null }], slots_seen: [] }, new Date().toISOString());
       const row = { job_id: job, printer_id: 'x1c-01', slot: 3, source: 'local' as const, spool_id: s.id, material: 'ABS', color: null, grams: 60, cost: 1.2 };
-      expect(await store.filamentUsage.settle(job, [row], new Date().toISOString())).toHaveLength(1);
-      expect(await store.filamentUsage.settle(job, [row], new Date().toISOString())).toHaveLength(0);
+      expect((await store.filamentUsage.settle(job, [row], new Date().toISOString())).written).toHaveLength(1);
+      expect((await store.filamentUsage.settle(job, [row], new Date().toISOString())).written).toHaveLength(0);
       await h.service.context.filament.spools.used([s.id], false);
       expect((await h.get(`/api/v1/spools/${s.id}`)).body).toMatchObject({ remaining_weight_g: 90, low: true });
       const low = await ws.next((f) => f.type === 'spool_low' && f.data.id === s.id);

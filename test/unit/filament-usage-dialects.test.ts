@@ -30,9 +30,25 @@ describeDialects('filament usage tables', (db) => {
 
     const job = 2 ** 33 + 1;
     await store.filamentUsage.savePlan({ job_id: job, printer_id: 'p1', entries: [], slots_seen: [3] }, NOW);
-    const written = await store.filamentUsage.settle(job, [usage({ job_id: job, slot: 3, source: 'spoolman', spool_id: big, grams: 12.5 })], NOW);
+    const { written } = await store.filamentUsage.settle(job, [usage({ job_id: job, slot: 3, source: 'spoolman', spool_id: big, grams: 12.5 })], NOW);
     expect(written.map((w) => [w.job_id, w.spool_id, w.spoolman_state])).toEqual([[job, big, 'pending']]);
     expect((await store.filamentUsage.plan(job))?.settled_at).toBe(NOW);
+  });
+
+  test('the usage rows and the job\'s totals are written in one transaction: settled, the job has its grams and cost, and a second settle adds only the missing slot', async () => {
+    const job = await store.jobs.insert({ printer_id: 'p1', job_name: 'Bracket', status: 'completed', progress: 100, created_at: NOW, updated_at: NOW });
+    await store.filamentUsage.savePlan({ job_id: job, printer_id: 'p1', entries: [], slots_seen: [0, 1] }, NOW);
+    const first = await store.filamentUsage.settle(job, [usage({ job_id: job, slot: 0, grams: 12.345, cost: 0.3 }), usage({ job_id: job, slot: 1, grams: 7.5, cost: 0.21 })], NOW);
+    expect(first.written.map((w) => w.slot)).toEqual([0, 1]);
+    expect(first.total).toBe(19.85);
+    const settled = await store.jobs.get(job);
+    expect([settled?.material_actual_usage, settled?.material_cost]).toEqual([19.85, 0.51]);
+    // Slot 1 again (counted once) and slot 2 new: the totals are of all the job's rows.
+    const again = await store.filamentUsage.settle(job, [usage({ job_id: job, slot: 1, grams: 7.5, cost: 0.21 }), usage({ job_id: job, slot: 2, grams: 1, cost: 0.02 })], NOW);
+    expect(again.written.map((w) => w.slot)).toEqual([2]);
+    expect(again.all.map((u) => u.slot)).toEqual([0, 1, 2]);
+    const after = await store.jobs.get(job);
+    expect([after?.material_actual_usage, after?.material_cost]).toEqual([20.85, 0.53]);
   });
 
   test('totals of equal grams come in the same order on both: by material name (no material last), by spool source and id', async () => {

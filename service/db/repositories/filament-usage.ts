@@ -9,6 +9,7 @@ import type { CompiledQuery, Selectable } from 'kysely';
 import type { Db } from '../connection';
 import type { FilamentUsageTable } from '../schema';
 import type { QueryReader } from './statistics';
+import { round2 } from '../../util/round';
 
 export interface PlanEntry {
   /** 1-based filament number of the file (G-code: the extruder + 1). */
@@ -98,10 +99,11 @@ export class FilamentUsageRepository {
 
   /**
    * Writes the usage of an ended print and takes the grams off the embedded spools, in one transaction. A row
-   * that exists already (same job and slot) is skipped with its subtraction: counted once. Marks the plan settled.
-   * Returns the rows written now.
+   * that exists already (same job and slot) is skipped with its subtraction: counted once. Marks the plan settled,
+   * and when rows were written sets the job's totals (grams and cost of all its rows) in the same transaction.
+   * Returns the rows written now, all of the job's rows and their total grams.
    */
-  async settle(jobId: number, rows: NewUsage[], now: string): Promise<UsageRecord[]> {
+  async settle(jobId: number, rows: NewUsage[], now: string): Promise<{ written: UsageRecord[]; all: UsageRecord[]; total: number }> {
     return this.db.transaction().execute(async (trx) => {
       const written: UsageRecord[] = [];
       for (const u of rows) {
@@ -122,7 +124,12 @@ export class FilamentUsageRepository {
         }
       }
       await trx.updateTable('filament_plans').set({ settled_at: now }).where('job_id', '=', jobId).execute();
-      return written;
+      if (written.length === 0) return { written, all: [], total: 0 };
+      const all = (await trx.selectFrom('filament_usage').selectAll().where('job_id', '=', jobId).orderBy('slot').execute()).map(usageRecord);
+      const total = round2(all.reduce((s, u) => s + u.grams, 0));
+      const cost = round2(all.reduce((s, u) => s + (u.cost ?? 0), 0));
+      await trx.updateTable('jobs').set({ material_actual_usage: total, material_cost: cost, updated_at: now }).where('id', '=', jobId).execute();
+      return { written, all, total };
     });
   }
 
