@@ -256,7 +256,15 @@ export class Dispatcher {
     const facts = new Map(printers.map((p) => [p.id, this.printerFacts(p)]));
     const factsOf = (p: PrinterRecord) => facts.get(p.id) ?? this.printerFacts(p);
     const available = new Map<string, Availability>();
-    const availabilityOf = (id: string) => available.get(id) ?? available.set(id, this.availability(id, false)).get(id)!;
+    const availabilityOf = (id: string) => {
+      let found = available.get(id);
+      if (found !== undefined) return found;
+      available.set(id, (found = this.availability(id, false)));
+      // Found offline (say in a new link's gap before its first full report): its next report is news even when it
+      // shows what the last one before the gap did, so that it starts a pass.
+      if (found === 'offline') this.seen.forget(id);
+      return found;
+    };
     for (const item of items) {
       if (this.closed) return;
       if (item.start_after && Date.parse(item.start_after) > now) {

@@ -41,4 +41,13 @@ export class SeenPrinters {
     last.materials = materials;
     return !same;
   }
+
+  /**
+   * The printer was found offline (no state, or not connected): its next report is news whatever it shows. A new
+   * link shows nothing until its first full report (Bambu), and the report that ends that gap often shows what
+   * the last one before it did: compared with it, it would start no pass, and a copy waited for the safety pass.
+   */
+  forget(printerId: string): void {
+    this.seen.delete(printerId);
+  }
 }
