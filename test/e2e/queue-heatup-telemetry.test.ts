@@ -23,6 +23,9 @@ describe('queue: a heat-up that ends with a report of temperatures alone', () =>
     h = await startService({ ...queueServiceOptions, fleet: { ...queueServiceOptions.fleet, watchdogMs: 60_000 } });
     expect((await h.post('/api/v1/printers', heating.printer)).status).toBe(201);
     await until(async () => (await h.get('/api/v1/printers/p1s-hand')).body?.connection_status === 'connected', 'hand-driven printer connected');
+    // The monitoring driver's first full report (the pushall answer, idle): a report sent before it would be held
+    // and then replaced by it, and the printer's view may show the connection test's driver, whose link is gone.
+    await until(async () => h.service.context.fleet.stateOf('p1s-hand') !== undefined, 'the first full report');
     await addPrinters(h, [free]);
     expect((await h.put('/api/v1/settings', { queue_max_concurrent_heatups: 1 })).status).toBe(200);
   });

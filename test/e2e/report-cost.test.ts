@@ -67,6 +67,9 @@ beforeAll(async () => {
   peer = await startHostileBambu('cost-01');
   expect((await harness.post('/api/v1/printers', peer.printer)).status).toBe(201);
   await until(async () => (await harness.get('/api/v1/printers/cost-01')).body?.connection_status === 'connected', 'printer connected');
+  // The monitoring driver's first full report (the pushall answer, idle): what comes before it is held, and the
+  // printer's view may show the connection test's driver, whose link is gone.
+  await until(async () => harness.service.context.fleet.stateOf('cost-01') !== undefined, 'the first full report');
   harness.service.context.fleet.onReport(() => sparedReports !== null && sparedReports++, { telemetry: false });
   harness.service.context.fleet.onReport(() => askedReports++, { telemetry: (id) => id === askFor });
   ws = await connectWs(harness.base);
