@@ -57,6 +57,22 @@ export async function burstReady(h: Harness, n: number): Promise<{ seeded: Seede
   return { seeded, agent };
 }
 
+/**
+ * Emits a burst of job ends and sends a request at once: it reaches the service the next time the event loop
+ * reads its sockets, mid-burst, and is answered on its kept-alive connection while most of the burst's ideas are
+ * still to be moved (with one chain of database work per event, all their statements were queued before the
+ * request's, and ran first). Then waits for the burst's end.
+ */
+export async function answeredMidBurst(burst: ReturnType<typeof watchBurst>, agent: ReturnType<typeof keptAlive>, ids: number[]): Promise<void> {
+  burst.emit(ids);
+  const answer = await agent.get('/api/v1/jobs?limit=1');
+  const ideasBeforeAnswer = burst.ideaUpdates();
+  expect(answer).toMatchObject({ status: 200, reused: true });
+  expect(JSON.parse(answer.body).jobs).toHaveLength(1);
+  expect(ideasBeforeAnswer).toBeLessThan(ids.length / 2);
+  await burst.done(ids.length);
+}
+
 /** Counts what a burst of job ends brings about: statements moving ideas, notifications, usage frames. */
 export function watchBurst(h: Harness) {
   const { store, bus, filament, ideas } = h.service.context;

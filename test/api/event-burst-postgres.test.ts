@@ -7,7 +7,7 @@
 import type pg from 'pg';
 import { postgresUnavailable, usePostgres } from '../helpers/postgres';
 import { startService, type Harness } from '../helpers/service';
-import { burstReady, keptAlive, watchBurst } from './event-burst-fixtures';
+import { answeredMidBurst, burstReady, keptAlive, watchBurst } from './event-burst-fixtures';
 
 const missing = postgresUnavailable();
 if (missing) process.stderr.write(`note: event bursts on PostgreSQL skipped: ${missing}\n`);
@@ -41,13 +41,7 @@ if (missing) process.stderr.write(`note: event bursts on PostgreSQL skipped: ${m
     };
     const burst = watchBurst(h);
     try {
-      burst.emit(seeded.ids);
-      const answer = await agent.get('/api/v1/jobs?limit=1');
-      const ideasBeforeAnswer = burst.ideaUpdates();
-      expect(answer).toMatchObject({ status: 200, reused: true });
-      expect(JSON.parse(answer.body).jobs).toHaveLength(1);
-      expect(ideasBeforeAnswer).toBeLessThan(N / 2);
-      await burst.done(N);
+      await answeredMidBurst(burst, agent, seeded.ids);
       // Five tasks at most run (one notification, two of filament usage, two of ideas): the pool's queue holds
       // those that wait for a connection being opened, never one query per job and listener.
       expect(mostWaiting).toBeLessThanOrEqual(5);
