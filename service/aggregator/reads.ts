@@ -51,6 +51,22 @@ export interface TopTally<C> {
 }
 
 /**
+ * A tally's rows as a TopTally: each row holds its `measures`, and, from window functions over the whole
+ * grouping, how many names there are (`names`) and each measure's total over all of them (`all_<measure>`).
+ */
+export function topTally<M extends string>(rows: readonly Record<string, unknown>[], measures: readonly M[], nameOf = (row: Record<string, unknown>) => String(row.name)): TopTally<Record<M, number>> {
+  const shown = rows.map((row) => {
+    const entry: Record<string, unknown> = { name: nameOf(row) };
+    for (const m of measures) entry[m] = Number(row[m]);
+    return entry as { name: string } & Record<M, number>;
+  });
+  const first = rows[0];
+  const rest: Record<string, number> = { names: first ? Number(first.names) - rows.length : 0 };
+  for (const m of measures) rest[m] = first ? Number(first[`all_${m}`]) - shown.reduce((n, r) => n + r[m], 0) : 0;
+  return { shown, rest: rest as { names: number } & Record<M, number> };
+}
+
+/**
  * The entries of a JSON object text column as rows of `j` (key and value), joined after a comma: SQLite's
  * json_each, PostgreSQL's jsonb_each (a function in FROM may use the tables before it there). The callers
  * group the rows by the JSON text first and weight each entry by its group's count: PostgreSQL parses
@@ -245,15 +261,13 @@ export class AggregatorReads {
    */
   async errorTypes(startMs: number, endMs: number, top: number): Promise<TopTally<{ count: number }>> {
     const j = jsonEntries(this.db, sql`s.event_counts`);
-    const { rows } = await sql<{ name: string; count: number; names: number; total: number }>`
-      SELECT name, count, COUNT(*) OVER () AS names, SUM(count) OVER () AS total FROM (
+    const { rows } = await sql<{ name: string; count: number; names: number; all_count: number }>`
+      SELECT name, count, COUNT(*) OVER () AS names, SUM(count) OVER () AS all_count FROM (
         SELECT j.key AS name, SUM(${j.number} * s.n) AS count FROM (
           SELECT event_counts, COUNT(*) AS n FROM submissions WHERE received_ms > ${startMs} AND received_ms <= ${endMs} AND error_count > 0 GROUP BY event_counts
         ) s, ${j.from} WHERE substr(j.key, 1, 6) = 'error_' GROUP BY j.key
       ) per_code ORDER BY count DESC, ${flavourOf(this.db).sortKey(sql.ref('name'))} LIMIT ${sql.lit(Math.trunc(top))}`.execute(this.db);
-    const shown = rows.map((r) => ({ name: r.name.slice(6), count: Number(r.count) }));
-    const total = rows.length ? Number(rows[0].total) : 0;
-    return { shown, rest: { names: rows.length ? Number(rows[0].names) - rows.length : 0, count: total - shown.reduce((n, r) => n + r.count, 0) } };
+    return topTally(rows, ['count'], (row) => String(row.name).slice(6));
   }
 
   /**
@@ -267,15 +281,7 @@ export class AggregatorReads {
         SELECT j.key AS name, SUM(CASE WHEN ${j.isTrue} THEN l.n ELSE 0 END) AS enabled, SUM(CASE WHEN ${j.isTrue} THEN 0 ELSE l.n END) AS disabled
         FROM (SELECT feature_usage, COUNT(*) AS n FROM (${this.latestInWindow(startMs, endMs)}) latest GROUP BY feature_usage) l, ${j.from} GROUP BY j.key
       ) per_feature ORDER BY enabled DESC, ${flavourOf(this.db).sortKey(sql.ref('name'))} LIMIT ${sql.lit(Math.trunc(top))}`.execute(this.db);
-    const shown = rows.map((r) => ({ name: r.name, enabled: Number(r.enabled), disabled: Number(r.disabled) }));
-    const first = rows[0];
-    const sum = (k: 'enabled' | 'disabled') => shown.reduce((n, r) => n + r[k], 0);
-    return {
-      shown,
-      rest: first
-        ? { names: Number(first.names) - rows.length, enabled: Number(first.all_enabled) - sum('enabled'), disabled: Number(first.all_disabled) - sum('disabled') }
-        : { names: 0, enabled: 0, disabled: 0 },
-    };
+    return topTally(rows, ['enabled', 'disabled']);
   }
 
   /**

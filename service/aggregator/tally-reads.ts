@@ -6,7 +6,7 @@
  */
 import { sql } from 'kysely';
 import { flavourOf } from '../db/dialect';
-import { AggregatorReads, jsonEntries, type TopTally } from './reads';
+import { AggregatorReads, jsonEntries, topTally, type TopTally } from './reads';
 
 /** The fleet-size buckets of /stats/printers: each holds the printer counts up to its `max` (the last, all above). */
 export const FLEET_SIZES = [
@@ -40,15 +40,7 @@ export class TallyReads extends AggregatorReads {
         SELECT ${sql.ref(field)} AS name, COUNT(*) AS installations, COALESCE(SUM(printer_count), 0) AS printers
         FROM (${this.latestInWindow(startMs, endMs)}) l GROUP BY ${sql.ref(field)}
       ) per_value ORDER BY installations DESC, ${flavourOf(this.db).sortKey(sql.ref('name'))} LIMIT ${lit(top)}`.execute(this.db);
-    const shown = rows.map((r) => ({ name: r.name, installations: Number(r.installations), printers: Number(r.printers) }));
-    const first = rows[0];
-    const sum = (k: 'installations' | 'printers') => shown.reduce((n, r) => n + r[k], 0);
-    return {
-      shown,
-      rest: first
-        ? { names: Number(first.names) - rows.length, installations: Number(first.all_installations) - sum('installations'), printers: Number(first.all_printers) - sum('printers') }
-        : { names: 0, installations: 0, printers: 0 },
-    };
+    return topTally(rows, ['installations', 'printers']);
   }
 
   /**
@@ -63,15 +55,7 @@ export class TallyReads extends AggregatorReads {
         SELECT j.key AS name, SUM(${j.number} * l.n) AS printers, SUM(CASE WHEN ${j.number} > 0 THEN l.n ELSE 0 END) AS installations
         FROM (SELECT printer_type_counts, COUNT(*) AS n FROM (${this.latestInWindow(startMs, endMs)}) latest GROUP BY printer_type_counts) l, ${j.from} GROUP BY j.key
       ) per_type ORDER BY printers DESC, ${flavourOf(this.db).sortKey(sql.ref('name'))} LIMIT ${lit(top)}`.execute(this.db);
-    const shown = rows.map((r) => ({ name: r.name, printers: Number(r.printers), installations: Number(r.installations) }));
-    const first = rows[0];
-    const sum = (k: 'installations' | 'printers') => shown.reduce((n, r) => n + r[k], 0);
-    return {
-      shown,
-      rest: first
-        ? { names: Number(first.names) - rows.length, printers: Number(first.all_printers) - sum('printers'), installations: Number(first.all_installations) - sum('installations') }
-        : { names: 0, printers: 0, installations: 0 },
-    };
+    return topTally(rows, ['printers', 'installations']);
   }
 
   /**
