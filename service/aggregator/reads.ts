@@ -157,6 +157,19 @@ export class AggregatorReads {
   }
 
   /** The latest submission in (startMs, endMs] of every installation that submitted then, as the fields of latest_submissions. */
+  /**
+   * Each installation's latest submission per bucket of `sizeMs` ending at endMs (bucket 0 the newest), over
+   * `buckets` buckets: the bucket and `column` of each, for the trend tallies.
+   */
+  protected latestPerBucket(column: 'feature_usage' | 'app_version', endMs: number, sizeMs: number, buckets: number): RawBuilder<unknown> {
+    const bucket = sql`(${lit(endMs)} - received_ms) / ${lit(sizeMs)}`;
+    const value = sql.ref(column);
+    return sql`SELECT bucket, ${value} FROM (
+          SELECT ${bucket} AS bucket, ${value}, ROW_NUMBER() OVER (PARTITION BY ${bucket}, installation_id ORDER BY received_ms DESC, id DESC) AS rn
+          FROM submissions WHERE received_ms > ${endMs - buckets * sizeMs} AND received_ms <= ${endMs}
+        ) ranked WHERE rn = 1`;
+  }
+
   protected latestInWindow(startMs: number, endMs: number): RawBuilder<unknown> {
     const fields = sql.raw(['installation_id', ...LATEST_FIELDS].join(', '));
     return sql`SELECT ${fields} FROM latest_submissions WHERE received_ms > ${startMs} AND received_ms <= ${endMs}
@@ -290,16 +303,9 @@ export class AggregatorReads {
    * buckets x top rows), with how many features there were in all.
    */
   async featureTrendTally(endMs: number, sizeMs: number, buckets: number, top: number) {
-    const startMs = endMs - buckets * sizeMs;
-    const bucket = sql`(${lit(endMs)} - received_ms) / ${lit(sizeMs)}`;
     const j = jsonEntries(this.db, sql`g.feature_usage`);
     const { rows } = await sql<{ bucket: number; name: string; enabled: number; disabled: number; names: number }>`
-      WITH latest AS (
-        SELECT bucket, feature_usage FROM (
-          SELECT ${bucket} AS bucket, feature_usage, ROW_NUMBER() OVER (PARTITION BY ${bucket}, installation_id ORDER BY received_ms DESC, id DESC) AS rn
-          FROM submissions WHERE received_ms > ${startMs} AND received_ms <= ${endMs}
-        ) ranked WHERE rn = 1
-      ), per AS (
+      WITH latest AS (${this.latestPerBucket('feature_usage', endMs, sizeMs, buckets)}), per AS (
         SELECT g.bucket AS bucket, j.key AS name, SUM(CASE WHEN ${j.isTrue} THEN g.n ELSE 0 END) AS enabled, SUM(CASE WHEN ${j.isTrue} THEN 0 ELSE g.n END) AS disabled
         FROM (SELECT bucket, feature_usage, COUNT(*) AS n FROM latest GROUP BY bucket, feature_usage) g, ${j.from} GROUP BY g.bucket, j.key
       ), chosen AS (

@@ -93,15 +93,8 @@ export class TallyReads extends AggregatorReads {
    * many versions there were in all.
    */
   async versionTrendTally(endMs: number, sizeMs: number, buckets: number, top: number) {
-    const startMs = endMs - buckets * sizeMs;
-    const bucket = sql`(${lit(endMs)} - received_ms) / ${lit(sizeMs)}`;
     const { rows } = await sql<{ bucket: number; name: string | null; installations: number; names: number; all_names: number }>`
-      WITH latest AS (
-        SELECT bucket, app_version FROM (
-          SELECT ${bucket} AS bucket, app_version, ROW_NUMBER() OVER (PARTITION BY ${bucket}, installation_id ORDER BY received_ms DESC, id DESC) AS rn
-          FROM submissions WHERE received_ms > ${startMs} AND received_ms <= ${endMs}
-        ) ranked WHERE rn = 1
-      ), per AS (
+      WITH latest AS (${this.latestPerBucket('app_version', endMs, sizeMs, buckets)}), per AS (
         SELECT bucket, app_version AS name, COUNT(*) AS installations FROM latest GROUP BY bucket, app_version
       ), chosen AS (
         SELECT name FROM per GROUP BY name ORDER BY SUM(installations) DESC, ${flavourOf(this.db).sortKey(sql.ref('name'))} LIMIT ${lit(top)}
