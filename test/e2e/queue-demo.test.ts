@@ -92,7 +92,9 @@ describe('demo printers kept busy', () => {
       logStream: new Writable({ write: (_c, _e, cb) => cb() }),
       updateCheckUrl: 'http://127.0.0.1:9/unreachable',
       demo: true,
-      demoRestartMs: 50,
+      // A restart round a second: the plate that needs clearing shows for up to that long before the demo clears
+      // it (at 50 ms the state could come and go between two polls under load, ci82).
+      demoRestartMs: 1000,
       demoRestMs: 0,
     });
     const api = demo.url.replace('localhost', '127.0.0.1');
