@@ -177,7 +177,8 @@ export class PrinterRegistry {
     // (De)activation and reconnects change the status: the status history keeps uptime right.
     if (patch.status !== undefined && patch.connection_status !== undefined) await this.store.statusHistory.record(id, patch.status, patch.connection_status, now);
     this.publish((await this.store.printers.get(id)) ?? ({ ...current, ...patch } as PrinterRecord), 'updated');
-    await this.fleet.sync(id);
+    // A deactivation synced above: a second sync would re-read the record and could act on another request's change.
+    if (input.is_active !== false) await this.fleet.sync(id);
     return { id, message: 'Printer updated', updated_at: now };
   }
 
