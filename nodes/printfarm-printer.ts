@@ -2,7 +2,8 @@
  * printer: one printer (or all of them). Sends `printer_status` messages
  * (topic = printer id, payload = its state) when a printer's state changes,
  * and `printer_removed` (payload {id}) when one is deleted;
- * takes `pause`, `resume`, `stop` and `refresh` on its input, and the camera
+ * takes `pause`, `resume`, `stop`, `refresh` and `list` (one `printers`
+ * message with every printer it follows) on its input, and the camera
  * topics `snapshot` (a JPEG Buffer) and `stream` (see printer-camera.ts). Optionally
  * registers its printer with the service (address, serial number and the
  * access code, which is kept as a Node-RED credential).
@@ -40,7 +41,7 @@ interface PrinterCredentials {
 type PrinterNodeType = ServerUser & Node<PrinterCredentials>;
 
 const TYPE = 'printfarm-printer';
-const COMMANDS = ['pause', 'resume', 'stop', 'refresh'] as const;
+const COMMANDS = ['pause', 'resume', 'stop', 'refresh', 'list'] as const;
 type Command = (typeof COMMANDS)[number];
 
 /** A msg property as text: a string or number as it is, anything else as '' (String() of an object such as {"toString": 1} throws). */
@@ -190,7 +191,7 @@ export = function (RED: NodeAPI) {
       const command = textOf(given).trim().toLowerCase() as Command;
       const target = wanted || textOf((msg as { printer_id?: unknown }).printer_id ?? msg.topic).trim();
       if (!COMMANDS.includes(command)) return done(new Error(t('printfarm-printer.errors.unknown-command', { command: textOf(given).slice(0, 40) || `(${given === null ? 'null' : typeof given})` })));
-      if (!target && command !== 'refresh') return done(new Error(t('printfarm-printer.errors.no-printer')));
+      if (!target && command !== 'refresh' && command !== 'list') return done(new Error(t('printfarm-printer.errors.no-printer')));
       clientOf(farm)
         .then(async (client) => {
           if (command === 'refresh') {
@@ -199,6 +200,16 @@ export = function (RED: NodeAPI) {
             const list = [...monitor.printers.values()].filter((p) => (target ? p.id === target : true));
             if (target && !list.length) throw new Error(t('printfarm-printer.errors.not-found', { printer: target }));
             send([list.map((p) => ({ ...msg, ...message(p) }))]);
+            showStatus();
+            return;
+          }
+          if (command === 'list') {
+            // The whole farm the node follows, in one message, even when it is empty: a flow learns which printers
+            // no longer exist (deleted while it did not run), which per-printer messages cannot tell.
+            const monitor = farm.connection.monitor!;
+            await monitor.refresh();
+            const printers = [...monitor.printers.values()].filter((p) => matches(p.id));
+            send({ ...msg, topic: wanted, event: 'printers', payload: printers });
             showStatus();
             return;
           }

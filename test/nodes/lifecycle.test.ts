@@ -214,7 +214,7 @@ test('printer: inputs of the wrong type end once with a clear error (an object w
     ),
   );
   const caught = collect(helper.getNode('caught'));
-  const unknown = (command: string) => `Error: Unknown command "${command}" (use pause, resume, stop, refresh, snapshot or stream)`;
+  const unknown = (command: string) => `Error: Unknown command "${command}" (use pause, resume, stop, refresh, list, snapshot or stream)`;
   const cases: [Record<string, unknown>, string][] = [
     [{ payload: JSON.parse('{"toString": 1}') }, unknown('(object)')],
     [{ payload: JSON.parse('{"__proto__": {"polluted": true}}') }, unknown('(object)')],

@@ -98,9 +98,17 @@ describe('printfarm-server and printer nodes', () => {
     );
     const caught = collect(helper.getNode('caught'));
     helper.getNode('all').receive({ payload: 'explode' });
-    expect((await caught.next()).error.message).toBe('Error: Unknown command "explode" (use pause, resume, stop, refresh, snapshot or stream)');
+    expect((await caught.next()).error.message).toBe('Error: Unknown command "explode" (use pause, resume, stop, refresh, list, snapshot or stream)');
     helper.getNode('all').receive({ payload: 'pause' });
     expect((await caught.next((m) => m !== caught.messages[0])).error.message).toBe('Error: Which printer? Set msg.printer_id or msg.topic');
+  });
+
+  test('list sends the farm the node follows as one printers message, an empty array when there is no printer', async () => {
+    await helper.load(NODES, flow([{ id: 'all', type: 'printfarm-printer', server: 'srv', printer: '', register: false, wires: [['out']] }, { id: 'out', type: 'helper' }]));
+    const out = collect(helper.getNode('out'));
+    helper.getNode('all').receive({ payload: 'list', _id: 'ask' });
+    // A flow tells the printers deleted while it did not run from this answer: it must come for an empty farm too.
+    expect(await out.next((m) => m.event === 'printers')).toMatchObject({ _id: 'ask', event: 'printers', payload: [] });
   });
 
   test('all printers: every printer sends its state; refresh sends them again; the status sums up the farm; the editor can list them', async () => {
