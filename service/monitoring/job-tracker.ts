@@ -376,7 +376,8 @@ export class JobTracker {
     this.current.set(printerId, null);
     if (!(await this.store.jobs.transition(tracked.jobId, ACTIVE_JOB, patch))) return;
     this.log.info({ printer_id: printerId, job_id: tracked.jobId, outcome, duration }, 'job ended');
-    this.publish(tracked.jobId, printerId, 'status', outcome, progress);
+    // With its name: the notification of the end needs it, and need not read the job again for it.
+    this.publish(tracked.jobId, printerId, 'status', outcome, progress, job?.job_name ?? undefined);
   }
 
   private publish(id: number, printerId: string, change: JobUpdateEvent['change'], status: string, progress: number, jobName?: string): void {

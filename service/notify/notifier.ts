@@ -4,9 +4,11 @@
  * plate that needs clearing, a queue item that failed, a spool running low (where the service has spools).
  * Each goes out as a `notification` event (/ws, the Node-RED `printfarm-events` node) and to the webhooks.
  * It only listens to the event bus: nothing here slows a report or a request down. What a notification reads
- * from the database (the job's and the printer's names) is read one notification at a time, in the order of
- * the events (util/work-queue.ts): a burst of 10 000 job ends queues 10 000 small tasks here, not 20 000
- * statements on the database's connection, so a request that needs the database is not stuck behind them.
+ * from the database is read one notification at a time, in the order of the events (util/work-queue.ts): a
+ * burst of 10 000 job ends queues 10 000 small tasks here, not 20 000 statements on the database's connection,
+ * so a request that needs the database is not stuck behind them. Most need no statement at all: a job's end
+ * carries the job's name (the job tracker's and the jobs API's events), and a printer's name is read once and
+ * then kept from its printer_status events (created, updated, deleted: the only ways a name changes).
  */
 import type { Logger } from 'pino';
 import type { AttentionChange, AttentionEntry } from '../attention/book';
@@ -24,6 +26,8 @@ const MAX_TOLD = 5000;
  * names its event carries (the printer's id for its name): every notification is kept, only its wording suffers.
  */
 const MAX_WAITING = 100_000;
+/** Printer names kept (a farm has fewer printers; beyond, the names are read again). */
+const MAX_NAMES = 10_000;
 
 /** Whether a task may read the database (false: the backlog was full, it uses what its event carries). */
 type Lookups = boolean;
@@ -47,6 +51,8 @@ export class Notifier {
   private readonly told = new Set<string>();
   private readonly offline = new Map<string, { timer: NodeJS.Timeout; since: number; reason: string | null }>();
   private readonly plates = new Map<string, string>();
+  /** Printer names as last read or announced (null: no such printer). */
+  private readonly names = new Map<string, string | null>();
   private readonly unsubscribe: () => void;
   private closed = false;
   /** One at a time: notifications go out in the order of their events. */
@@ -124,7 +130,9 @@ export class Notifier {
     const failed = data.status === 'failed';
     // A cause told already needs no job read (an event heard twice).
     if (this.closed || this.told.has(`job:${id}:${data.status}`)) return;
-    const job = lookups && Number.isFinite(id) ? await this.deps.store.jobs.get(id) : { job_name: typeof data.job_name === 'string' ? data.job_name : null };
+    // The event's name is the job's at its end; only an event without one (null is a name too) reads the job.
+    const carried = 'job_name' in data || !lookups || !Number.isFinite(id);
+    const job = carried ? { job_name: typeof data.job_name === 'string' ? data.job_name : null } : await this.deps.store.jobs.get(id);
     const why = failed ? this.deps.attentionOf(printerId)[0]?.message : undefined;
     await this.tell(lookups, failed ? 'print_failed' : 'print_finished', printerId, failed ? 'serious' : 'info', `job:${id}:${data.status}`, { job: job?.job_name ?? undefined, message: why }, {
       job_id: id,
@@ -135,6 +143,7 @@ export class Notifier {
 
   private printerStatus(e: PrinterStatusEvent): void {
     const id = e.printer_id;
+    if (e.change !== 'state') this.rename(id, e.change === 'deleted' ? null : e.name);
     if (e.change === 'deleted') {
       this.backOnline(id);
       this.plates.delete(id);
@@ -197,15 +206,35 @@ export class Notifier {
   ): Promise<void> {
     if (this.closed || this.told.has(cause)) return;
     this.remember(cause);
-    const record = printerId && lookups ? await this.deps.store.printers.get(printerId) : undefined;
+    const printerName = (printerId && lookups ? await this.printerName(printerId) : null) ?? printerId;
     if (this.closed) return;
-    const printerName = record?.name ?? printerId;
     const factsIn = (language: NotifyLanguage) => ({ ...(typeof facts === 'function' ? facts(language) : facts), printer: printerName ?? '' });
     const texts = { en: notifyText(kind, factsIn('en'), 'en'), de: notifyText(kind, factsIn('de'), 'de') };
     const { title, message } = texts[this.deps.settings.get('language') === 'de' ? 'de' : 'en'];
     const notification: Notification = { kind, title, message, printer_id: printerId, printer_name: printerName, severity, at: nowIso(), data, cause, texts };
     this.deps.bus.emit('notification', notification);
     this.deps.deliver(notification);
+  }
+
+  /** The printer's name, read once and then kept (see rename). */
+  private async printerName(printerId: string): Promise<string | null> {
+    const known = this.names.get(printerId);
+    if (known !== undefined) return known;
+    const name = (await this.deps.store.printers.get(printerId))?.name ?? null;
+    // A printer_status of the printer heard during the read is newer than what was read.
+    if (!this.names.has(printerId)) {
+      if (this.names.size >= MAX_NAMES) this.names.clear();
+      this.names.set(printerId, name);
+    }
+    return name;
+  }
+
+  /** A printer was created, changed or removed: its name as announced (read again when the event has none). */
+  private rename(printerId: string, name: unknown): void {
+    if (typeof name === 'string' || name === null) {
+      if (this.names.size >= MAX_NAMES) this.names.clear();
+      this.names.set(printerId, name);
+    } else this.names.delete(printerId);
   }
 
   private remember(cause: string): void {

@@ -146,7 +146,7 @@ describeDialects('job tracker', (db) => {
     ]);
   });
 
-  test('finished, failed and stopped become completed, failed and cancelled', async () => {
+  test('finished, failed and stopped become completed, failed and cancelled, each end\'s event with the job\'s name', async () => {
     const outcomes: [MachineState, string][] = [
       ['finished', 'completed'],
       ['failed', 'failed'],
@@ -158,6 +158,9 @@ describeDialects('job tracker', (db) => {
       await feed(state(end, `part${i}.gcode`, 30, { started_at: started }));
       const job = (await jobs()).find((j) => j.filename === `part${i}.gcode`)!;
       expect([end, job.status]).toEqual([end, expected]);
+      // The end's event names the job: the notification of it reads no job for its name.
+      const last = events.filter((e) => e.type === 'job_update').pop()!.data;
+      expect(last).toMatchObject({ job_id: job.id, change: 'status', status: expected, job_name: job.job_name });
     }
   });
 

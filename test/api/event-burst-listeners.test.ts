@@ -1,0 +1,89 @@
+/**
+ * How many statements a listener of the bus runs for a burst of job ends, on a real store (SQLite and
+ * PostgreSQL), each listener alone on its bus so that every statement counted is its own: the notifier needs
+ * none per job when the events carry the job's name (one read of the printer's name for the burst).
+ */
+import pino from 'pino';
+import type { Store } from '../../service/db';
+import { EventBus, type JobUpdateEvent } from '../../service/events';
+import type { Notification } from '../../service/notify/kinds';
+import { Notifier } from '../../service/notify/notifier';
+import { SettingsService } from '../../service/settings';
+import { nowIso } from '../../service/util/time';
+import { dialectStore } from '../helpers/dialect-store';
+import { describeDialects } from '../helpers/dialects';
+
+const log = pino({ level: 'silent' });
+const N = 200;
+
+/** Statements run on `store` from now on, by their text (a statement is told once it ran). */
+function countStatements(store: Store) {
+  const texts: string[] = [];
+  const listener = (sql: string) => void texts.push(sql);
+  store.connection.queryListeners.add(listener);
+  return { texts, stop: () => store.connection.queryListeners.delete(listener) };
+}
+
+async function seed(store: Store, n: number): Promise<{ ids: number[]; ideaIds: number[] }> {
+  const at = nowIso();
+  await store.printers.insert({
+    id: 'mk4-01', name: 'MK4 by the window', type: 'prusa_core', model: 'MK4', ip_address: '127.0.0.1', serial_number: null, access_code: null, is_active: false,
+    status: 'offline', connection_status: 'disconnected', status_message: null, firmware_version: null, last_seen: null, created_at: at, updated_at: at,
+    mqtt_port: null, ftps_port: null, http_port: null, power_watts: null, auth_method: null,
+  });
+  const ids: number[] = [];
+  const ideaIds: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const id = await store.jobs.insert({ printer_id: 'mk4-01', job_name: `Part ${i}`, status: 'completed', created_at: at, updated_at: at });
+    ids.push(id);
+    const idea = { title: `Idea ${i}`, creator_name: null, source_platform: 'manual', source_url: null, model_id: null, thumbnail_url: null, description: null, file_info: null, notes: null };
+    const state = { tags: [], is_business: false, status: 'printing', job_id: id, metadata_refresh_needed: false, metadata_fetched_at: null, metadata_attempted_at: null };
+    ideaIds.push(await store.ideas.insert({ ...idea, ...state, status_changed_at: at, created_at: at, updated_at: at }));
+  }
+  return { ids, ideaIds };
+}
+
+/** A job's end as the job tracker publishes it (with the job's name unless `named` is false). */
+const ended = (id: number, named = true): JobUpdateEvent => ({ id, job_id: id, printer_id: 'mk4-01', change: 'status', status: 'completed', progress: 100, ...(named ? { job_name: `Part ${id}` } : {}) });
+
+describeDialects('listeners of a burst of job ends', (db) => {
+  const store = dialectStore(db);
+  const closing: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const close of closing.splice(0)) await close();
+  });
+
+  test(`${N} job ends that carry their names: the notifier reads the printer's name once and no job; a rename announced is used without a read; an end without a name reads its job`, async () => {
+    const { ids } = await seed(store, N);
+    const bus = new EventBus();
+    const settings = await SettingsService.load(store.settings, {});
+    const told: Notification[] = [];
+    bus.on('notification', (n) => told.push(n));
+    const notifier = new Notifier({ bus, store, settings, log, attentionOf: () => [], attentionTexts: () => ({}), deliver: () => undefined });
+    closing.push(() => notifier.close());
+    const statements = countStatements(store);
+    try {
+      for (const id of ids) bus.emit('job_update', ended(id));
+      await notifier.idle();
+      expect(told.map((n) => [n.data.job_id, n.data.job_name, n.printer_name])).toEqual(ids.map((id) => [id, `Part ${id}`, 'MK4 by the window']));
+      expect(statements.texts).toHaveLength(1);
+      expect(statements.texts[0]).toMatch(/from "printers"/);
+
+      // The printer renamed (the registry's frame carries the name): the next notification says it, reading nothing.
+      bus.emit('printer_status', { printer_id: 'mk4-01', change: 'updated', name: 'MK4 by the door', status: 'offline', connection_status: 'disconnected', progress: 0, temperatures: { nozzle: 0, bed: 0 } });
+      const [first, second] = ids;
+      bus.emit('job_update', { ...ended(first), status: 'failed' });
+      await notifier.idle();
+      expect(told[N]).toMatchObject({ kind: 'print_failed', printer_name: 'MK4 by the door', data: { job_id: first, job_name: `Part ${first}` } });
+      expect(statements.texts).toHaveLength(1);
+
+      // An event without the job's name (from elsewhere than the tracker or the jobs API) still reads it.
+      bus.emit('job_update', { ...ended(second, false), status: 'failed' });
+      await notifier.idle();
+      expect(told[N + 1]).toMatchObject({ kind: 'print_failed', data: { job_id: second, job_name: 'Part 1' } });
+      expect(statements.texts.slice(1)).toEqual([expect.stringMatching(/from "jobs"/)]);
+    } finally {
+      statements.stop();
+    }
+  });
+});
