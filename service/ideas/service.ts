@@ -97,8 +97,10 @@ export class IdeaService {
   start(): void {
     if (this.closed) return;
     this.unsubscribe = this.bus.on('job_update', (event) => {
-      if (event.status !== 'completed') return;
-      // A job's completion heard again before it was followed (its usage update follows it) is followed once.
+      // The usage recorded after a job's end is announced with the job's status, completed again: the end itself
+      // was heard first (or, refused by a full backlog, is caught up), so that announcement moves nothing.
+      if (event.status !== 'completed' || (event.change === 'updated' && Array.isArray(event.filament_usage))) return;
+      // A job's completion heard again before it was followed is followed once.
       this.jobWork.push(() => this.followJob(event.job_id), { once: `job:${event.job_id}` });
     });
     this.trending.start();

@@ -1,11 +1,13 @@
 /**
  * How many statements a listener of the bus runs for a burst of job ends, on a real store (SQLite and
  * PostgreSQL), each listener alone on its bus so that every statement counted is its own: the notifier needs
- * none per job when the events carry the job's name (one read of the printer's name for the burst).
+ * none per job when the events carry the job's name (one read of the printer's name for the burst), and ideas
+ * move with one statement per completed job, not a second one when the job's filament usage follows.
  */
 import pino from 'pino';
 import type { Store } from '../../service/db';
 import { EventBus, type JobUpdateEvent } from '../../service/events';
+import { IdeaService } from '../../service/ideas/service';
 import type { Notification } from '../../service/notify/kinds';
 import { Notifier } from '../../service/notify/notifier';
 import { SettingsService } from '../../service/settings';
@@ -85,5 +87,26 @@ describeDialects('listeners of a burst of job ends', (db) => {
     } finally {
       statements.stop();
     }
+  });
+
+  test(`${N} job ends, then their filament usage updates (as filament usage sends them once settled): one statement per job moves its ideas`, async () => {
+    const { ids, ideaIds } = await seed(store, N);
+    const bus = new EventBus();
+    const ideas = new IdeaService(store, bus, log, { metadataRetryMs: 0 });
+    ideas.start();
+    closing.push(() => ideas.close());
+    const statements = countStatements(store);
+    try {
+      for (const id of ids) bus.emit('job_update', ended(id));
+      await ideas.jobWork.idle();
+      // Each job's usage is settled later, and announced with the job's status (completed) and its grams.
+      for (const id of ids) bus.emit('job_update', { id, job_id: id, printer_id: 'mk4-01', change: 'updated', status: 'completed', progress: 100, filament_usage: [{ spool_id: null, slot: 0, material: 'PLA', color: null, grams: 10, cost: 0.2 }] });
+      await ideas.jobWork.idle();
+      expect(statements.texts.filter((t) => /^update "ideas"/.test(t))).toHaveLength(N);
+      expect(statements.texts).toHaveLength(N);
+    } finally {
+      statements.stop();
+    }
+    expect(new Set((await Promise.all(ideaIds.map((id) => store.ideas.get(id)))).map((i) => i?.status))).toEqual(new Set(['completed']));
   });
 });
