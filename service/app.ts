@@ -68,6 +68,8 @@ export interface ServiceOptions {
   databaseUrl?: string;
   /** WebSocket heartbeat period in ms (default 30 s). */
   heartbeatMs?: number;
+  /** How long a /ws client's backlog may stay over its limit, in ms (default 5 s; tests shorten it). */
+  wsSlowClientMs?: number;
   /** Printer connection timings (tests shorten them). */
   fleet?: FleetTimings;
   /** Makes printer drivers (default: the real Bambu Lab and PrusaLink drivers). */
@@ -279,7 +281,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
     maxPerAddress: config.ws_max_clients_per_ip,
     onRefusals: (summary) => log.warn(summary, '/ws connections refused: the connection cap is reached (WS_MAX_CLIENTS, WS_MAX_CLIENTS_PER_IP)'),
   });
-  const hub = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs, admit: (req) => admitWebSocket({ guard, tokens, cap: wsCap, limiter, trust }, req) });
+  const hub = new RealtimeHub(bus, log, { heartbeatMs: options.heartbeatMs, slowClientMs: options.wsSlowClientMs, admit: (req) => admitWebSocket({ guard, tokens, cap: wsCap, limiter, trust }, req) });
   realtime = hub;
   hub.attach(server);
   // A token removed from tokens.json (or given a role /ws refuses) ends the connections it opened.

@@ -27,6 +27,8 @@ interface Client {
   held: number;
   alive: boolean;
   printerIds: Set<string> | null;
+  /** 0: its backlog is within the limit; 1: over it since the last check; 2: over it at a check too (see judge()). */
+  over: 0 | 1 | 2;
 }
 
 export interface RealtimeOptions {
@@ -35,11 +37,18 @@ export interface RealtimeOptions {
   /** Incoming frames larger than this are refused (clients only send small control messages). */
   maxPayload?: number;
   /**
-   * Bytes queued for one client beyond which it is dropped (default 4 MiB): a client that stopped reading
-   * (a hung dashboard) must not grow the service's memory. Dropping keeps the promise that a connected
-   * client gets every event in order; it reconnects and reads the current state from the API.
+   * Bytes queued for one client beyond which it is dropped if they stay queued (default 4 MiB): a client that
+   * stopped reading (a hung dashboard) must not grow the service's memory. Dropping keeps the promise that a
+   * connected client gets every event in order; it reconnects and reads the current state from the API.
    */
   maxBufferedBytes?: number;
+  /**
+   * How long a client's backlog may stay over maxBufferedBytes (default 5 s): it is dropped when it is still
+   * over at two checks this far apart, so after between one and two periods. A burst of one turn queues more
+   * than the limit for a client that reads well but could not yet (one in the service's own process, as the
+   * Node-RED config node's: nobody reads before the turn ends); judged at once, it was dropped.
+   */
+  slowClientMs?: number;
   /**
    * Asked before each upgrade (the per-client connection limit): a function to
    * call when the socket closes, or an HTTP answer that refuses the upgrade.
@@ -61,6 +70,9 @@ export class RealtimeHub {
   readonly path: string;
   private readonly admit: NonNullable<RealtimeOptions['admit']>;
   private readonly maxBuffered: number;
+  private readonly slowClientMs: number;
+  /** Armed while some client is over the limit (one timer for the hub, never one per frame). */
+  private slowCheck: NodeJS.Timeout | null = null;
   private corked: Client[] = [];
   private flush: NodeJS.Immediate | null = null;
   /** Beside the clients, not in them: the report path never reads it. */
@@ -74,6 +86,7 @@ export class RealtimeHub {
     this.path = options.path ?? '/ws';
     this.admit = options.admit ?? (() => ({ release: () => {} }));
     this.maxBuffered = options.maxBufferedBytes ?? 4 * 1024 * 1024;
+    this.slowClientMs = options.slowClientMs ?? 5000;
     this.wss = new WebSocketServer({ noServer: true, maxPayload: options.maxPayload ?? 64 * 1024 });
     this.wss.on('connection', (socket) => this.accept(socket));
     this.unsubscribe = bus.onAny((type, data) => this.broadcast(type, data));
@@ -119,7 +132,7 @@ export class RealtimeHub {
   }
 
   private accept(socket: WebSocket): void {
-    const client: Client = { socket, corked: null, held: 0, alive: true, printerIds: null };
+    const client: Client = { socket, corked: null, held: 0, alive: true, printerIds: null, over: 0 };
     this.clients.add(client);
     socket.on('pong', () => (client.alive = true));
     socket.on('message', (raw, isBinary) => this.receive(client, isBinary ? null : raw.toString()));
@@ -158,14 +171,53 @@ export class RealtimeHub {
 
   private send(client: Client, frame: string): void {
     if (client.socket.readyState !== WebSocket.OPEN) return;
-    if (client.socket.bufferedAmount > this.maxBuffered) {
-      this.log.warn({ buffered: client.socket.bufferedAmount }, 'dropping a /ws client that stopped reading');
-      client.socket.terminate();
-      this.clients.delete(client);
-      return;
-    }
+    // Noted here, judged later (judge()): what one turn queued says nothing yet of how the client reads.
+    if (client.over === 0 && client.socket.bufferedAmount > this.maxBuffered) this.overLimit(client);
     this.batch(client);
     client.socket.send(frame);
+  }
+
+  /**
+   * A client's backlog passed the limit. It still gets every frame (a client that reads must lose none), but
+   * what it sends is not read until it is back under the limit: its requests and ws's answers to its pings
+   * wait in TCP, so a peer that sends and never reads cannot have answers queued for it meanwhile.
+   */
+  private overLimit(client: Client): void {
+    client.over = 1;
+    client.socket.pause();
+    this.log.info({ buffered: client.socket.bufferedAmount }, 'a /ws client has more than the limit queued: dropped unless it drains');
+    if (this.slowCheck) return;
+    this.slowCheck = setTimeout(() => this.judge(), this.slowClientMs);
+    this.slowCheck.unref();
+  }
+
+  /**
+   * Every slowClientMs while some client is over the limit: a client back under it is read again; one still
+   * over it at two checks in a row (a whole period in which the event loop turned and it could read) is
+   * dropped. The bound on memory is then the limit plus what the farm publishes in two periods.
+   */
+  private judge(): void {
+    this.slowCheck = null;
+    let again = false;
+    for (const client of this.clients) {
+      if (client.over === 0) continue;
+      const buffered = client.socket.bufferedAmount;
+      if (buffered <= this.maxBuffered) {
+        client.over = 0;
+        client.socket.resume();
+        this.log.info({ buffered }, 'a /ws client drained its backlog');
+      } else if (client.over === 2) {
+        this.log.warn({ buffered }, 'dropping a /ws client that stopped reading');
+        client.socket.terminate();
+        this.clients.delete(client);
+      } else {
+        client.over = 2;
+        again = true;
+      }
+    }
+    if (!again) return;
+    this.slowCheck = setTimeout(() => this.judge(), this.slowClientMs);
+    this.slowCheck.unref();
   }
 
   /**
@@ -218,6 +270,8 @@ export class RealtimeHub {
 
   private beat(): void {
     for (const client of this.clients) {
+      // Not read while over the limit, so its pong waits too: judge() decides for it.
+      if (client.over !== 0) continue;
       if (!client.alive) {
         client.socket.terminate();
         this.clients.delete(client);
@@ -249,6 +303,8 @@ export class RealtimeHub {
   /** Closes every connection (1001 going away) and stops the heartbeat. */
   async close(): Promise<void> {
     clearInterval(this.heartbeat);
+    if (this.slowCheck) clearTimeout(this.slowCheck);
+    this.slowCheck = null;
     this.unsubscribe();
     if (this.flush) clearImmediate(this.flush);
     this.uncork();

@@ -59,8 +59,8 @@ describe('event bursts on the bus', () => {
     await following.next((f) => f.type === 'subscribed');
     await elsewhere.next((f) => f.type === 'subscribed');
     // A dashboard that stopped reading: its frames wait in the kernel and the server's queue. The burst is about
-    // 2.3 MB, under the 4 MiB a client may have queued (beyond it a client is dropped, realtime.test.ts): nobody
-    // in this process reads while the burst is published, so a bigger one would drop the readers too.
+    // 2.3 MB, under the 4 MiB a client may keep queued, so the stalled client is not dropped and gets every
+    // frame once it reads again (a client kept over the limit is dropped: realtime.test.ts, ws-backlog.test.ts).
     const tcp = (stalled.socket as unknown as { _socket: { pause(): void; resume(): void } })._socket;
     tcp.pause();
     agent = keptAlive(h.base);

@@ -185,7 +185,9 @@ describe('/ws handshakes and frames reset half-way', () => {
   });
 
   test('a client that sends requests and never reads the answers is dropped, not buffered for', async () => {
-    const h = await startService();
+    // Once its answers pass the limit it is not read (its requests wait in TCP), and dropped when they stay
+    // over it at two checks 200 ms apart (5 s by default).
+    const h = await startService({ wsSlowClientMs: 200 });
     opened.push(h);
     // {"type":"ping"} as a text frame (mask 0: the payload as is); each gets a pong frame from the hub.
     const text = Buffer.from('{"type":"ping"}');
