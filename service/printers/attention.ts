@@ -1,14 +1,14 @@
 /**
  * What a printer needs from a person, in one shape for every printer family: the causes a driver reads from
- * the printer's own reports (Bambu HMS and print_error, PrusaLink ATTENTION/ERROR), worded for people in
+ * the printer's own reports (Bambu HMS and print_error, PrusaLink ATTENTION/ERROR, a Klipper shutdown or print error), worded for people in
  * English and, where the vendor publishes it, German. The farm-wide book (service/attention/) adds `since`.
  */
 export type AttentionSeverity = 'fatal' | 'serious' | 'common' | 'info';
-export type AttentionSource = 'hms' | 'print_error' | 'prusalink';
+export type AttentionSource = 'hms' | 'print_error' | 'prusalink' | 'klipper';
 export type AttentionLanguage = 'en' | 'de';
 
 export const ATTENTION_SEVERITIES: readonly AttentionSeverity[] = ['fatal', 'serious', 'common', 'info'];
-export const ATTENTION_SOURCES: readonly AttentionSource[] = ['hms', 'print_error', 'prusalink'];
+export const ATTENTION_SOURCES: readonly AttentionSource[] = ['hms', 'print_error', 'prusalink', 'klipper'];
 
 export interface AttentionText {
   /** What is wrong, as a sentence. */
@@ -18,7 +18,7 @@ export interface AttentionText {
 }
 
 export interface AttentionCause {
-  /** The printer's own code: "0700_2000_0002_0001" (HMS), "0700_8011" (print_error), "ATTENTION"/"ERROR" (PrusaLink). */
+  /** The printer's own code: "0700_2000_0002_0001" (HMS), "0700_8011" (print_error), "ATTENTION"/"ERROR" (PrusaLink), "KLIPPY_SHUTDOWN"/"KLIPPY_ERROR"/"PRINT_ERROR" (Klipper). */
   code: string;
   severity: AttentionSeverity;
   source: AttentionSource;

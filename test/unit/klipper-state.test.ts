@@ -52,6 +52,31 @@ describe('Klipper state', () => {
     expect(toState(null, failed, ctx())).toMatchObject({ state: 'error', raw_state: 'ERROR', error: { code: 'PRINT_ERROR', message: 'Print error: Move out of range' }, job: { file: 'x.gcode' } });
   });
 
+  test('a shutdown, a startup error and a print error are attention entries, the same list while Klipper says the same', () => {
+    const status: KlipperStatus = {};
+    mergeStatus(status, { webhooks: { state: 'ready' }, print_stats: { state: 'printing', filename: 'x.gcode' } });
+    const ready = toState(null, status, ctx());
+    expect(ready.attention).toEqual([]);
+    mergeStatus(status, { webhooks: { state: 'shutdown', state_message: "MCU 'mcu' shutdown: Timer too close\nThis often indicates the host computer is overloaded.\nOnce the underlying issue is corrected, use the\n\"FIRMWARE_RESTART\" command.\nPrinter is shutdown\n" } });
+    const down = toState(ready, status, ctx());
+    expect(down.attention).toEqual([
+      {
+        code: 'KLIPPY_SHUTDOWN',
+        severity: 'fatal',
+        source: 'klipper',
+        text: { en: { message: "Klipper shut down: MCU 'mcu' shutdown: Timer too close", action: 'This often indicates the host computer is overloaded. Once the underlying issue is corrected, use the "FIRMWARE_RESTART" command.' } },
+      },
+    ]);
+    mergeStatus(status, { extruder: { temperature: 30 } });
+    expect(toState(down, status, ctx()).attention).toBe(down.attention);
+    // Without a message: Klipper's words are missing, the service's own action (with German) stands in.
+    const bare = toState(null, { webhooks: { state: 'error', state_message: '' } }, ctx());
+    expect(bare.attention).toEqual([expect.objectContaining({ code: 'KLIPPY_ERROR', severity: 'fatal', text: { en: { message: 'Klipper failed to start', action: expect.stringContaining('printer.cfg') }, de: expect.objectContaining({ action: expect.stringContaining('printer.cfg') }) } })]);
+    const failed = toState(null, { webhooks: { state: 'ready' }, print_stats: { state: 'error', filename: 'x.gcode', message: 'Move out of range' } }, ctx());
+    expect(failed.attention).toEqual([expect.objectContaining({ code: 'PRINT_ERROR', severity: 'serious', text: expect.objectContaining({ en: expect.objectContaining({ message: 'Print error: Move out of range' }) }) })]);
+    expect(toState(failed, { webhooks: { state: 'ready' }, print_stats: { state: 'standby', filename: '' } }, ctx()).attention).toEqual([]);
+  });
+
   test('hostile deltas: unknown objects, non-objects and field floods are bounded', () => {
     const status: KlipperStatus = {};
     expect(mergeStatus(status, null)).toBe(false);

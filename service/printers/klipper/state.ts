@@ -5,6 +5,7 @@
  * `notify_status_update` delta) and derives the state from it (`toState`).
  * An object the printer does not have stays absent: its fields are null.
  */
+import type { AttentionCause, AttentionText } from '../attention';
 import type { MachineState, PrinterError, PrinterMaterial, PrinterState, PrintProgress } from '../driver';
 import { samePrinterState } from '../state-equality';
 
@@ -76,22 +77,51 @@ export function mapPrintStatsState(raw: string): MachineState {
   }
 }
 
-/** The state, raw word and error: Klippy's own state wins over the print's (a shutdown Klipper prints nothing). */
-function machineOf(status: KlipperStatus, ctx: KlipperContext): { state: MachineState; raw: string; error: PrinterError | null } {
+/** The state, raw word and error (with Klipper's full message): Klippy's own state wins over the print's (a shutdown Klipper prints nothing). */
+function machineOf(status: KlipperStatus, ctx: KlipperContext): { state: MachineState; raw: string; error: PrinterError | null; full: string } {
   const klippy = text(status.webhooks?.state) ?? ctx.klippyState;
   const klippyMessage = (text(status.webhooks?.state_message) ?? ctx.klippyMessage ?? '').trim();
   if (klippy === 'shutdown' || klippy === 'error') {
     const message = klippyMessage || (klippy === 'shutdown' ? 'Klipper is shut down' : 'Klipper failed to start');
-    return { state: 'error', raw: klippy.toUpperCase(), error: { code: `KLIPPY_${klippy.toUpperCase()}`, message: `Klipper ${klippy}: ${firstLine(message)}` } };
+    return { state: 'error', raw: klippy.toUpperCase(), error: { code: `KLIPPY_${klippy.toUpperCase()}`, message: `Klipper ${klippy}: ${firstLine(message)}` }, full: klippyMessage };
   }
-  if (klippy === 'startup') return { state: 'busy', raw: 'STARTUP', error: null };
+  if (klippy === 'startup') return { state: 'busy', raw: 'STARTUP', error: null, full: '' };
   const raw = text(status.print_stats?.state) ?? 'standby';
   const state = mapPrintStatsState(raw);
   if (state === 'error') {
     const message = (text(status.print_stats?.message) ?? '').trim();
-    return { state, raw: raw.toUpperCase(), error: { code: 'PRINT_ERROR', message: message ? `Print error: ${firstLine(message)}` : 'The print stopped with an error' } };
+    return { state, raw: raw.toUpperCase(), error: { code: 'PRINT_ERROR', message: message ? `Print error: ${firstLine(message)}` : 'The print stopped with an error' }, full: message };
   }
-  return { state, raw: raw.toUpperCase(), error: null };
+  return { state, raw: raw.toUpperCase(), error: null, full: '' };
+}
+
+/** What to do when Klipper's message says nothing about it (English, and German as the other families give it). */
+const FALLBACK: Record<string, { severity: AttentionCause['severity']; en: string; de: string }> = {
+  KLIPPY_SHUTDOWN: { severity: 'fatal', en: 'Fix the cause, then send FIRMWARE_RESTART (Mainsail, Fluidd or the printer\'s screen).', de: 'Ursache beheben, dann FIRMWARE_RESTART senden (Mainsail, Fluidd oder Bildschirm des Druckers).' },
+  KLIPPY_ERROR: { severity: 'fatal', en: "Correct printer.cfg (klippy.log names the problem), then send RESTART.", de: 'printer.cfg korrigieren (klippy.log nennt das Problem), dann RESTART senden.' },
+  PRINT_ERROR: { severity: 'serious', en: 'Check the printer and the plate; the next print (or SDCARD_RESET_FILE) clears the error.', de: 'Drucker und Druckplatte prüfen; der nächste Druck (oder SDCARD_RESET_FILE) löscht den Fehler.' },
+};
+/** Klipper's closing line of a shutdown or halt: the state, already said by the entry. */
+const CLOSING = /^printer is (shutdown|halted)\.?$/i;
+
+/**
+ * A Klippy shutdown or error and a print error as the attention entry the other families give (Prusa ERROR,
+ * Bambu HMS), so that the attention list, its /ws frame and the `attention` notification carry them. Klipper's
+ * first line says what is wrong; the lines after it are its own advice ("Once the underlying issue is corrected,
+ * use the FIRMWARE_RESTART command..."). The previous list while nothing changed (the attention book compares by
+ * reference).
+ */
+function attentionOf(prev: PrinterState | null, error: PrinterError | null, full: string): AttentionCause[] {
+  const before = prev?.attention ?? [];
+  if (!error) return before.length ? [] : before;
+  const what = FALLBACK[error.code] ?? FALLBACK.PRINT_ERROR;
+  const lines = full.split('\n').map((l) => l.trim()).filter((l) => l && !CLOSING.test(l));
+  const advice = lines.slice(1).join(' ').slice(0, MAX_TEXT);
+  const klippy = error.code === 'KLIPPY_SHUTDOWN' ? 'Klipper shut down' : error.code === 'KLIPPY_ERROR' ? 'Klipper failed to start' : null;
+  const message = klippy ? (lines[0] ? `${klippy}: ${lines[0]}` : klippy) : error.message;
+  if (before.length === 1 && before[0].code === error.code && before[0].text.en.message === message && before[0].text.en.action === (advice || what.en)) return before;
+  const en: AttentionText = { message, action: advice || what.en };
+  return [{ code: error.code, severity: what.severity, source: 'klipper', text: advice ? { en } : { en, de: { message, action: what.de } } }];
 }
 
 function firstLine(message: string): string {
@@ -141,7 +171,7 @@ function jobOf(prev: PrintProgress | null, status: KlipperStatus, ctx: KlipperCo
 
 /** The merged objects (and what else the driver knows) as the normalised state. */
 export function toState(prev: PrinterState | null, status: KlipperStatus, ctx: KlipperContext): PrinterState {
-  const { state, raw, error } = machineOf(status, ctx);
+  const { state, raw, error, full } = machineOf(status, ctx);
   const t = prev?.temperatures;
   return {
     state,
@@ -154,6 +184,7 @@ export function toState(prev: PrinterState | null, status: KlipperStatus, ctx: K
     },
     job: jobOf(prev?.job ?? null, status, ctx),
     error,
+    attention: attentionOf(prev, error, full),
     firmware_version: ctx.firmwareVersion,
     // Klipper does not know what machine it drives: the configured model stays.
     model: null,

@@ -13,6 +13,8 @@ const AMBIENT = 23;
 const NOZZLE_TARGET = 240;
 const BED_TARGET = 100;
 export const LAYERS = 50;
+/** What Klipper appends to every shutdown reason in its state message (klippy.py message_shutdown). */
+export const SHUTDOWN_ADVICE = 'Once the underlying issue is corrected, use the\n"FIRMWARE_RESTART" command to reset the firmware, reload the\nconfig, and restart the host software.\nPrinter is shutdown\n';
 
 export class KlipperMachine {
   nozzle = AMBIENT;
@@ -154,7 +156,8 @@ export class KlipperMachine {
     this.targetNozzle = 0;
     this.targetBed = 0;
     this.klippy = 'shutdown';
-    this.klippyMessage = message;
+    // As Klipper words it: the reason, then its own advice (webhooks.state_message, printer.info).
+    this.klippyMessage = `${message}\n${SHUTDOWN_ADVICE}`;
   }
 
   /** FIRMWARE_RESTART: Klippy is ready again, the print state back to standby. */
