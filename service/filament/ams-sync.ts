@@ -2,7 +2,9 @@
  * Follows what the printers report loaded, off the hot report path: a
  * report is looked at only when the filament part of it (trays, their RFID
  * identities, the tray feeding the nozzle) differs from the last one of that
- * printer, and the work runs after the report, one printer at a time.
+ * printer, and the work runs after the report, one printer at a time. Printers take turns too, a few at a
+ * time (util/work-queue.ts): a farm that connects at once (a start, a network back) sent every printer's first
+ * report in a burst, and every printer's sync put its statements before the database's other users at once.
  *
  * Bambu spools with an RFID tag (`tray_uuid` not all zeros) are found by that
  * identity or created, with the type, colour and remaining percentage the
@@ -16,11 +18,16 @@ import type { Store } from '../db';
 import type { PrinterMaterial, PrinterState } from '../printers/driver';
 import { RetryLater, type RetryLaterOptions } from '../util/retry-later';
 import { nowIso } from '../util/time';
+import { WorkQueue } from '../util/work-queue';
 import type { SpoolService } from './spools';
 import type { FilamentUsageService } from './usage';
 
 /** A spool whose tray does not report its weight: Bambu sells 1 kg spools. */
 const DEFAULT_SPOOL_G = 1000;
+/** Printers synced at once: two keep PostgreSQL's round trips overlapping and leave the database to requests. */
+const CONCURRENCY = 2;
+/** Printers waiting at most (one entry each); beyond, a printer's report is looked at afresh with its next one. */
+const MAX_WAITING = 100_000;
 
 function filamentKey(state: PrinterState): string {
   const trays = (state.materials ?? []).map((m) => `${m.slot}:${m.type}:${m.color}:${m.tray_uuid ?? ''}`).join(',');
@@ -32,7 +39,9 @@ export class AmsSync {
   /** The materials list and tray of the last report looked at: the same list again is skipped without a key. */
   private readonly last = new Map<string, { materials: PrinterState['materials']; active: number | null | undefined }>();
   private readonly pending = new Map<string, PrinterState>();
-  private readonly busy = new Map<string, Promise<void>>();
+  /** Printers whose sync is queued or running: a report meanwhile only replaces their pending one. */
+  private readonly busy = new Set<string>();
+  private readonly work: WorkQueue;
   /** Printers whose last sync failed: their next report of any kind retries it (awaitsRetry), or a timer. */
   private readonly retries: RetryLater;
   private closed = false;
@@ -45,6 +54,7 @@ export class AmsSync {
     retry: RetryLaterOptions = {},
   ) {
     this.retries = new RetryLater(retry);
+    this.work = new WorkQueue({ name: 'spool sync', concurrency: CONCURRENCY, maxBacklog: MAX_WAITING, log, whenFull: "a printer's report is looked at afresh with its next one" });
   }
 
   /** Called with every report: a string compare unless the filament part changed. */
@@ -59,22 +69,28 @@ export class AmsSync {
     this.usage.sawSlot(printerId, state.active_slot);
     this.pending.set(printerId, state);
     if (this.busy.has(printerId)) return;
-    const run = (async () => {
-      for (let next = this.pending.get(printerId); next && !this.closed; next = this.pending.get(printerId)) {
-        const report = next;
-        this.pending.delete(printerId);
-        try {
-          await this.sync(printerId, report.materials ?? []);
-          this.retries.done(printerId);
-        } catch (err) {
-          // Looked at afresh with the next report (or later); a failed sync must not stop monitoring.
-          this.lookAfresh(printerId);
-          this.retries.failed(printerId, () => !this.busy.has(printerId) && this.onReport(printerId, report));
-          this.log.error({ err, printer_id: printerId }, 'spool sync from the AMS report failed');
-        }
+    this.busy.add(printerId);
+    if (this.work.push(() => this.drain(printerId).finally(() => this.busy.delete(printerId)), { key: printerId })) return;
+    this.busy.delete(printerId);
+    this.pending.delete(printerId);
+    this.lookAfresh(printerId);
+  }
+
+  /** Syncs the printer's newest report until no newer one waits. */
+  private async drain(printerId: string): Promise<void> {
+    for (let next = this.pending.get(printerId); next && !this.closed; next = this.pending.get(printerId)) {
+      const report = next;
+      this.pending.delete(printerId);
+      try {
+        await this.sync(printerId, report.materials ?? []);
+        this.retries.done(printerId);
+      } catch (err) {
+        // Looked at afresh with the next report (or later); a failed sync must not stop monitoring.
+        this.lookAfresh(printerId);
+        this.retries.failed(printerId, () => !this.busy.has(printerId) && this.onReport(printerId, report));
+        this.log.error({ err, printer_id: printerId }, 'spool sync from the AMS report failed');
       }
-    })().finally(() => this.busy.delete(printerId));
-    this.busy.set(printerId, run);
+    }
   }
 
   /** Whether the printer's last sync failed and waits: its next report, even one of temperatures alone, retries it. */
@@ -96,11 +112,12 @@ export class AmsSync {
   async close(): Promise<void> {
     this.closed = true;
     this.retries.close();
-    await Promise.all(this.busy.values());
+    // What waits starts and ends at once (closed): only the sync under way is waited for.
+    await this.work.idle();
   }
 
   async idle(): Promise<void> {
-    while (this.busy.size) await Promise.all(this.busy.values());
+    await this.work.idle();
   }
 
   private async sync(printerId: string, materials: PrinterMaterial[]): Promise<void> {
@@ -151,7 +168,7 @@ export class AmsSync {
     // The spool deleted (or the printer removed) since they were read: the sync fails and is retried (a new spool
     // is then made from the tag; a removed printer's sync stops at its first check).
     if (displaced === false) throw new Error(`spool ${spool.id} or printer "${printerId}" went away while the spool was being loaded`);
-    await this.spools.reloadSlots();
+    await this.spools.refreshSpools(displaced !== null ? [spool.id, displaced] : [spool.id]);
     if (displaced !== null) await this.spools.announce(displaced, 'unassigned');
     await this.spools.announce(spool.id, 'assigned');
   }

@@ -34,6 +34,8 @@ const key = (printerId: string, slot: number) => `${printerId}\u0000${slot}`;
 export class SpoolService {
   readonly spoolman: SpoolmanInventory;
   private readonly local = new Map<string, SpoolRecord>();
+  /** The slot key of each local spool in `local`: one spool's change then touches its own entry (refreshSpools). */
+  private readonly keyOf = new Map<number, string>();
   /** Spoolman spools already announced as low (Spoolman mode keeps no flag of ours). */
   private readonly lowAnnounced = new Set<number>();
 
@@ -225,7 +227,7 @@ export class SpoolService {
 
   /** After usage was written: announce the local spools; send the Spoolman outbox. */
   async used(localIds: number[], spoolman: boolean): Promise<void> {
-    if (localIds.length) await this.reloadSlots();
+    if (localIds.length) await this.refreshSpools(localIds);
     for (const id of new Set(localIds)) await this.announce(id, 'used');
     if (spoolman) this.spoolman.sync();
   }
@@ -234,7 +236,36 @@ export class SpoolService {
   async reloadSlots(): Promise<void> {
     const rows = await this.store.spools.assigned();
     this.local.clear();
-    for (const s of rows) if (s.slot !== null && s.printer_id !== null) this.local.set(key(s.printer_id, s.slot), s);
+    this.keyOf.clear();
+    for (const s of rows) if (s.slot !== null && s.printer_id !== null) this.put(s);
+  }
+
+  /**
+   * Reads these spools again into the slot map, after this service changed them (grams used, loaded by the AMS
+   * sync): reloadSlots reads every loaded spool of the farm, and per job or tray of a burst that was the farm's
+   * spools times the burst.
+   */
+  async refreshSpools(ids: Iterable<number>): Promise<void> {
+    for (const id of new Set(ids)) {
+      const spool = await this.store.spools.get(id);
+      this.takeOut(id);
+      if (spool && spool.slot !== null && spool.printer_id !== null) this.put(spool);
+    }
+  }
+
+  private put(spool: SpoolRecord): void {
+    const at = key(spool.printer_id!, spool.slot!);
+    const before = this.local.get(at);
+    if (before && before.id !== spool.id) this.keyOf.delete(before.id);
+    this.local.set(at, spool);
+    this.keyOf.set(spool.id, at);
+  }
+
+  private takeOut(id: number): void {
+    const at = this.keyOf.get(id);
+    if (at === undefined) return;
+    this.keyOf.delete(id);
+    if (this.local.get(at)?.id === id) this.local.delete(at);
   }
 
   /** spool_update for a local spool, and spool_low once when it is below the threshold. */
