@@ -83,17 +83,22 @@ export function watchBurst(h: Harness) {
   };
   store.connection.queryListeners.add(counting);
   const told = new Map<number, number>();
+  const jobNames = new Map<number, unknown>();
   const usageTold = new Map<number, number>();
   const add = (map: Map<number, number>, id: number) => map.set(id, (map.get(id) ?? 0) + 1);
   const offBus = [
-    bus.on('notification', (n) => n.kind === 'print_finished' && add(told, Number(n.data.job_id))),
+    bus.on('notification', (n) => {
+      if (n.kind !== 'print_finished') return;
+      add(told, Number(n.data.job_id));
+      jobNames.set(Number(n.data.job_id), n.data.job_name);
+    }),
     bus.on('job_update', (e) => e.change === 'updated' && Array.isArray(e.filament_usage) && add(usageTold, e.job_id)),
   ];
   return {
     ideaUpdates: () => ideaUpdates,
-    /** The job ends, in one turn of the event loop, as the job tracker publishes them. */
+    /** The job ends of seedEndedJobs' `ids`, in one turn of the event loop, as the job tracker publishes them (with their names). */
     emit(ids: number[]) {
-      for (const id of ids) bus.emit('job_update', { id, job_id: id, printer_id: 'mk4-01', change: 'status', status: 'completed', progress: 100 });
+      ids.forEach((id, i) => bus.emit('job_update', { id, job_id: id, printer_id: 'mk4-01', change: 'status', status: 'completed', progress: 100, job_name: `Part ${i}` }));
     },
     /** Waits until the burst's work is done. */
     async done(n: number) {
@@ -109,6 +114,7 @@ export function watchBurst(h: Harness) {
     async expectEachOnce({ ids, ideaIds }: Seeded, overflowed = false) {
       expect([...told.keys()].sort((a, b) => a - b)).toEqual(ids);
       expect([...told.values()].every((n) => n === 1)).toBe(true);
+      expect(ids.map((id) => jobNames.get(id))).toEqual(ids.map((_, i) => `Part ${i}`));
       expect([...usageTold.keys()].sort((a, b) => a - b)).toEqual(ids);
       expect([...usageTold.values()].every((n) => n === 1)).toBe(true);
       const usage = await store.filamentUsage.usageOf(ids);
