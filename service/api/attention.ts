@@ -11,7 +11,7 @@ export function attentionRoutes({ attention, store }: ServiceContext): AnyRoute[
       tag: 'Printers',
       summary: 'What the printers need from a person, farm-wide',
       description:
-        "Every attention entry of every printer (Bambu HMS and print_error in Bambu Lab's own words, PrusaLink ATTENTION/ERROR with the printer's message, a Klipper shutdown, startup error or print error in Klipper's words), worst first, then the oldest. `printer_attention` on /ws says when an entry appears or clears.",
+        "Every attention entry of every printer (Bambu HMS and print_error in Bambu Lab's own words, PrusaLink ATTENTION/ERROR with the printer's message, a Klipper shutdown, startup error or print error in Klipper's words, a print its runout sensor paused), worst first, then the oldest. `printer_attention` on /ws says when an entry appears or clears.",
       response: FarmAttention,
       async handler() {
         const pages = attention.all();

@@ -18,7 +18,7 @@ export interface AttentionText {
 }
 
 export interface AttentionCause {
-  /** The printer's own code: "0700_2000_0002_0001" (HMS), "0700_8011" (print_error), "ATTENTION"/"ERROR" (PrusaLink), "KLIPPY_SHUTDOWN"/"KLIPPY_ERROR"/"PRINT_ERROR" (Klipper). */
+  /** The printer's own code: "0700_2000_0002_0001" (HMS), "0700_8011" (print_error), "ATTENTION"/"ERROR" (PrusaLink), "KLIPPY_SHUTDOWN"/"KLIPPY_ERROR"/"PRINT_ERROR"/"FILAMENT_RUNOUT" (Klipper). */
   code: string;
   severity: AttentionSeverity;
   source: AttentionSource;

@@ -4,7 +4,7 @@ import { timestamp } from './common';
 
 export const AttentionEntry = z
   .object({
-    code: z.string().meta({ description: 'The printer\'s own code: "0700_2000_0002_0001" (Bambu HMS), "0700_8011" (Bambu print_error), "ATTENTION"/"ERROR" (PrusaLink), "KLIPPY_SHUTDOWN"/"KLIPPY_ERROR"/"PRINT_ERROR" (Klipper)' }),
+    code: z.string().meta({ description: 'The printer\'s own code: "0700_2000_0002_0001" (Bambu HMS), "0700_8011" (Bambu print_error), "ATTENTION"/"ERROR" (PrusaLink), "KLIPPY_SHUTDOWN"/"KLIPPY_ERROR"/"PRINT_ERROR"/"FILAMENT_RUNOUT" (Klipper)' }),
     severity: z.enum(['fatal', 'serious', 'common', 'info']),
     message: z.string().meta({ description: "What is wrong, in the vendor's words (language setting: English, German where the vendor publishes it)" }),
     action: z.string().meta({ description: 'What to do about it' }),

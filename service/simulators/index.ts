@@ -63,7 +63,8 @@ export async function startFarm(options: FarmOptions = {}): Promise<SimulatedFar
     for (let i = 0; i < (options.klipper ?? 0); i++) {
       const n = String(i + 1).padStart(2, '0');
       const model = KLIPPER_MODELS[i % KLIPPER_MODELS.length];
-      sims.push(await KlipperSimulator.start({ id: `sim-klipper-${n}`, name: `Klipper ${model} #${n}`, model, speed: options.speed }));
+      // A runout sensor, as most farm machines have: POST /runout tries what the farm shows when filament runs out.
+      sims.push(await KlipperSimulator.start({ id: `sim-klipper-${n}`, name: `Klipper ${model} #${n}`, model, speed: options.speed, runoutSensor: true }));
     }
   } catch (err) {
     await Promise.all(sims.map((s) => s.close()));

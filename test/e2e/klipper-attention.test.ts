@@ -1,7 +1,7 @@
 /**
  * What a Klipper printer needs from a person reaches the operator as it does for the other families: a
  * Klippy shutdown (an MCU fault, a heater that does not heat) and a print error (print_stats error) become
- * attention entries with Klipper's own words, in the printer detail, GET /attention, the printer_attention
+ * attention entries with Klipper's own words, and so does a print its runout sensor paused, in the printer detail, GET /attention, the printer_attention
  * frame on /ws and an `attention` webhook; a FIRMWARE_RESTART clears them. Over the simulated Moonraker's
  * real JSON-RPC WebSocket.
  */
@@ -41,7 +41,7 @@ describe("a Klipper printer's attention", () => {
   let h: Harness;
   let hook: Awaited<ReturnType<typeof receiver>>;
   beforeEach(async () => {
-    printer = await klipperSim('voron-att', 'Voron Att', 'Voron 2.4 350', 20);
+    printer = await klipperSim('voron-att', 'Voron Att', 'Voron 2.4 350', 20, { runoutSensor: true });
     hook = await receiver();
     h = await startService({ ...queueServiceOptions, webhooks: { timeoutMs: 2000, retries: 1, backoffMs: 50 } });
     expect((await h.put('/api/v1/settings', { notify_webhooks: [{ url: hook.url, kinds: ['attention'] }] })).status).toBe(200);
@@ -108,5 +108,26 @@ describe("a Klipper printer's attention", () => {
 
     await control(printer.control, 'idle'); // SDCARD_RESET_FILE
     await until(async () => (await attention()).length === 0, 'cleared', 10_000);
+  }, 60_000);
+
+  test('a print paused by its runout sensor is a serious entry naming the sensor, cleared once filament is back and the print resumes', async () => {
+    await addPrinters(h, [printer]);
+    await control(printer.control, 'print', { file: GCODE });
+    await until(async () => (await h.get(`/api/v1/printers/${printer.id}`)).body.status === 'printing', 'printing', 10_000);
+    await control(printer.control, 'runout', { detected: false });
+    const [entry] = await until(async () => {
+      const a = await attention();
+      return a.length > 0 && a;
+    }, 'attention entry', 10_000);
+    expect(entry).toMatchObject({ code: 'FILAMENT_RUNOUT', severity: 'serious', source: 'klipper', message: 'Filament ran out (sensor runout): the print is paused' });
+    expect(entry.action).toMatch(/RESUME/);
+    expect((await h.get(`/api/v1/printers/${printer.id}`)).body.status).toBe('paused');
+    const told = await until(async () => hook.got.find((n) => n.kind === 'attention'), 'attention webhook', 10_000);
+    expect(told.message).toContain('Filament ran out');
+
+    await control(printer.control, 'runout', { detected: true });
+    await control(printer.control, 'resume');
+    await until(async () => (await attention()).length === 0, 'cleared', 10_000);
+    expect((await h.get(`/api/v1/printers/${printer.id}`)).body.status).toBe('printing');
   }, 60_000);
 });

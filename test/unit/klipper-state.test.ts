@@ -77,6 +77,21 @@ describe('Klipper state', () => {
     expect(toState(failed, { webhooks: { state: 'ready' }, print_stats: { state: 'standby', filename: '' } }, ctx()).attention).toEqual([]);
   });
 
+  test('a runout sensor without filament during a print is an entry; idle, disabled or a flood of sensors are not', () => {
+    const status: KlipperStatus = {};
+    mergeStatus(status, { webhooks: { state: 'ready' }, print_stats: { state: 'paused', filename: 'x.gcode' }, 'filament_switch_sensor runout': { filament_detected: false, enabled: true } });
+    const paused = toState(null, status, ctx());
+    expect(paused.attention).toEqual([expect.objectContaining({ code: 'FILAMENT_RUNOUT', severity: 'serious', source: 'klipper', text: expect.objectContaining({ en: { message: 'Filament ran out (sensor runout): the print is paused', action: expect.stringContaining('RESUME') } }) })]);
+    mergeStatus(status, { 'filament_motion_sensor encoder': { filament_detected: false, enabled: true } });
+    expect(toState(paused, status, ctx()).attention![0].text.en.message).toBe('Filament ran out or jammed (sensors runout, encoder): the print is paused');
+    mergeStatus(status, { 'filament_switch_sensor runout': { enabled: false }, 'filament_motion_sensor encoder': { filament_detected: true } });
+    expect(toState(paused, status, ctx()).attention).toEqual([]);
+    mergeStatus(status, { 'filament_switch_sensor runout': { enabled: true }, print_stats: { state: 'cancelled' } });
+    expect(toState(paused, status, ctx()).attention).toEqual([]);
+    mergeStatus(status, Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`filament_switch_sensor s${i}`, { filament_detected: false }])));
+    expect(Object.keys(status).filter((n) => n.startsWith('filament_'))).toHaveLength(8);
+  });
+
   test('hostile deltas: unknown objects, non-objects and field floods are bounded', () => {
     const status: KlipperStatus = {};
     expect(mergeStatus(status, null)).toBe(false);

@@ -10,7 +10,7 @@ import { klipperFileMetadata } from './files';
 import { activeSpool } from './spoolman';
 import type { MoonrakerHttp } from './http';
 import type { RpcLink } from './rpc';
-import { mergeStatus, stateChanged, SUBSCRIBED, toState, type KlipperContext, type KlipperStatus } from './state';
+import { MAX_SENSORS, mergeStatus, RUNOUT_SENSOR, stateChanged, SUBSCRIBED, toState, type KlipperContext, type KlipperStatus } from './state';
 import type { Guard } from '../guard';
 
 export interface SessionHooks {
@@ -33,6 +33,8 @@ const FIELDS: Record<(typeof SUBSCRIBED)[number], string[] | null> = {
   extruder: ['temperature', 'target'],
   toolhead: ['homed_axes', 'extruder'],
 };
+/** A runout sensor's fields (a filament_motion_sensor has the same two). */
+const SENSOR_FIELDS = ['filament_detected', 'enabled'];
 const MAX_OBJECTS = 5000;
 /** Most deltas kept while a subscribe answer is awaited (Moonraker sends a few a second); more are folded together. */
 const MAX_EARLY = 64;
@@ -117,15 +119,17 @@ export class KlipperSession {
       this.stopPolling();
       const listed = await this.link.call<{ objects?: unknown }>('printer.objects.list');
       const objects = new Set(Array.isArray(listed?.objects) ? listed.objects.slice(0, MAX_OBJECTS).filter((o): o is string => typeof o === 'string') : []);
-      const wanted = SUBSCRIBED.filter((name) => objects.has(name));
+      const sensors = [...objects].filter((name) => RUNOUT_SENSOR.test(name)).slice(0, MAX_SENSORS);
+      const wanted = [...SUBSCRIBED.filter((name) => objects.has(name)), ...sensors];
       this.early = [];
       try {
-        const answer = await this.link.call<{ status?: unknown; eventtime?: unknown } | null>('printer.objects.subscribe', { objects: Object.fromEntries(wanted.map((name) => [name, FIELDS[name]])) });
+        const fields = (name: string) => (RUNOUT_SENSOR.test(name) ? SENSOR_FIELDS : FIELDS[name as (typeof SUBSCRIBED)[number]]);
+        const answer = await this.link.call<{ status?: unknown; eventtime?: unknown } | null>('printer.objects.subscribe', { objects: Object.fromEntries(wanted.map((name) => [name, fields(name)])) });
         // The answer is the full status as of its eventtime. Deltas of the new subscription can come before the
         // answer is read (Moonraker may send one first; ws hands out every frame of one read at once), and they
         // are newer: they go on top, or they were lost (Moonraker sends a field again only when it changes).
         // Older ones (of an earlier subscription) go; without eventtimes every delta counts as the subscription's.
-        for (const name of SUBSCRIBED) delete this.status[name];
+        for (const name of Object.keys(this.status)) delete this.status[name];
         mergeStatus(this.status, answer?.status);
         const asOf = num(answer?.eventtime);
         for (const e of this.early) if (asOf === null || e.eventtime === null || e.eventtime >= asOf) mergeStatus(this.status, e.delta);
@@ -219,7 +223,7 @@ export class KlipperSession {
       }
       case 'notify_klippy_disconnected':
         this.ctx.klippyState = 'disconnected';
-        for (const name of SUBSCRIBED) delete this.status[name];
+        for (const name of Object.keys(this.status)) delete this.status[name];
         this.waitForKlippy();
         return;
       default:

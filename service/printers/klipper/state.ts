@@ -12,7 +12,13 @@ import { samePrinterState } from '../state-equality';
 /** The objects the driver subscribes to (when `printer.objects.list` has them). */
 export const SUBSCRIBED = ['webhooks', 'print_stats', 'virtual_sdcard', 'display_status', 'heater_bed', 'extruder', 'toolhead'] as const;
 export type KlipperObjectName = (typeof SUBSCRIBED)[number];
-export type KlipperStatus = Partial<Record<KlipperObjectName, Record<string, unknown>>>;
+/** The objects above, and the filament runout sensors the printer has (named by their config sections). */
+export type KlipperStatus = Partial<Record<KlipperObjectName, Record<string, unknown>>> & { [sensor: string]: Record<string, unknown> | undefined };
+
+/** A runout sensor's object: `[filament_switch_sensor name]` or `[filament_motion_sensor name]` in printer.cfg. */
+export const RUNOUT_SENSOR = /^filament_(switch|motion)_sensor [A-Za-z0-9_-]{1,64}$/;
+/** Most runout sensors followed (a toolchanger has one per tool). */
+export const MAX_SENSORS = 8;
 
 /** Most fields one object may carry (Klipper's objects have a few dozen). */
 const MAX_FIELDS = 64;
@@ -25,7 +31,10 @@ const MAX_TEXT = 500;
 export function mergeStatus(into: KlipperStatus, delta: unknown): boolean {
   if (!delta || typeof delta !== 'object' || Array.isArray(delta)) return false;
   let took = false;
-  for (const name of SUBSCRIBED) {
+  // Runout sensors too, up to MAX_SENSORS kept (a peer naming thousands keeps memory bounded).
+  let room = MAX_SENSORS - Object.keys(into).filter((n) => RUNOUT_SENSOR.test(n)).length;
+  const sensors = Object.keys(delta).filter((name) => RUNOUT_SENSOR.test(name) && (name in into || room-- > 0));
+  for (const name of [...SUBSCRIBED, ...sensors]) {
     const fields = (delta as Record<string, unknown>)[name];
     if (!fields || typeof fields !== 'object' || Array.isArray(fields)) continue;
     const target = (into[name] ??= {});
@@ -111,17 +120,49 @@ const CLOSING = /^printer is (shutdown|halted)\.?$/i;
  * use the FIRMWARE_RESTART command..."). The previous list while nothing changed (the attention book compares by
  * reference).
  */
-function attentionOf(prev: PrinterState | null, error: PrinterError | null, full: string): AttentionCause[] {
+function attentionOf(prev: PrinterState | null, error: PrinterError | null, full: string, runout: AttentionCause | null): AttentionCause[] {
   const before = prev?.attention ?? [];
-  if (!error) return before.length ? [] : before;
-  const what = FALLBACK[error.code] ?? FALLBACK.PRINT_ERROR;
-  const lines = full.split('\n').map((l) => l.trim()).filter((l) => l && !CLOSING.test(l));
-  const advice = lines.slice(1).join(' ').slice(0, MAX_TEXT);
-  const klippy = error.code === 'KLIPPY_SHUTDOWN' ? 'Klipper shut down' : error.code === 'KLIPPY_ERROR' ? 'Klipper failed to start' : null;
-  const message = klippy ? (lines[0] ? `${klippy}: ${lines[0]}` : klippy) : error.message;
-  if (before.length === 1 && before[0].code === error.code && before[0].text.en.message === message && before[0].text.en.action === (advice || what.en)) return before;
-  const en: AttentionText = { message, action: advice || what.en };
-  return [{ code: error.code, severity: what.severity, source: 'klipper', text: advice ? { en } : { en, de: { message, action: what.de } } }];
+  const causes: AttentionCause[] = [];
+  if (error) {
+    const what = FALLBACK[error.code] ?? FALLBACK.PRINT_ERROR;
+    const lines = full.split('\n').map((l) => l.trim()).filter((l) => l && !CLOSING.test(l));
+    const advice = lines.slice(1).join(' ').slice(0, MAX_TEXT);
+    const klippy = error.code === 'KLIPPY_SHUTDOWN' ? 'Klipper shut down' : error.code === 'KLIPPY_ERROR' ? 'Klipper failed to start' : null;
+    const message = klippy ? (lines[0] ? `${klippy}: ${lines[0]}` : klippy) : error.message;
+    const en: AttentionText = { message, action: advice || what.en };
+    causes.push({ code: error.code, severity: what.severity, source: 'klipper', text: advice ? { en } : { en, de: { message, action: what.de } } });
+  }
+  if (runout) causes.push(runout);
+  const same = causes.length === before.length && causes.every((c, i) => c.code === before[i].code && c.severity === before[i].severity && c.text.en.message === before[i].text.en.message && c.text.en.action === before[i].text.en.action);
+  return same ? before : causes;
+}
+
+/**
+ * A print its runout sensor stopped: a sensor (enabled) that no longer detects filament while a print runs or is
+ * paused (Klipper's runout_gcode pauses it by default). Nobody at the printer sees "paused" alone as a reason;
+ * Prusa's ATTENTION and Bambu's HMS say "filament runout", so this does. Idle without filament is nothing to do.
+ */
+function runoutOf(status: KlipperStatus, state: MachineState): AttentionCause | null {
+  if (state !== 'printing' && state !== 'paused') return null;
+  const names = Object.keys(status).filter((name) => RUNOUT_SENSOR.test(name) && status[name]?.enabled !== false && status[name]?.filament_detected === false);
+  if (!names.length) return null;
+  const empty = names.map((name) => name.slice(name.indexOf(' ') + 1));
+  // A motion sensor also trips when the filament stops moving (a jam, a tangle), not only when it runs out.
+  const jam = names.some((name) => name.startsWith('filament_motion_sensor'));
+  const where = `${empty.length > 1 ? 'sensors' : 'sensor'} ${empty.join(', ')}`;
+  const message = `Filament ran out${jam ? ' or jammed' : ''} (${where}): ${state === 'paused' ? 'the print is paused' : 'the print will pause'}`;
+  return {
+    code: 'FILAMENT_RUNOUT',
+    severity: 'serious',
+    source: 'klipper',
+    text: {
+      en: { message, action: `${jam ? 'Clear the jam or load' : 'Load'} new filament, then resume the print (RESUME in Mainsail, Fluidd or on the screen).` },
+      de: {
+        message: `Filament zu Ende${jam ? ' oder blockiert' : ''} (${empty.length > 1 ? 'Sensoren' : 'Sensor'} ${empty.join(', ')}): ${state === 'paused' ? 'der Druck ist pausiert' : 'der Druck wird pausiert'}`,
+        action: 'Neues Filament einlegen, dann den Druck fortsetzen (RESUME in Mainsail, Fluidd oder am Bildschirm).',
+      },
+    },
+  };
 }
 
 function firstLine(message: string): string {
@@ -184,7 +225,7 @@ export function toState(prev: PrinterState | null, status: KlipperStatus, ctx: K
     },
     job: jobOf(prev?.job ?? null, status, ctx),
     error,
-    attention: attentionOf(prev, error, full),
+    attention: attentionOf(prev, error, full, runoutOf(status, state)),
     firmware_version: ctx.firmwareVersion,
     // Klipper does not know what machine it drives: the configured model stays.
     model: null,

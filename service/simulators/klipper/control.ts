@@ -3,7 +3,7 @@
  * the other simulators': GET /state; POST /print {"file"}, /pause, /resume,
  * /finish, /fail {"message"}, /cancel, /idle (SDCARD_RESET_FILE), /shutdown
  * {"message"} (Klippy shuts down), /restart (FIRMWARE_RESTART: ready again),
- * /klippy-disconnect, /spool {"material","color_hex","weight","remaining_weight"}
+ * /klippy-disconnect, /runout {"detected": false|true} (the runout sensor; a print pauses when it runs out), /spool {"material","color_hex","weight","remaining_weight"}
  * (or {"spool":null}), /offline, /online, /faults {"reject_commands", "silent_rpc",
  * "transfer_bytes_per_sec", "rpc_delay_ms"}, /hostile {"kind": garbage|huge|flood|unknown_ids,
  * "count", "bytes"}.
@@ -23,6 +23,7 @@ export function klipperSnapshot(sim: KlipperSimulator) {
     progress: Math.round(m.fraction * 100),
     file: m.filename || null,
     message: m.message || null,
+    filament_detected: m.filamentDetected,
     temperatures: { nozzle: Math.round(m.nozzle * 10) / 10, bed: Math.round(m.bed * 10) / 10, nozzle_target: m.targetNozzle, bed_target: m.targetBed },
     layer: { current: m.currentLayer },
     files: sim.files.list().map((f) => f.path),
@@ -78,6 +79,10 @@ export async function handleKlipperControl(sim: KlipperSimulator, req: http.Inco
         m.restart();
         sim.notifyAll('notify_klippy_ready');
         return done(true, 'restart');
+      case '/runout':
+        if (!sim.hasObject('filament_switch_sensor runout')) return reply(409, { error: 'the printer has no runout sensor (start it with runoutSensor)' });
+        m.runout(body.detected === true);
+        return done(true, 'change the runout sensor');
       case '/klippy-disconnect':
         m.klippy = 'disconnected';
         m.klippyMessage = 'Klippy Disconnected';

@@ -25,6 +25,8 @@ export class KlipperMachine {
   filename = '';
   message = '';
   klippy: KlippyState = 'ready';
+  /** What the filament runout sensor (when the printer has one) reads. */
+  filamentDetected = true;
   klippyMessage = 'Printer is ready';
   /**
    * Seconds since the start, pauses included, on the wall clock as Klipper counts them (whatever the speed:
@@ -144,6 +146,16 @@ export class KlipperMachine {
     this.totalDuration = 0;
     this.printDuration = 0;
     return true;
+  }
+
+  /**
+   * The runout sensor's reading changes. Filament gone during a print: Klipper's filament_switch_sensor runs its
+   * runout_gcode (pause_on_runout, the default: PAUSE), so the print pauses; filament back changes nothing else.
+   */
+  runout(detected: boolean): void {
+    this.advance();
+    this.filamentDetected = detected;
+    if (!detected && this.state === 'printing') this.state = 'paused';
   }
 
   /** An emergency stop or an MCU fault: Klippy shuts down; a running print ends in error. */

@@ -20,6 +20,8 @@ export const ALL_OBJECTS = [
   'idle_timeout',
   'fan',
 ];
+/** The runout sensor a printer with `runoutSensor` has (named as its config section, `[filament_switch_sensor runout]`). */
+export const RUNOUT_SENSOR = 'filament_switch_sensor runout';
 
 const r1 = (n: number) => Math.round(n * 10) / 10;
 
@@ -50,6 +52,8 @@ export function objectStatus(m: KlipperMachine, name: string, options: { nozzleD
       return { homed_axes: m.busy ? 'xyz' : '', extruder: 'extruder', max_velocity: 500 };
     case 'configfile':
       return { settings: { extruder: { nozzle_diameter: options.nozzleDiameter }, printer: { kinematics: 'corexy' } } };
+    case RUNOUT_SENSOR:
+      return { filament_detected: m.filamentDetected, enabled: true };
     case 'idle_timeout':
       return { state: m.busy ? 'Printing' : 'Idle' };
     default:

@@ -24,7 +24,7 @@ import { closeServer, HOST, listen, track } from '../prusa/http-util';
 import { handleKlipperControl } from './control';
 import { SimGcodes } from './files';
 import { KlipperMachine } from './machine';
-import { ALL_OBJECTS, objectStatus } from './objects';
+import { ALL_OBJECTS, objectStatus, RUNOUT_SENSOR } from './objects';
 import { HttpFail, reply, route } from './routes';
 import { handleRpc, RpcError, type SimClient } from './rpc';
 import { Throttle } from './throttle';
@@ -45,6 +45,8 @@ export interface KlipperSimulatorOptions {
   noDisplayStatus?: boolean;
   /** An old Moonraker without /access/oneshot_token (the API key goes in the header). */
   noOneshotToken?: boolean;
+  /** A filament runout sensor (`filament_switch_sensor runout`, pausing the print when filament runs out). */
+  runoutSensor?: boolean;
   /** Report a webcam in server.webcams.list. */
   camera?: boolean;
   nozzleDiameter?: number;
@@ -162,11 +164,12 @@ export class KlipperSimulator {
   }
 
   hasObject(name: string): boolean {
+    if (name === RUNOUT_SENSOR) return this.options.runoutSensor === true;
     return ALL_OBJECTS.includes(name) && !(name === 'display_status' && this.options.noDisplayStatus);
   }
 
   objectNames(): string[] {
-    return ALL_OBJECTS.filter((n) => this.hasObject(n));
+    return [...ALL_OBJECTS, RUNOUT_SENSOR].filter((n) => this.hasObject(n));
   }
 
   eventtime(): number {
