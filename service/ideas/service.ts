@@ -33,10 +33,12 @@ import { WorkQueue } from '../util/work-queue';
 export { ideaView } from './view';
 
 /**
- * Job completions waiting to move their ideas along (one statement each, two at a time). Beyond, a completion
- * is not queued: once the backlog drains one statement moves every printing idea whose job completed.
+ * Job completions waiting to move their ideas along (two tasks at a time). Beyond, a completion is not
+ * queued: once the backlog drains one statement moves every printing idea whose job completed.
  */
 const JOB_BACKLOG = 20_000;
+/** Completions one statement follows at most (a task takes the waiting ones along: a burst's in a few statements). */
+const FOLLOW_BATCH = 500;
 
 export interface IdeaServiceOptions extends PageFetcherOptions {
   /** How often ideas still missing their metadata are retried in the background (default 30 min; 0 turns it off). */
@@ -69,6 +71,8 @@ export class IdeaService {
   private retryTimer: NodeJS.Timeout | null = null;
   /** Job completions to follow, a few at a time (a burst of them must not fill the database's queue at once). */
   readonly jobWork: WorkQueue;
+  /** Completions queued and not followed yet, oldest first: the first task to run follows them together. */
+  private readonly due = new Set<number>();
   private unsubscribe: (() => void) | null = null;
   private closed = false;
 
@@ -100,8 +104,10 @@ export class IdeaService {
       // The usage recorded after a job's end is announced with the job's status, completed again: the end itself
       // was heard first (or, refused by a full backlog, is caught up), so that announcement moves nothing.
       if (event.status !== 'completed' || (event.change === 'updated' && Array.isArray(event.filament_usage))) return;
-      // A job's completion heard again before it was followed is followed once.
-      this.jobWork.push(() => this.followJob(event.job_id), { once: `job:${event.job_id}` });
+      // Heard again before it was followed: followed once. Due before the push: a task started at once finds it.
+      const due = !this.due.has(event.job_id);
+      this.due.add(event.job_id);
+      if (!this.jobWork.push(() => this.followDue(event.job_id), { once: `job:${event.job_id}` }) && due) this.due.delete(event.job_id);
     });
     this.trending.start();
     if (this.retryMs > 0) {
@@ -119,6 +125,7 @@ export class IdeaService {
     await this.trending.close();
     // What waits is dropped: an idea whose job completed is completed on the next read anyway (syncWithJobs).
     await this.jobWork.close();
+    this.due.clear();
     await Promise.allSettled([...this.pending]);
   }
 
@@ -363,11 +370,25 @@ export class IdeaService {
     return this.store.ideas.completeFollowingJobs(nowIso(), jobId);
   }
 
-  /** Completes the ideas of `jobId` (of every completed job when absent: the catch-up of a full backlog). */
-  private async followJob(jobId?: number): Promise<void> {
+  /** Completes the ideas of `jobId` and of the completions due with it (none left: an earlier task took it along). */
+  private async followDue(jobId: number): Promise<void> {
+    if (this.closed || !this.due.has(jobId)) return;
+    const jobIds = [jobId];
+    this.due.delete(jobId);
+    for (const id of this.due) {
+      if (jobIds.length >= FOLLOW_BATCH) break;
+      jobIds.push(id);
+    }
+    for (const id of jobIds) this.due.delete(id);
+    const moved = await this.store.ideas.completeFollowingJobs(nowIso(), jobIds);
+    if (moved.length > 0) this.log.info({ job_ids: jobIds, idea_ids: moved }, 'ideas: completed with their job');
+  }
+
+  /** Completes the ideas of every completed job (the catch-up of a full backlog). */
+  private async followJob(): Promise<void> {
     if (this.closed) return;
-    const moved = await this.syncWithJobs(jobId);
-    if (moved.length > 0) this.log.info({ job_id: jobId, idea_ids: moved }, 'ideas: completed with their job');
+    const moved = await this.syncWithJobs();
+    if (moved.length > 0) this.log.info({ idea_ids: moved }, 'ideas: completed with their job');
   }
 
   private async require(id: number): Promise<IdeaRecord> {

@@ -143,16 +143,17 @@ export class IdeasRepository {
   }
 
   /**
-   * Printing ideas whose linked job has completed become completed (all of them, or those of one job).
-   * Returns the ids that moved.
+   * Printing ideas whose linked job has completed become completed (all of them, or those of these jobs: a
+   * burst's completions in one statement). Returns the ids that moved.
    */
-  async completeFollowingJobs(at: string, jobId?: number): Promise<number[]> {
+  async completeFollowingJobs(at: string, jobId?: number | readonly number[]): Promise<number[]> {
     let q = this.db
       .updateTable('ideas')
       .set({ status: 'completed', status_changed_at: at, updated_at: at })
       .where('status', '=', 'printing')
       .where('job_id', 'in', (eb) => eb.selectFrom('jobs').select('jobs.id').where('jobs.status', '=', 'completed'));
-    if (jobId !== undefined) q = q.where('job_id', '=', jobId);
+    if (typeof jobId === 'number') q = q.where('job_id', '=', jobId);
+    else if (jobId !== undefined) q = jobId.length ? q.where('job_id', 'in', [...jobId]) : q.where(sql<boolean>`1 = 0`);
     const rows = await q.returning('id').execute();
     return rows.map((r) => r.id);
   }
