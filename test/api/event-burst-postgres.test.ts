@@ -9,6 +9,10 @@ import { postgresUnavailable, usePostgres } from '../helpers/postgres';
 import { startService, type Harness } from '../helpers/service';
 import { answeredMidBurst, burstReady, keptAlive, watchBurst } from './event-burst-fixtures';
 
+// A burst's work takes 7 to 11 s alone and several times that beside the rest of the suite on two cores: its
+// own waits are bounded (60 s at most), the test's limit is above them.
+jest.setTimeout(90_000);
+
 const missing = postgresUnavailable();
 if (missing) process.stderr.write(`note: event bursts on PostgreSQL skipped: ${missing}\n`);
 

@@ -9,6 +9,10 @@ import { prusa, startService, type Harness } from '../helpers/service';
 import { connectWs, type Frame, type WsClient } from '../helpers/ws';
 import { answeredMidBurst, burstReady, keptAlive, seedEndedJobs, watchBurst } from './event-burst-fixtures';
 
+// A burst's work takes 7 to 11 s alone and several times that beside the rest of the suite on two cores: its
+// own waits are bounded (60 s at most), the test's limit is above them.
+jest.setTimeout(90_000);
+
 /** The frames of `ws` that match, once there are `count` of them (counted as they come: a burst is 20 000 frames). */
 function framesOf(ws: WsClient, match: (f: Frame) => boolean, count: number, ms = 20_000): Promise<Frame[]> {
   const have = () => ws.frames.filter(match);
