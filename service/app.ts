@@ -248,7 +248,7 @@ export async function createService(options: ServiceOptions = {}): Promise<Servi
   const stopSpoolWake = wakeOnSpoolChanges(bus, (why) => dispatcher.wake(why));
   queue = new QueueService(store, bus, settings, facts, dispatcher);
   tracker.linkDispatches(dispatcher);
-  const cameras = new CameraHub({ store, settings, bus, cache, log, hasCamera: (id) => fleet.stateOf(id)?.capabilities?.has_camera, statusOf: (id) => fleet.statusEventOf(id) });
+  const cameras = new CameraHub({ store, settings, bus, cache, log, hasCamera: (id) => fleet.stateOf(id)?.capabilities?.has_camera, reportedCameraUrl: (id) => fleet.stateOf(id)?.camera_url, statusOf: (id) => fleet.statusEventOf(id) });
   context = {
     version: VERSION,
     dataDir,

@@ -36,6 +36,8 @@ export interface CameraHubDeps {
   log: Logger;
   /** What the printer's driver reports about its camera (undefined before its first report). */
   hasCamera(printerId: string): boolean | undefined;
+  /** The camera URL the printer's driver names (Klipper: Moonraker's webcam), when it reports one. */
+  reportedCameraUrl?(printerId: string): string | null | undefined;
   /** The printer_status frame the printer shows now (the fleet's), or null when it has no running driver. */
   statusOf(printerId: string): PrinterStatusEvent | null;
 }
@@ -143,7 +145,7 @@ export class CameraHub {
 
   private plan(record: PrinterRecord): CameraPlan {
     const s = this.deps.settings;
-    return cameraPlan(record, { connectTimeoutMs: s.get('camera_timeout_s') * 1000, maxFps: s.get('camera_max_fps'), hasCamera: this.deps.hasCamera(record.id) });
+    return cameraPlan(record, { connectTimeoutMs: s.get('camera_timeout_s') * 1000, maxFps: s.get('camera_max_fps'), hasCamera: this.deps.hasCamera(record.id), reportedUrl: this.deps.reportedCameraUrl?.(record.id) });
   }
 
   private async firstFrame(printerId: string, channel: CameraChannel): Promise<CameraFrame> {

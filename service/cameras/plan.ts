@@ -5,7 +5,7 @@
  * - Bambu X1 / X1C / X1E / H2D / H2S / P2S (or camera_port 322): RTSPS through ffmpeg;
  * - PrusaLink: /api/v1/cameras/snap with the printer's own authentication,
  *   when the printer reports a camera;
- * - Klipper: only through camera_url (the webcam URL Mainsail or Fluidd shows).
+ * - Klipper: the webcam Moonraker lists (server.webcams.list, as the driver reports it), else none.
  */
 import type { PrinterRecord } from '../db/repositories/printers';
 import { modelFromSerial } from '../printers/bambu/model';
@@ -30,6 +30,8 @@ export interface PlanOptions {
   maxFps: number;
   /** What the printer's driver reports (undefined before its first report). */
   hasCamera: boolean | undefined;
+  /** The camera URL the printer names itself (Klipper: Moonraker's webcam), when its driver reports one. */
+  reportedUrl?: string | null;
 }
 
 export type CameraPlan = (ChannelPlan & { fps: number }) | { unavailable: string; kind: ChannelPlan['kind'] | null };
@@ -46,8 +48,9 @@ export function defaultCameraPort(model: string | null): number {
 
 export function cameraPlan(c: CameraConfig, o: PlanOptions): CameraPlan {
   const key = (...parts: unknown[]) => JSON.stringify([c.id, ...parts]);
-  if (c.camera_url) {
-    const url = c.camera_url;
+  // A Klipper printer's own camera is the webcam Moonraker lists: read like a camera_url, which still wins.
+  const url = c.camera_url || (c.type === 'klipper' ? o.reportedUrl : null);
+  if (url) {
     const kind = cameraUrlKind(url);
     if (!c.is_active) return { unavailable: 'the printer is inactive', kind };
     if (kind === 'rtsp') return { kind, fps: o.maxFps, key: key(url), create: () => createRtspSource({ url, maxFps: o.maxFps, connectTimeoutMs: o.connectTimeoutMs }) };
@@ -79,8 +82,8 @@ export function cameraPlan(c: CameraConfig, o: PlanOptions): CameraPlan {
       create: () => new BambuTlsSource({ host: c.ip_address, port, accessCode: code, serial: c.serial_number, connectTimeoutMs: o.connectTimeoutMs }),
     };
   }
-  // Klipper: its webcams are Moonraker's (server.webcams.list), usually behind the web frontend's port: camera_url names one.
-  if (c.type === 'klipper') return { unavailable: "set camera_url to the webcam's MJPEG stream or snapshot URL (as in Mainsail or Fluidd)", kind: null };
+  // Klipper without a webcam in Moonraker's list: camera_url names one.
+  if (c.type === 'klipper') return { unavailable: "Moonraker lists no webcam: set camera_url to the webcam's MJPEG stream or snapshot URL (as in Mainsail or Fluidd)", kind: null };
   // PrusaLink: the driver tells from /api/v1/info whether a camera is there; until it does, the printer is asked.
   if (o.hasCamera === false) return { unavailable: 'the printer reports no camera', kind: 'prusalink' };
   if (!c.is_active) return { unavailable: 'the printer is inactive', kind: 'prusalink' };

@@ -86,6 +86,11 @@ export interface PrinterState {
   active_slot?: number | null;
   /** What needs a person, worst first (the same array while nothing changed). */
   attention?: AttentionCause[];
+  /**
+   * A camera the printer names itself, as an absolute http(s) URL (Klipper: the first enabled webcam of
+   * Moonraker's `server.webcams.list`); the printer's own camera_url setting wins over it.
+   */
+  camera_url?: string | null;
 }
 
 export interface PrinterFile {

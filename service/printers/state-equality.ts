@@ -67,6 +67,7 @@ export function sameApartFromTemperatures(a: PrinterState, b: PrinterState): boo
     a.model === b.model &&
     a.nozzle_diameter === b.nozzle_diameter &&
     (a.active_slot ?? null) === (b.active_slot ?? null) &&
+    (a.camera_url ?? null) === (b.camera_url ?? null) &&
     sameCapabilities(a.capabilities, b.capabilities) &&
     sameMaterials(a.materials, b.materials) &&
     // Drivers keep the same attention list while the printer says the same (bambu/state.ts AttentionMemo, prusa/state.ts).

@@ -12,6 +12,7 @@ const ctx = (over: Partial<KlipperContext> = {}): KlipperContext => ({
   firmwareVersion: 'v0.12.0',
   nozzleDiameter: 0.4,
   hasCamera: false,
+  cameraUrl: null,
   materials: null,
   metadata: null,
   now: Date.parse('2026-11-26T10:00:00Z'),

@@ -35,6 +35,11 @@ export class MoonrakerHttp {
 
   constructor(private readonly o: MoonrakerHttpOptions) {}
 
+  /** The printer's host as configured (a webcam URL Moonraker gives as a path is on it). */
+  get host(): string {
+    return this.o.host;
+  }
+
   /** Base of the printer's URLs (for the WebSocket too). */
   get hostPort(): string {
     const host = this.o.host.includes(':') ? `[${this.o.host}]` : this.o.host;

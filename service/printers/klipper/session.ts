@@ -40,6 +40,31 @@ const MAX_OBJECTS = 5000;
 const MAX_EARLY = 64;
 
 const str = (v: unknown, max = 500): string | null => (typeof v === 'string' ? v.slice(0, max) : null);
+
+/** Webcam services whose stream_url is an MJPEG stream; the others' (WebRTC, HLS, an adaptive page) are not, their snapshot is. */
+const MJPEG_SERVICES = ['mjpegstreamer', 'uv4l-mjpeg'];
+
+/**
+ * The camera of the first enabled webcam in Moonraker's list, as an absolute URL: its MJPEG stream when it has
+ * one, else its snapshot. Moonraker keeps the URLs as Mainsail or Fluidd use them, usually a path on the
+ * printer's web frontend ("/webcam/?action=stream", port 80 on the printer's address); a full URL (a camera
+ * on its own port or host) is kept. Only http(s).
+ */
+export function webcamUrl(webcams: unknown, host: string): string | null {
+  if (!Array.isArray(webcams)) return null;
+  const cam = webcams.slice(0, 50).find((c) => c && typeof c === 'object' && (c as { enabled?: unknown }).enabled !== false) as Record<string, unknown> | undefined;
+  if (!cam) return null;
+  const stream = str(cam.stream_url, 1000)?.trim() || null;
+  const snapshot = str(cam.snapshot_url, 1000)?.trim() || null;
+  const raw = (MJPEG_SERVICES.includes(String(cam.service)) ? (stream ?? snapshot) : (snapshot ?? stream)) ?? null;
+  if (!raw) return null;
+  try {
+    const url = new URL(raw, `http://${host.includes(':') ? `[${host}]` : host}/`);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url.toString() : null;
+  } catch {
+    return null;
+  }
+}
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
 export class KlipperSession {
@@ -74,6 +99,7 @@ export class KlipperSession {
       firmwareVersion: null,
       nozzleDiameter: null,
       hasCamera: false,
+      cameraUrl: null,
       materials: null,
       metadata: null,
       now: Date.now(),
@@ -96,6 +122,7 @@ export class KlipperSession {
     if (this.components.includes('webcam')) {
       const cams = await this.link.call<{ webcams?: unknown[] }>('server.webcams.list').catch(() => null);
       this.ctx.hasCamera = Array.isArray(cams?.webcams) && cams.webcams.length > 0;
+      this.ctx.cameraUrl = webcamUrl(cams?.webcams, this.http.host);
     }
     if (this.components.includes('spoolman')) this.ctx.materials = await activeSpool(this.link);
     if (this.klippyAnswers()) await this.setUp();

@@ -56,6 +56,8 @@ export interface KlipperContext {
   firmwareVersion: string | null;
   nozzleDiameter: number | null;
   hasCamera: boolean;
+  /** The webcam Moonraker lists (absolute http(s) URL), null when none. */
+  cameraUrl: string | null;
   /** The active Spoolman spool (slot 0), [] for none; null when the printer has no Spoolman (not reported). */
   materials: PrinterMaterial[] | null;
   /** Metadata of the file print_stats names (server.files.metadata), when known. */
@@ -232,6 +234,7 @@ export function toState(prev: PrinterState | null, status: KlipperStatus, ctx: K
     capabilities: { has_camera: ctx.hasCamera, has_ams: false, supports_remote_control: true },
     ...(ctx.nozzleDiameter !== null ? { nozzle_diameter: ctx.nozzleDiameter } : {}),
     ...(ctx.materials !== null ? { materials: ctx.materials } : {}),
+    ...(ctx.cameraUrl !== null ? { camera_url: ctx.cameraUrl } : {}),
   };
 }
 

@@ -3,10 +3,12 @@
  * errors as `{"error":{"code","message"}}`. Routes: /server/info,
  * /access/oneshot_token, /printer/info, /server/files/list,
  * /server/files/metadata, GET/DELETE /server/files/gcodes/{path}, and the
- * multipart POST /server/files/upload (root, path, checksum, print).
+ * multipart POST /server/files/upload (root, path, checksum, print), and a
+ * webcam's snapshot (/webcam/?action=snapshot) when the simulator serves one.
  */
 import type http from 'node:http';
 import Busboy from 'busboy';
+import { renderPicture } from '../camera-picture';
 import { SimGcodes } from './files';
 import type { KlipperSimulator } from './simulator';
 
@@ -66,6 +68,14 @@ export async function route(sim: KlipperSimulator, req: http.IncomingMessage, re
     return reply(res, 200, { result: meta });
   }
   if (method === 'POST' && path === '/server/files/upload') return upload(sim, req, res);
+  if (method === 'GET' && path === '/webcam/' && sim.options.cameraServed && url.searchParams.get('action') === 'snapshot') {
+    // The webcam's picture (crowsnest's snapshot): what the printer is doing, drawn.
+    sim.stats.webcam_snapshots++;
+    const m = sim.machine;
+    const picture = renderPicture({ name: sim.name, state: m.klippy === 'ready' ? m.state : m.klippy, progress: m.fraction * 100 });
+    res.writeHead(200, { 'Content-Type': 'image/jpeg', 'Content-Length': String(picture.length) });
+    return void res.end(picture);
+  }
   const file = /^\/server\/files\/gcodes\/(.+)$/.exec(path);
   if (file && (method === 'GET' || method === 'HEAD')) {
     const rel = safePath(file[1]);

@@ -46,6 +46,7 @@ export function handleRpc(sim: KlipperSimulator, client: SimClient, method: stri
     case 'server.connection.identify':
       return { connection_id: client.id };
     case 'server.webcams.list':
+      if (sim.options.cameraServed) return { webcams: [{ name: 'cam', enabled: true, service: 'mjpegstreamer-adaptive', snapshot_url: `${sim.url}/webcam/?action=snapshot`, stream_url: `${sim.url}/webcam/?action=stream` }] };
       return { webcams: sim.options.camera ? [{ name: 'cam', enabled: true, service: 'mjpegstreamer', snapshot_url: '/webcam/?action=snapshot', stream_url: '/webcam/?action=stream' }] : [] };
     case 'printer.info':
       klippyUp();

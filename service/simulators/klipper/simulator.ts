@@ -47,8 +47,10 @@ export interface KlipperSimulatorOptions {
   noOneshotToken?: boolean;
   /** A filament runout sensor (`filament_switch_sensor runout`, pausing the print when filament runs out). */
   runoutSensor?: boolean;
-  /** Report a webcam in server.webcams.list. */
+  /** Report a webcam in server.webcams.list (paths on the web frontend, as crowsnest's default). */
   camera?: boolean;
+  /** A webcam served on the API port (GET /webcam/?action=snapshot, no API key), listed with full URLs. */
+  cameraServed?: boolean;
   nozzleDiameter?: number;
   files?: SeedFile[];
   /** Benchmarks: no control API (default true: one). */
@@ -87,7 +89,7 @@ export class KlipperSimulator {
   readonly machine: KlipperMachine;
   readonly files = new SimGcodes();
   readonly faults: KlipperFaults = { reject_commands: false, silent_rpc: false, transfer_bytes_per_sec: 0, rpc_delay_ms: 0 };
-  readonly stats = { requests: 0, unauthorized: 0, uploads: 0, ws_connections: 0, rpc_calls: 0, subscribes: 0 };
+  readonly stats = { requests: 0, unauthorized: 0, uploads: 0, ws_connections: 0, rpc_calls: 0, subscribes: 0, webcam_snapshots: 0 };
   readonly model: string;
   readonly name: string;
   readonly id: string;
@@ -181,7 +183,7 @@ export class KlipperSimulator {
     return {
       klippy_connected: k !== 'disconnected',
       klippy_state: k,
-      components: ['database', 'file_manager', 'klippy_apis', 'machine', 'data_store', 'history', 'authorization', ...(this.options.camera ? ['webcam'] : []), ...(this.options.spool !== undefined ? ['spoolman'] : [])],
+      components: ['database', 'file_manager', 'klippy_apis', 'machine', 'data_store', 'history', 'authorization', ...(this.options.camera || this.options.cameraServed ? ['webcam'] : []), ...(this.options.spool !== undefined ? ['spoolman'] : [])],
       failed_components: [],
       registered_directories: ['config', 'gcodes', 'logs'],
       warnings: [],
@@ -301,7 +303,7 @@ export class KlipperSimulator {
 
   private authorized(req: http.IncomingMessage, url: URL): boolean {
     const key = this.options.apiKey;
-    if (!key) return true;
+    if (!key || (this.options.cameraServed && url.pathname === '/webcam/')) return true; // a webcam is not Moonraker's
     if (req.headers['x-api-key'] === key) return true;
     const token = url.searchParams.get('token');
     const until = token ? this.tokens.get(token) : undefined;
