@@ -5,6 +5,7 @@
  * bounded.
  */
 import { mapPrintStatsState, mergeStatus, toState, type KlipperContext, type KlipperStatus } from '../../service/printers/klipper/state';
+import { webcamUrl } from '../../service/printers/klipper/session';
 
 const ctx = (over: Partial<KlipperContext> = {}): KlipperContext => ({
   klippyState: 'ready',
@@ -103,5 +104,23 @@ describe('Klipper state', () => {
     expect(Object.keys(status)).toEqual(['extruder']);
     mergeStatus(status, { print_stats: { state: 'printing', filename: 'x'.repeat(100_000) } });
     expect(toState(null, status, ctx()).job!.file!.length).toBeLessThanOrEqual(500);
+  });
+});
+
+describe("the webcam Moonraker lists (a peer's word: the service fetches what it names)", () => {
+  const cam = (stream_url: string, over: Record<string, unknown> = {}) => [{ enabled: true, service: 'mjpegstreamer', stream_url, ...over }];
+
+  test('a path is on the printer; a full URL on the printer, any port, is kept', () => {
+    expect(webcamUrl(cam('/webcam/?action=stream'), '192.168.1.40')).toBe('http://192.168.1.40/webcam/?action=stream');
+    expect(webcamUrl(cam('http://192.168.1.40:8080/?action=stream'), '192.168.1.40')).toBe('http://192.168.1.40:8080/?action=stream');
+    expect(webcamUrl(cam('/webcam/?action=stream'), 'fe80::1')).toBe('http://[fe80::1]/webcam/?action=stream');
+  });
+
+  test('a full URL on another host, or not http(s), is not used (a camera elsewhere is named by camera_url)', () => {
+    expect(webcamUrl(cam('http://169.254.169.254/latest/meta-data/'), '192.168.1.40')).toBeNull();
+    expect(webcamUrl(cam('http://127.0.0.1:8000/api/v1/printers'), '192.168.1.40')).toBeNull();
+    expect(webcamUrl(cam('//10.0.0.5/cam'), '192.168.1.40')).toBeNull();
+    expect(webcamUrl(cam('file:///etc/passwd'), '192.168.1.40')).toBeNull();
+    expect(webcamUrl([{ enabled: false, stream_url: '/a' }, { service: 'webrtc-camerastreamer', stream_url: '/b', snapshot_url: '/snap' }], 'voron.local')).toBe('http://voron.local/snap');
   });
 });

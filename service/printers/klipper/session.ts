@@ -47,8 +47,10 @@ const MJPEG_SERVICES = ['mjpegstreamer', 'uv4l-mjpeg'];
 /**
  * The camera of the first enabled webcam in Moonraker's list, as an absolute URL: its MJPEG stream when it has
  * one, else its snapshot. Moonraker keeps the URLs as Mainsail or Fluidd use them, usually a path on the
- * printer's web frontend ("/webcam/?action=stream", port 80 on the printer's address); a full URL (a camera
- * on its own port or host) is kept. Only http(s).
+ * printer's web frontend ("/webcam/?action=stream", port 80 on the printer's address); a full URL on the
+ * printer's own host (a camera on its own port) is kept. Only http(s). A full URL on another host is not used:
+ * the service would fetch whatever address a printer names (an internal service, a cloud's metadata address),
+ * so a camera elsewhere is the operator's to name (camera_url).
  */
 export function webcamUrl(webcams: unknown, host: string): string | null {
   if (!Array.isArray(webcams)) return null;
@@ -59,8 +61,10 @@ export function webcamUrl(webcams: unknown, host: string): string | null {
   const raw = (MJPEG_SERVICES.includes(String(cam.service)) ? (stream ?? snapshot) : (snapshot ?? stream)) ?? null;
   if (!raw) return null;
   try {
-    const url = new URL(raw, `http://${host.includes(':') ? `[${host}]` : host}/`);
-    return url.protocol === 'http:' || url.protocol === 'https:' ? url.toString() : null;
+    const base = new URL(`http://${host.includes(':') ? `[${host}]` : host}/`);
+    const url = new URL(raw, base);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+    return url.hostname === base.hostname ? url.toString() : null;
   } catch {
     return null;
   }
