@@ -16,7 +16,7 @@ import type { FileRecord } from '../db/repositories/files';
 import type { JobPatch, JobRecord, NewJob } from '../db/repositories/jobs';
 import type { EventBus, JobUpdateEvent } from '../events';
 import type { MachineState, PrinterState, PrintProgress } from '../printers/driver';
-import { printOutcome } from './print-outcome';
+import { printOutcome, recordedEnd } from './print-outcome';
 import type { SettingsService } from '../settings';
 import { RetryLater, type RetryLaterOptions } from '../util/retry-later';
 import { nowIso } from '../util/time';
@@ -349,10 +349,12 @@ export class JobTracker {
   }
 
   private async finish(printerId: string, tracked: Tracked, state: PrinterState): Promise<void> {
-    const outcome = printOutcome(state.state, tracked.progress);
     const now = nowIso();
     const duration = Math.max(0, Math.round((Date.parse(now) - Date.parse(tracked.startTime)) / 1000));
     const job = await this.store.jobs.get(tracked.jobId);
+    const recorded = recordedEnd(state, { name: job?.filename ?? job?.job_name ?? tracked.name, startTime: tracked.startTime }); // Klipper's history: lost or cancelled
+    const outcome = printOutcome(state.state, tracked.progress, recorded);
+    const reason = outcome === 'failed' && recorded?.outcome === 'failed' ? recorded.reason : null;
     const progress = outcome === 'completed' ? 100 : (state.job?.progress ?? tracked.progress);
     const usage = job?.material_estimated_usage ?? tracked.estimatedUsage;
     const actualUsage = usage === null ? null : Math.round((outcome === 'completed' ? usage : (usage * progress) / 100) * 100) / 100;
@@ -366,6 +368,7 @@ export class JobTracker {
       power_cost: Math.round((duration / 3600) * (watts / 1000) * this.settings.get('energy_price_per_kwh') * 100) / 100,
       updated_at: now,
     };
+    if (reason && job) patch.customer_info = { ...(job.customer_info ?? {}), end_reason: reason }; // beside the tracker's other notes of the run
     if (actualUsage !== null) {
       patch.material_actual_usage = actualUsage;
       if (job?.material_cost == null) {
@@ -375,7 +378,7 @@ export class JobTracker {
     }
     this.current.set(printerId, null);
     if (!(await this.store.jobs.transition(tracked.jobId, ACTIVE_JOB, patch))) return;
-    this.log.info({ printer_id: printerId, job_id: tracked.jobId, outcome, duration }, 'job ended');
+    this.log.info({ printer_id: printerId, job_id: tracked.jobId, outcome, duration, ...(reason ? { reason } : {}) }, 'job ended');
     // With its name: the notification of the end needs it, and need not read the job again for it.
     this.publish(tracked.jobId, printerId, 'status', outcome, progress, job?.job_name ?? undefined);
   }

@@ -68,6 +68,22 @@ export interface PrinterMaterial {
   tray_weight_g?: number | null;
 }
 
+/**
+ * How a print ended, as the printer's own job history records it (Klipper: Moonraker's history). A print lost
+ * without an end state (Klipper restarted or crashed, the host lost power) leaves the printer idle; its record
+ * still says what happened.
+ */
+export interface EndedPrint {
+  /** The file as the printer names it. */
+  file: string;
+  outcome: 'completed' | 'failed' | 'cancelled';
+  /** Why it failed, in words an operator reads; null otherwise. */
+  reason: string | null;
+  /** ISO 8601, when recorded. */
+  started_at: string | null;
+  ended_at: string | null;
+}
+
 export interface PrinterState {
   state: MachineState;
   /** The state word as the printer sent it (gcode_state, PrusaLink state). */
@@ -91,6 +107,11 @@ export interface PrinterState {
    * Moonraker's `server.webcams.list`); the printer's own camera_url setting wins over it.
    */
   camera_url?: string | null;
+  /**
+   * The printer's record of its newest ended print, when it keeps one (Klipper with Moonraker's history). The job
+   * tracker takes its outcome for a print that vanished without an end state (the same object while unchanged).
+   */
+  ended_print?: EndedPrint | null;
 }
 
 export interface PrinterFile {

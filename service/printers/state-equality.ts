@@ -68,6 +68,8 @@ export function sameApartFromTemperatures(a: PrinterState, b: PrinterState): boo
     a.nozzle_diameter === b.nozzle_diameter &&
     (a.active_slot ?? null) === (b.active_slot ?? null) &&
     (a.camera_url ?? null) === (b.camera_url ?? null) &&
+    // A driver keeps the same record object while its history says the same (klipper/history.ts).
+    (a.ended_print ?? null) === (b.ended_print ?? null) &&
     sameCapabilities(a.capabilities, b.capabilities) &&
     sameMaterials(a.materials, b.materials) &&
     // Drivers keep the same attention list while the printer says the same (bambu/state.ts AttentionMemo, prusa/state.ts).

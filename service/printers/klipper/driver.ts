@@ -64,6 +64,8 @@ export class KlipperDriver extends EventEmitter implements PrinterDriver {
   private closed = false;
   private faults = 0;
   private badFrames = 0;
+  /** The file an earlier link saw printing: the next link looks up its end in Moonraker's history. */
+  private printedFile: string | null = null;
   private readonly o: Required<Omit<KlipperDriverOptions, keyof ReconnectOptions>>;
   private readonly guard = guardWith((err) => this.fault(`the service could not handle what Moonraker sent (${reasonOf(err)})`));
 
@@ -147,7 +149,7 @@ export class KlipperDriver extends EventEmitter implements PrinterDriver {
           state: (s) => this.emitSafe('state', s),
           klippy: (ready, message) => this.klippyChanged(session, ready, message),
         },
-      });
+      }, this.printedFile);
       this.session = session;
       link.on('closed', (reason: string, fault: boolean) => this.lost(session, reason, fault));
       await session.start();
@@ -181,6 +183,7 @@ export class KlipperDriver extends EventEmitter implements PrinterDriver {
   private lost(session: KlipperSession, reason: string, fault: boolean): void {
     if (session !== this.session) return;
     this.session = null;
+    this.printedFile = session.printedFile ?? this.printedFile;
     this.badFrames += session.badFrames;
     session.stop();
     if (fault) {
@@ -195,6 +198,7 @@ export class KlipperDriver extends EventEmitter implements PrinterDriver {
     this.session = null;
     this.faults++;
     if (session) {
+      this.printedFile = session.printedFile ?? this.printedFile;
       this.badFrames += session.badFrames;
       session.stop();
       session.link.close();

@@ -7,6 +7,7 @@
 import type { PrinterState } from '../driver';
 import { reasonOf } from '../guard';
 import { klipperFileMetadata } from './files';
+import { finishedInNotification, newestEndedPrint, sameEnded } from './history';
 import { activeSpool } from './spoolman';
 import type { MoonrakerHttp } from './http';
 import type { RpcLink } from './rpc';
@@ -96,6 +97,8 @@ export class KlipperSession {
     private readonly http: MoonrakerHttp,
     info: Record<string, unknown>,
     private readonly hooks: SessionHooks,
+    /** The file the driver last saw printing (an earlier link's): its history record is the one that matters. */
+    private lastFile: string | null = null,
   ) {
     this.ctx = {
       klippyState: info.klippy_connected === false ? 'disconnected' : (str(info.klippy_state, 40) ?? 'disconnected'),
@@ -106,6 +109,7 @@ export class KlipperSession {
       cameraUrl: null,
       materials: null,
       metadata: null,
+      endedPrint: null,
       now: Date.now(),
     };
     this.components = Array.isArray(info.components) ? info.components.filter((c): c is string => typeof c === 'string').slice(0, 200) : [];
@@ -114,6 +118,11 @@ export class KlipperSession {
 
   get state(): PrinterState | null {
     return this.current;
+  }
+
+  /** The file the printer printed last, for the next link's session (history.ts). */
+  get printedFile(): string | null {
+    return this.lastFile;
   }
 
   get badFrames(): number {
@@ -170,6 +179,9 @@ export class KlipperSession {
       // Deltas from here on are merged as they come, without a state until the link is announced.
       const info = await this.link.call<Record<string, unknown>>('printer.info').catch(() => null);
       if (objects.has('configfile')) await this.learnNozzle();
+      // Before the first state: a print lost while the link or Klippy was down (a crash, a power loss) shows as
+      // standby, and the job tracker ends its job on that state; the history says how it ended.
+      if (this.components.includes('history')) this.takeEnded(await newestEndedPrint(this.link, this.lastFile));
       if (this.stopped) return;
       this.subscribed = wanted;
       this.ctx.firmwareVersion = str(info?.software_version, 100) ?? this.ctx.firmwareVersion;
@@ -244,6 +256,12 @@ export class KlipperSession {
           })
           .catch(() => undefined);
         return;
+      case 'notify_history_changed': {
+        // A job ended (Moonraker also tells one lost to a shutdown or a Klippy that went away): kept for the state.
+        const ended = this.components.includes('history') ? finishedInNotification(params) : null;
+        if (ended && this.takeEnded(ended)) this.refresh();
+        return;
+      }
       case 'notify_active_spool_set': {
         const spoolId = Array.isArray(params) ? (params[0] as { spool_id?: unknown } | undefined)?.spool_id : undefined;
         void activeSpool(this.link, spoolId ?? null).then((materials) => {
@@ -260,6 +278,13 @@ export class KlipperSession {
       default:
         return; // gcode responses, file list changes, history...: not the farm's business
     }
+  }
+
+  /** Keeps the history's newest ended print (the same object while it says the same); whether it changed. */
+  private takeEnded(ended: ReturnType<typeof finishedInNotification>): boolean {
+    if (!ended || sameEnded(this.ctx.endedPrint ?? null, ended)) return false;
+    this.ctx.endedPrint = ended;
+    return true;
   }
 
   /** Keeps a delta until the subscribe answer is in; a flood is folded into its last entry, so that memory stays bounded. */
@@ -280,6 +305,7 @@ export class KlipperSession {
     if (this.stopped || !this.live || !this.klippyAnswers()) return;
     const filename = str(this.status.print_stats?.filename) ?? '';
     if (filename && filename !== this.metadataFor) this.fetchMetadata(filename);
+    if (filename) this.lastFile = filename;
     this.ctx.now = Date.now();
     const next = toState(this.current, this.status, this.ctx);
     if (!stateChanged(this.current, next)) return;

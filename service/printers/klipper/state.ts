@@ -6,7 +6,7 @@
  * An object the printer does not have stays absent: its fields are null.
  */
 import type { AttentionCause, AttentionText } from '../attention';
-import type { MachineState, PrinterError, PrinterMaterial, PrinterState, PrintProgress } from '../driver';
+import type { EndedPrint, MachineState, PrinterError, PrinterMaterial, PrinterState, PrintProgress } from '../driver';
 import { samePrinterState } from '../state-equality';
 
 /** The objects the driver subscribes to (when `printer.objects.list` has them). */
@@ -62,6 +62,8 @@ export interface KlipperContext {
   materials: PrinterMaterial[] | null;
   /** Metadata of the file print_stats names (server.files.metadata), when known. */
   metadata: { filename: string; estimated_time: number | null } | null;
+  /** Moonraker's history: the newest ended print (history.ts); null when none, or no history component. */
+  endedPrint?: EndedPrint | null;
   now: number;
 }
 
@@ -235,6 +237,7 @@ export function toState(prev: PrinterState | null, status: KlipperStatus, ctx: K
     ...(ctx.nozzleDiameter !== null ? { nozzle_diameter: ctx.nozzleDiameter } : {}),
     ...(ctx.materials !== null ? { materials: ctx.materials } : {}),
     ...(ctx.cameraUrl !== null ? { camera_url: ctx.cameraUrl } : {}),
+    ...(ctx.endedPrint ? { ended_print: ctx.endedPrint } : {}),
   };
 }
 

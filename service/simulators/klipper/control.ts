@@ -3,7 +3,8 @@
  * the other simulators': GET /state; POST /print {"file"}, /pause, /resume,
  * /finish, /fail {"message"}, /cancel, /idle (SDCARD_RESET_FILE), /shutdown
  * {"message"} (Klippy shuts down), /restart (FIRMWARE_RESTART: ready again),
- * /klippy-disconnect, /runout {"detected": false|true} (the runout sensor; a print pauses when it runs out), /spool {"material","color_hex","weight","remaining_weight"}
+ * /klippy-disconnect (Klippy crashed or restarted: Moonraker's history ends a print klippy_disconnect),
+ * /power-loss (the host loses power mid-print: offline until /online, then standby and the job interrupted), /runout {"detected": false|true} (the runout sensor; a print pauses when it runs out), /spool {"material","color_hex","weight","remaining_weight"}
  * (or {"spool":null}), /offline, /online, /faults {"reject_commands", "silent_rpc",
  * "transfer_bytes_per_sec", "rpc_delay_ms"}, /hostile {"kind": garbage|huge|flood|unknown_ids,
  * "count", "bytes"}.
@@ -71,6 +72,7 @@ export async function handleKlipperControl(sim: KlipperSimulator, req: http.Inco
       case '/idle':
         return done(m.reset(), 'go idle');
       case '/shutdown':
+        sim.history.klippyLost('klippy_shutdown', m); // Moonraker ends the job before print_stats says more
         m.shutdown(message('MCU \'mcu\' shutdown: Timer too close'));
         sim.pushNow();
         sim.notifyAll('notify_klippy_shutdown');
@@ -84,10 +86,18 @@ export async function handleKlipperControl(sim: KlipperSimulator, req: http.Inco
         m.runout(body.detected === true);
         return done(true, 'change the runout sensor');
       case '/klippy-disconnect':
+        sim.history.klippyLost('klippy_disconnect', m);
         m.klippy = 'disconnected';
         m.klippyMessage = 'Klippy Disconnected';
         sim.notifyAll('notify_klippy_disconnected');
         return done(true, 'disconnect');
+      case '/power-loss':
+        // The host loses power: Moonraker and Klipper go; /online brings them back, Klipper in standby and the
+        // job that was in progress marked interrupted (as Moonraker does at its next start).
+        await sim.goOffline();
+        m.powerLoss();
+        sim.history.restarted(m);
+        return done(true, 'lose power');
       case '/offline':
         await sim.goOffline();
         return done(true, 'go offline');

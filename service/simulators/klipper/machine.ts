@@ -181,6 +181,15 @@ export class KlipperMachine {
     this.message = '';
   }
 
+  /** The host lost power: Klipper starts afresh (ready, standby, heaters off), the print is gone. */
+  powerLoss(): void {
+    this.restart();
+    this.targetNozzle = 0;
+    this.targetBed = 0;
+    this.totalDuration = 0;
+    this.printDuration = 0;
+  }
+
   private end(state: PrintStatsState): void {
     this.state = state;
     this.targetNozzle = 0;

@@ -1,7 +1,7 @@
 /**
  * The simulated Moonraker's JSON-RPC 2.0 methods over its WebSocket: server
  * info, identify, webcams, Klippy's info, objects list/query/subscribe, print
- * start/pause/resume/cancel, file list and metadata. Errors are JSON-RPC
+ * start/pause/resume/cancel, file list and metadata, the job history. Errors are JSON-RPC
  * error objects with Moonraker's codes (400, 404, -32601...).
  */
 import type WebSocket from 'ws';
@@ -91,6 +91,18 @@ export function handleRpc(sim: KlipperSimulator, client: SimClient, method: stri
       if (sim.options.spool === undefined) throw new RpcError(-32601, `Method not found: ${method}`);
       if (!s || params.path !== `/v1/spool/${s.id}`) return { response: null, error: { status_code: 404, message: 'Spool not found' } };
       return { response: { id: s.id, filament: { id: 1, name: `Generic ${s.material}`, material: s.material, color_hex: s.color_hex, weight: s.weight }, remaining_weight: s.remaining_weight, used_weight: s.weight - s.remaining_weight, archived: false }, error: null };
+    }
+    case 'server.history.list':
+      if (sim.options.noHistory) throw new RpcError(-32601, `Method not found: ${method}`);
+      try {
+        return sim.history.list(params);
+      } catch (err) {
+        throw new RpcError(400, (err as Error).message);
+      }
+    case 'server.history.get_job': {
+      const job = sim.options.noHistory ? null : sim.history.get(params.uid);
+      if (!job) throw new RpcError(sim.options.noHistory ? -32601 : 404, sim.options.noHistory ? `Method not found: ${method}` : `Invalid job uid: ${String(params.uid)}`);
+      return { job };
     }
     case 'server.files.list':
       return sim.files.list().map((f) => ({ path: f.path, modified: f.modified, size: f.data.length, permissions: 'rw' }));

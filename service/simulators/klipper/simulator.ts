@@ -25,6 +25,7 @@ import { handleKlipperControl } from './control';
 import { SimGcodes } from './files';
 import { KlipperMachine } from './machine';
 import { ALL_OBJECTS, objectStatus, RUNOUT_SENSOR } from './objects';
+import { SimHistory } from './history';
 import { HttpFail, reply, route } from './routes';
 import { handleRpc, RpcError, type SimClient } from './rpc';
 import { Throttle } from './throttle';
@@ -45,6 +46,7 @@ export interface KlipperSimulatorOptions {
   noDisplayStatus?: boolean;
   /** An old Moonraker without /access/oneshot_token (the API key goes in the header). */
   noOneshotToken?: boolean;
+  /** A Moonraker without its history component (no server.history.*, no notify_history_changed). */ noHistory?: boolean;
   /** A filament runout sensor (`filament_switch_sensor runout`, pausing the print when filament runs out). */
   runoutSensor?: boolean;
   /** Report a webcam in server.webcams.list (paths on the web frontend, as crowsnest's default). */
@@ -88,6 +90,7 @@ export interface KlipperFaults {
 export class KlipperSimulator {
   readonly machine: KlipperMachine;
   readonly files = new SimGcodes();
+  readonly history = new SimHistory((action, job) => !this.options.noHistory && this.notifyAll('notify_history_changed', [{ action, job }]));
   readonly faults: KlipperFaults = { reject_commands: false, silent_rpc: false, transfer_bytes_per_sec: 0, rpc_delay_ms: 0 };
   readonly stats = { requests: 0, unauthorized: 0, uploads: 0, ws_connections: 0, rpc_calls: 0, subscribes: 0, webcam_snapshots: 0 };
   readonly model: string;
@@ -183,7 +186,7 @@ export class KlipperSimulator {
     return {
       klippy_connected: k !== 'disconnected',
       klippy_state: k,
-      components: ['database', 'file_manager', 'klippy_apis', 'machine', 'data_store', 'history', 'authorization', ...(this.options.camera || this.options.cameraServed ? ['webcam'] : []), ...(this.options.spool !== undefined ? ['spoolman'] : [])],
+      components: ['database', 'file_manager', 'klippy_apis', 'machine', 'data_store', ...(this.options.noHistory ? [] : ['history']), 'authorization', ...(this.options.camera || this.options.cameraServed ? ['webcam'] : []), ...(this.options.spool !== undefined ? ['spoolman'] : [])],
       failed_components: [],
       registered_directories: ['config', 'gcodes', 'logs'],
       warnings: [],
@@ -230,6 +233,7 @@ export class KlipperSimulator {
   pushNow(change?: () => void): void {
     if (this.closed) return;
     this.machine.advance();
+    this.history.observe(this.machine);
     change?.();
     const read = (name: string) => (this.hasObject(name) ? objectStatus(this.machine, name, { nozzleDiameter: this.nozzleDiameter }) : undefined);
     for (const client of this.clients) {
