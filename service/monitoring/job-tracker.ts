@@ -20,11 +20,14 @@ import { printOutcome, recordedEnd } from './print-outcome';
 import type { SettingsService } from '../settings';
 import { RetryLater, type RetryLaterOptions } from '../util/retry-later';
 import { nowIso } from '../util/time';
+import { WorkQueue } from '../util/work-queue';
 import { NewJobGate, type NewJobGateOptions } from './new-job-gate';
 import { isSameRun, normaliseFileName, printedFile, printFileName, printKey, runOfJob, startMinute, type RunIdentity } from './print-identity';
 
 const PRINTING: readonly MachineState[] = ['preparing', 'printing', 'paused'];
 const ACTIVE_JOB = ['printing', 'paused'] as const;
+/** Printers' updates handled at once: a farm back after a drop reports every ended print in one turn (a few statements each). */
+const UPDATES_AT_ONCE = 4;
 
 /** The job of a run: `name`, `startMinute` (the printer's, when it reports one) and `printerJobId` tell the run. */
 interface Tracked extends RunIdentity {
@@ -77,6 +80,8 @@ export class JobTracker {
   /** The print of each printer's last new job: the same print seen again (after a cancel) is no new job and no flood. */
   private readonly lastCreated = new Map<string, Tracked>();
   private readonly gate: NewJobGate;
+  /** Each printer's loop handles one update per turn here; at most one waits per printer, so the farm bounds it. */
+  private readonly turns: WorkQueue;
 
   constructor(
     private readonly store: Store,
@@ -87,6 +92,7 @@ export class JobTracker {
   ) {
     this.gate = new NewJobGate(options);
     this.retries = new RetryLater(options.retry);
+    this.turns = new WorkQueue({ name: 'job tracking', concurrency: UPDATES_AT_ONCE, maxBacklog: Infinity, log, whenFull: 'never: one update per printer' });
   }
 
   /** A printer's link came (back) up: what it prints now may have started while it was out of sight. */
@@ -107,7 +113,7 @@ export class JobTracker {
         const update = next;
         this.pending.delete(printerId);
         try {
-          await this.handle(printerId, update);
+          await this.inTurn(printerId, () => this.handle(printerId, update));
           this.retries.done(printerId);
         } catch (err) {
           // Rule 6: logged, never shown to users, retried with the next update (or later); monitoring goes on.
@@ -118,6 +124,11 @@ export class JobTracker {
       }
     })().finally(() => this.running.delete(printerId));
     this.running.set(printerId, loop);
+  }
+
+  /** Runs `task` once fewer than UPDATES_AT_ONCE printers' updates are handled; settles with it. */
+  private inTurn(printerId: string, task: () => Promise<void>): Promise<void> {
+    return new Promise<void>((resolve, reject) => void this.turns.push(() => task().then(resolve, reject), { key: printerId }));
   }
 
   /** Whether an update of the printer failed and waits: its next report, even one of temperatures alone, retries it. */

@@ -12,10 +12,18 @@ import type { Logger } from 'pino';
 import type { Store } from '../db';
 import type { DispatchRecord, DispatchState } from '../db/repositories/queue';
 import { normaliseFileName, printFileName } from '../monitoring/print-identity';
-import { printOutcome, type PrintOutcome } from '../monitoring/print-outcome';
+import { printOutcome, recordedEnd, type PrintOutcome } from '../monitoring/print-outcome';
 import { DriverError, type PrinterState, type QueuedStart } from '../printers/driver';
 import type { SettingsService } from '../settings';
 import { nowIso } from '../util/time';
+import { WorkQueue } from '../util/work-queue';
+
+/**
+ * Printers whose start acknowledgement or print end is being recorded at once. Each is several statements (the
+ * dispatch's move, then its item settled); a farm back after a network drop reports all its ended prints in one
+ * turn, and one chain per printer put every printer's statements before the database's other users at once.
+ */
+const ENDS_AT_ONCE = 2;
 
 /** The outcome of a print: completed, or a copy that goes back to the queue. */
 type Outcome = PrintOutcome;
@@ -68,6 +76,8 @@ interface Watched {
   /** The printer's job id of our print once acknowledged (a different one means ours is over). */
   jobKey: string | null;
   progress: number;
+  /** The printer's start of our print, once reported: the printer's record of its end must be of this run. */
+  startedAt?: string | null;
   /** Resolved after a restart: a print that already ended still counts as started. */
   recovered: boolean;
   timer: NodeJS.Timeout | null;
@@ -82,6 +92,8 @@ export class DispatchRunner {
   private readonly owned = new Set<string>();
   /** When the last start went to each printer, until it acknowledged (the hold). */
   private readonly holds = new Map<string, number>();
+  /** The database side of acknowledgements and ends, a printer's in the order seen (keyed by printer). */
+  private readonly ends: WorkQueue;
   private closed = false;
 
   constructor(
@@ -91,6 +103,8 @@ export class DispatchRunner {
     private readonly host: RunnerHost,
   ) {
     this.uploads = new Slots(() => this.settings.get('queue_max_parallel_uploads'));
+    // One task per watched dispatch at most (its acknowledgement, its end): the backlog is bounded by the farm.
+    this.ends = new WorkQueue({ name: 'queued print ends', concurrency: ENDS_AT_ONCE, maxBacklog: Infinity, log, whenFull: 'never: one task per watched printer' });
   }
 
   /** Whether a start under way follows the printer's reports: held for it, or watched for its acknowledgement or end. */
@@ -149,11 +163,28 @@ export class DispatchRunner {
         if (!w.timer) this.arm(w, Date.now());
         return undefined;
       }
-      return this.acknowledged(w, state);
+      // Taken now, so that the next report sees it printing; recorded in the printer's turn.
+      if (w.timer) clearTimeout(w.timer);
+      w.timer = null;
+      w.state = 'printing';
+      w.jobKey = state.job?.printer_job_id ?? null;
+      this.holds.delete(printerId);
+      return this.inTurn(printerId, () => this.acknowledged(w, state));
     }
     const outcome = this.endOf(w, state);
     if (!outcome) return undefined;
-    return this.finish(w, outcome, state);
+    this.unwatch(printerId, w.dispatch.id);
+    return this.inTurn(printerId, () => this.finish(w, outcome, state));
+  }
+
+  /**
+   * Runs `task` when a slot is free and the printer's earlier tasks are done; settles with it. The dispatch stays
+   * open in the database until its move, so the dispatcher claims nothing new on the printer meanwhile.
+   */
+  private inTurn(printerId: string, task: () => Promise<void>): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (!this.ends.push(() => task().then(resolve, reject), { key: printerId })) resolve(); // stopping: recovered after the restart
+    });
   }
 
   /** From now on nothing is started or recorded as failed (the service is stopping). */
@@ -165,6 +196,8 @@ export class DispatchRunner {
     this.closed = true;
     for (const w of this.watched.values()) if (w.timer) clearTimeout(w.timer);
     this.watched.clear();
+    // What waits is dropped: its dispatch stays open and is watched again after the restart.
+    await this.ends.close();
     await Promise.allSettled([...this.runs]);
   }
 
@@ -177,6 +210,7 @@ export class DispatchRunner {
   /** Waits for the runs under way (tests). */
   async idle(): Promise<void> {
     while (this.runs.size) await Promise.allSettled([...this.runs]);
+    await this.ends.idle();
   }
 
   private async run(d: DispatchRecord, start: QueuedStart): Promise<void> {
@@ -278,35 +312,42 @@ export class DispatchRunner {
     return RUNNING.includes(state.state) || (w.recovered && ['finished', 'failed', 'stopped'].includes(state.state));
   }
 
+  /** In the printer's turn, after onReport took the acknowledgement. */
   private async acknowledged(w: Watched, state: PrinterState): Promise<void> {
-    if (w.timer) clearTimeout(w.timer);
-    w.timer = null;
-    w.state = 'printing';
-    w.jobKey = state.job?.printer_job_id ?? null;
-    this.holds.delete(w.dispatch.printer_id);
     if (!(await this.move(w.dispatch, ['starting'], { state: 'printing', error: null }))) return this.unwatch(w.dispatch.printer_id, w.dispatch.id);
     this.log.info({ dispatch_id: w.dispatch.id, printer_id: w.dispatch.printer_id }, 'queued start acknowledged');
     await this.host.settle(w.dispatch.item_id, null);
+    // A report meanwhile that ended the print queued its own end (after this one): not ended twice.
+    if (this.watched.get(w.dispatch.printer_id) !== w) return;
     const outcome = this.endOf(w, state);
-    if (outcome) await this.finish(w, outcome, state);
+    if (!outcome) return;
+    this.unwatch(w.dispatch.printer_id, w.dispatch.id);
+    await this.finish(w, outcome, state);
   }
 
   private endOf(w: Watched, state: PrinterState): Outcome | null {
     if (RUNNING.includes(state.state)) {
       if (this.isOurs(w, state)) {
         w.progress = state.job?.progress ?? w.progress;
+        w.startedAt = state.job?.started_at ?? w.startedAt;
         return null;
       }
       if (!state.job) return null; // a partial report
     }
     // 'busy' is no end state: wait for the next report.
     if (state.state === 'busy') return null;
-    return printOutcome(state.state, w.progress);
+    return printOutcome(state.state, w.progress, this.recorded(w, state));
+  }
+
+  /** In the printer's turn, once it is no longer watched. */
+  /** The printer's record of this copy's end (Klipper's history), by the job tracker's rule: lost, or cancelled. */
+  private recorded(w: Watched, state: PrinterState) {
+    return recordedEnd(state, { name: w.dispatch.remote_name, startTime: w.startedAt ?? w.dispatch.start_sent_at });
   }
 
   private async finish(w: Watched, outcome: Outcome, state: PrinterState): Promise<void> {
-    this.unwatch(w.dispatch.printer_id, w.dispatch.id);
-    const error = outcome === 'completed' ? null : outcome === 'cancelled' ? 'the print was cancelled' : (state.error?.message ?? 'the print failed');
+    const lost = outcome === 'failed' && !state.error ? this.recorded(w, state)?.reason : null;
+    const error = outcome === 'completed' ? null : outcome === 'cancelled' ? 'the print was cancelled' : (state.error?.message ?? lost ?? 'the print failed');
     if (!(await this.move(w.dispatch, ['printing'], { state: outcome, error }))) return;
     this.host.printEnded(w.dispatch.printer_id);
     this.host.cleanUp(w.dispatch.printer_id, w.dispatch.remote_name);
