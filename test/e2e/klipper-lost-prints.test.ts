@@ -6,9 +6,10 @@
  * JSON-RPC WebSocket, through the service.
  */
 import { KlipperSimulator, type KlipperSimulatorOptions } from '../../service/simulators/klipper';
+import { klipperGcode } from '../../service/simulators/seed-files';
 import { control, until } from '../helpers/farm';
 import { startService, type Harness } from '../helpers/service';
-import { addPrinters, queueServiceOptions, type SimPrinter } from './queue-helpers';
+import { addPrinters, itemUntil, queueServiceOptions, upload, type SimPrinter } from './queue-helpers';
 
 const GCODE = 'cube_0.2mm_PLA_12m.gcode';
 
@@ -75,6 +76,20 @@ describe('a Klipper print lost to a crash or a power loss', () => {
     expect(done).toMatchObject({ id: job.id, status: 'failed' });
     expect((await h.get(`/api/v1/jobs/${job.id}`)).body.customer_info.end_reason).toMatch(/interrupted/);
     expect(sim.history.list({ limit: 1 }).jobs[0]).toMatchObject({ filename: GCODE, status: 'interrupted' });
+  }, 60_000);
+
+  test("a queued copy lost to a power loss: its dispatch fails with the reason, as its job does (one rule)", async () => {
+    await start();
+    const file = await upload(h, 'Voron Clip.gcode', klipperGcode('Voron 2.4 350'));
+    const item = (await h.post('/api/v1/queue', { file_id: file })).body;
+    await itemUntil(h, item.id, (i) => i.dispatches.some((x: { state: string }) => x.state === 'printing'), 'the copy printing');
+    await until(async () => (await jobs()).find((j) => j.status === 'printing' && j.queue_item_id === item.id), 'its job printing', 10_000);
+    await control(printer.control, 'power-loss');
+    await connected(false);
+    await control(printer.control, 'online');
+    const lost = await itemUntil(h, item.id, (i) => i.dispatches.some((x: { state: string }) => x.state !== 'printing'), 'the copy ended');
+    expect(lost.dispatches[0]).toMatchObject({ state: 'failed', error: expect.stringMatching(/interrupted/) });
+    await until(async () => (await jobs()).find((j) => j.queue_item_id === item.id && j.status === 'failed'), 'its job failed', 10_000);
   }, 60_000);
 
   test('a user cancel near the end, seen only after the printer went back to standby: cancelled, not completed', async () => {
