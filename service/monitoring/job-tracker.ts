@@ -26,7 +26,6 @@ import { isSameRun, normaliseFileName, printedFile, printFileName, printKey, run
 
 const PRINTING: readonly MachineState[] = ['preparing', 'printing', 'paused'];
 const ACTIVE_JOB = ['printing', 'paused'] as const;
-/** Printers' updates handled at once: a farm back after a drop reports every ended print in one turn (a few statements each). */
 const UPDATES_AT_ONCE = 4;
 
 /** The job of a run: `name`, `startMinute` (the printer's, when it reports one) and `printerJobId` tell the run. */
@@ -80,7 +79,7 @@ export class JobTracker {
   /** The print of each printer's last new job: the same print seen again (after a cancel) is no new job and no flood. */
   private readonly lastCreated = new Map<string, Tracked>();
   private readonly gate: NewJobGate;
-  /** Each printer's loop handles one update per turn here; at most one waits per printer, so the farm bounds it. */
+  /** UPDATES_AT_ONCE printers' updates at a time (a farm back after a drop reports every ended print in one turn); one waits per printer. */
   private readonly turns: WorkQueue;
 
   constructor(

@@ -339,12 +339,12 @@ export class DispatchRunner {
     return printOutcome(state.state, w.progress, this.recorded(w, state));
   }
 
-  /** In the printer's turn, once it is no longer watched. */
   /** The printer's record of this copy's end (Klipper's history), by the job tracker's rule: lost, or cancelled. */
   private recorded(w: Watched, state: PrinterState) {
     return recordedEnd(state, { name: w.dispatch.remote_name, startTime: w.startedAt ?? w.dispatch.start_sent_at });
   }
 
+  /** In the printer's turn, once it is no longer watched. */
   private async finish(w: Watched, outcome: Outcome, state: PrinterState): Promise<void> {
     const lost = outcome === 'failed' && !state.error ? this.recorded(w, state)?.reason : null;
     const error = outcome === 'completed' ? null : outcome === 'cancelled' ? 'the print was cancelled' : (state.error?.message ?? lost ?? 'the print failed');

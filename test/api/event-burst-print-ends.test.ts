@@ -72,7 +72,7 @@ describeDialects('many printers\' prints ending at once', (db) => {
     return ids;
   }
 
-  test(`${PRINTERS} queued prints reported finished in one turn: the runner ends them a few at a time (a few statements wait), each printer's end before its plate and its item, every item completed once`, async () => {
+  test(`${PRINTERS} queued prints reported finished in one turn (half of them acknowledged in the same turn): the runner ends them a few at a time (a few statements wait), each printer's acknowledgement, end, plate and item in order, every item completed once`, async () => {
     const settings = await SettingsService.load(store.settings, {});
     const steps: string[] = [];
     const published: string[] = [];
@@ -99,14 +99,21 @@ describeDialects('many printers\' prints ending at once', (db) => {
       await store.queue.insertItem(item);
       const d = newDispatch(item, { id: printerId, type: 'prusa_core' }, `part_${i}.gcode`, { file_id: item.file_id, plate: 1 }, 1);
       expect(await store.queue.claim(d)).toBe(true);
-      await store.queue.updateDispatch(d.id, { state: 'printing', updated_at: nowIso() });
+      // Every other start was sent and not yet acknowledged when the printers went out of sight.
+      const state = i % 2 ? 'starting' : 'printing';
+      await store.queue.updateDispatch(d.id, { state, start_sent_at: nowIso(), updated_at: nowIso() });
       await store.queue.transitionItem(item.id, ['queued'], { status: 'printing', updated_at: nowIso() });
-      open.push({ ...d, state: 'printing' });
+      open.push({ ...d, state });
     }
+    // The runner moves its records on: which were starting is kept aside.
+    const starting = new Set(open.filter((d) => d.state === 'starting').map((d) => d.id));
     for (const d of open) runner.recover(d, 60);
     const waiting = watchWaiting(store);
     try {
-      const ends = open.map((d) => runner.onReport(d.printer_id, report('finished', d.remote_name)));
+      const ends = open.flatMap((d) => [
+        ...(starting.has(d.id) ? [runner.onReport(d.printer_id, report('printing', d.remote_name))] : []),
+        runner.onReport(d.printer_id, report('finished', d.remote_name)),
+      ]);
       await Promise.all(ends);
       await runner.idle();
       // Two printers' ends at a time, each one statement after the other.
@@ -116,11 +123,13 @@ describeDialects('many printers\' prints ending at once', (db) => {
       await runner.close();
     }
     for (const d of open) {
-      expect(steps.filter((s) => s.endsWith(d.printer_id) || s.includes(` ${d.item_id} `))).toEqual([`ended ${d.printer_id}`, `settle ${d.item_id} reset`]);
+      const acknowledged = starting.has(d.id) ? [`settle ${d.item_id} null`] : [];
+      expect(steps.filter((s) => s.endsWith(` ${d.printer_id}`) || s.includes(` ${d.item_id} `))).toEqual([...acknowledged, `ended ${d.printer_id}`, `settle ${d.item_id} reset`]);
       expect(await store.queue.getDispatch(d.id)).toMatchObject({ state: 'completed', error: null });
       expect(await store.queue.getItem(d.item_id)).toMatchObject({ status: 'completed', failures_in_row: 0 });
     }
-    expect(published.sort()).toEqual(open.map((d) => d.item_id).sort());
+    // Announced once per settle: the acknowledged ones twice (printing, then completed).
+    expect(published.sort()).toEqual(open.flatMap((d) => (starting.has(d.id) ? [d.item_id, d.item_id] : [d.item_id])).sort());
   });
 
   test(`${PRINTERS} printers' tracked jobs ending in one turn: the job tracker ends them a few at a time (a few statements wait), each job ended and announced once`, async () => {
