@@ -178,8 +178,8 @@ export class JobService {
 
 const num = (v: number | null | undefined) => v ?? 0;
 
-/** The keys the monitoring writes into customer_info of an auto-created job (spec 2). */
-const AUTO_CREATION_KEYS = ['auto_created', 'discovery_time', 'printer_start_time', 'discovered_on_startup'] as const;
+/** The keys the monitoring writes into customer_info of an auto-created job (spec 2; end_reason: why a lost print failed). */
+const AUTO_CREATION_KEYS = ['auto_created', 'discovery_time', 'printer_start_time', 'discovered_on_startup', 'end_reason'] as const;
 
 /**
  * New customer data replaces the old as a whole, but an auto-created job keeps its auto-creation metadata:

@@ -83,7 +83,7 @@ export const UpdateJobBody = z
   .strictObject({
     is_business: z.boolean().optional(),
     customer_info: CustomerInfo.optional().meta({
-      description: 'Replaces the stored customer data as a whole; an auto-created job keeps auto_created, discovery_time, printer_start_time and discovered_on_startup',
+      description: 'Replaces the stored customer data as a whole; an auto-created job keeps auto_created, discovery_time, printer_start_time, discovered_on_startup and end_reason',
     }),
     material_cost: amount.optional(),
     power_cost: amount.optional(),

@@ -75,6 +75,9 @@ describe('a Klipper print lost to a crash or a power loss', () => {
     const done = await ended();
     expect(done).toMatchObject({ id: job.id, status: 'failed' });
     expect((await h.get(`/api/v1/jobs/${job.id}`)).body.customer_info.end_reason).toMatch(/interrupted/);
+    // The reason is the tracker's note of the run: new customer data keeps it, as it keeps auto_created.
+    expect((await h.put(`/api/v1/jobs/${job.id}`, { customer_info: { order_id: 'A-17' } })).status).toBe(200);
+    expect((await h.get(`/api/v1/jobs/${job.id}`)).body.customer_info).toMatchObject({ order_id: 'A-17', auto_created: true, end_reason: expect.stringMatching(/interrupted/) });
     expect(sim.history.list({ limit: 1 }).jobs[0]).toMatchObject({ filename: GCODE, status: 'interrupted' });
   }, 60_000);
 
