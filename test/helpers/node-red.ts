@@ -145,12 +145,24 @@ export function collect(node: TestNode): Collector {
         };
         const timer = setTimeout(() => {
           waiters.splice(waiters.indexOf(waiter), 1);
-          reject(new Error(`no matching message within ${ms} ms; got ${JSON.stringify(messages.map((m) => [m.topic, m.event ?? (m.payload as { status?: unknown })?.status]))}`));
+          reject(new Error(`no matching message within ${ms} ms; got ${JSON.stringify(messages.map((m) => [m.topic, m.event, (m.payload as { status?: unknown } | undefined)?.status].filter((v) => v !== undefined)))}`));
         }, ms);
         waiters.push(waiter);
       });
     },
   };
+}
+
+/**
+ * The first printer_status message (of `collector`) with the printer's link up: the printer registered and
+ * connected. Not status 'online': a simulator keeps what the last test left, and after a run the reset
+ * cancelled (FAILED, the cancel's print_error cleared) a service with a fresh data dir shows that printer
+ * `error`. 'online' is then only the moment between the link's connect and its first report, which a node's
+ * monitor (reading the printer list after the node registered the printer, or on a frame of a printer it does
+ * not know yet) may never see. Whatever the status, a link that is up says `connected`.
+ */
+export function linkUp(collector: Collector, ms = 20_000): Promise<Record<string, any>> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  return collector.next((m) => m.event === 'printer_status' && m.payload?.connection_status === 'connected', ms);
 }
 
 export type Status = { fill?: string; shape?: string; text?: string };

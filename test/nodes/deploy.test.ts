@@ -8,7 +8,7 @@
  * arrives through the config node as readable lines.
  */
 import net from 'node:net';
-import { callsOf, cancelPrint, collect, control, helper, NODES, nodeTestFarm, printerCredentials, SERVICE_OPTIONS, simState, tempDir, until, withRegisteredPrinter, type FlowNode, type TestNode } from '../helpers/node-red';
+import { callsOf, cancelPrint, collect, control, helper, linkUp, NODES, nodeTestFarm, printerCredentials, SERVICE_OPTIONS, simState, tempDir, until, withRegisteredPrinter, type FlowNode, type TestNode } from '../helpers/node-red';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -53,7 +53,7 @@ describe('deploying flows with an embedded service', () => {
 
   /** Starts a print on the simulator and waits until the service tracks it as a printing job. */
   async function printing(url: string): Promise<Json> {
-    await collect(helper.getNode('online')).next((m) => m.payload.status === 'online', 20_000);
+    await linkUp(collect(helper.getNode('online')));
     const file = (await simState(sim().control_url)).files.find((f) => /\.3mf$/.test(f))!;
     await control(sim().control_url, 'print', { file });
     return until(async () => (await jobsOnPrinter(url)).find((j) => j.status === 'printing'), 'a printing job', 20_000);
@@ -145,7 +145,7 @@ describe('deploying flows with an embedded service', () => {
   test("the service's log comes through the config node as readable lines, not JSON", async () => {
     await helper.load(NODES, farmFlow({ logLevel: 'info' }), printerCredentials(farm, 0, 'reg'));
     await serviceUp();
-    await collect(helper.getNode('online')).next((m) => m.payload.status === 'online', 20_000);
+    await linkUp(collect(helper.getNode('online')));
     const srv = helper.getNode('srv');
     const lines = await until(() => {
       const logged = callsOf(srv, 'log').map((c) => String(c[0]));

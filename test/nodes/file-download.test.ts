@@ -11,7 +11,7 @@ import path from 'node:path';
 import { PNG } from 'pngjs';
 import { seedFiles } from '../../service/simulators/seed-files';
 import type { PrintfarmClient } from '../../service/client';
-import { callsOf, cancelPrint, collect, control, helper, NODES, nodeTestFarm, printerCredentials, SERVICE_OPTIONS, statusOf, tempDir, until, withRegisteredPrinter, type FlowNode } from '../helpers/node-red';
+import { callsOf, cancelPrint, collect, control, helper, linkUp, NODES, nodeTestFarm, printerCredentials, SERVICE_OPTIONS, statusOf, tempDir, until, withRegisteredPrinter, type FlowNode } from '../helpers/node-red';
 
 const GCODE = seedFiles().find((f) => f.name.endsWith('.gcode'))!;
 
@@ -42,7 +42,7 @@ describe('file-download and gcode-preview nodes', () => {
     wires: [['out']],
     ...extra,
   });
-  const ready = () => collect(helper.getNode('online')).next((m) => m.payload.status === 'online' && m.payload.connection_status === 'connected');
+  const ready = () => linkUp(collect(helper.getNode('online')));
 
   test('a print that starts is downloaded automatically (High), then its thumbnail task runs', async () => {
     await helper.load(NODES, withPrinter([fileDownload(), { id: 'out', type: 'helper' }]), credentials());

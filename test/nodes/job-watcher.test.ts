@@ -4,7 +4,7 @@
  * (throttled), completed events with the job's detail; filters by event and
  * printer; cancelled; the statistics on input and on an interval.
  */
-import { cancelPrint, collect, control, helper, NODES, nodeTestFarm, printerCredentials, SERVICE_OPTIONS, simState, statusOf, until, withRegisteredPrinter, type FlowNode } from '../helpers/node-red';
+import { cancelPrint, collect, control, helper, linkUp, NODES, nodeTestFarm, printerCredentials, SERVICE_OPTIONS, simState, statusOf, until, withRegisteredPrinter, type FlowNode } from '../helpers/node-red';
 
 describe('job-watcher and stats nodes', () => {
   const farm = nodeTestFarm({ bambu: 1, prusa: 0, speed: 100 }, SERVICE_OPTIONS, (sims) => cancelPrint(sims.printers[0].control_url));
@@ -15,7 +15,7 @@ describe('job-watcher and stats nodes', () => {
 
   async function startPrint() {
     const { control_url } = farm.printers[0];
-    await collect(helper.getNode('online')).next((m) => m.payload.status === 'online');
+    await linkUp(collect(helper.getNode('online')));
     const file = (await simState(control_url)).files.find((f) => /\.3mf$/.test(f))!;
     await control(control_url, 'print', { file });
     return control_url;
@@ -84,7 +84,7 @@ describe('job-watcher and stats nodes', () => {
       credentials(),
     );
     const out = collect(helper.getNode('out'));
-    await collect(helper.getNode('online')).next((m) => m.payload.status === 'online');
+    await linkUp(collect(helper.getNode('online')));
     helper.getNode('st').receive({ _id: 'a' });
     const overview = await out.next((m) => m._id === 'a');
     expect(overview).toMatchObject({ topic: 'overview', payload: { period: 'week', printers: { total_active: 1 }, jobs: { total_jobs: expect.any(Number) } } });

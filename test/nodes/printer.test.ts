@@ -8,7 +8,7 @@
  */
 import net from 'node:net';
 import { createService, type Service } from '../../service/app';
-import { callsOf, cancelPrint, collect, control, flow, helper, NODES, nodeTestFarm, printerCredentials, printerNode, SERVICE_OPTIONS, simState, statusesOf, statusOf, tempDir, until } from '../helpers/node-red';
+import { callsOf, cancelPrint, collect, control, flow, helper, linkUp, NODES, nodeTestFarm, printerCredentials, printerNode, SERVICE_OPTIONS, simState, statusesOf, statusOf, tempDir, until } from '../helpers/node-red';
 
 const portOf = (url: string) => Number(new URL(url).port);
 const refused = (port: number) =>
@@ -61,7 +61,7 @@ describe('printfarm-server and printer nodes', () => {
     const out = collect(helper.getNode('out'));
     const caught = collect(helper.getNode('caught'));
     const p1 = helper.getNode('p1');
-    await out.next((m) => m.payload.status === 'online');
+    await linkUp(out);
     const file = (await simState(control_url)).files.find((f) => /gcode/.test(f))!;
     await control(control_url, 'print', { file });
     await out.next((m) => m.payload.status === 'printing');

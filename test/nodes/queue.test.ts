@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { bambu3mf } from '../../service/simulators/seed-files';
 import type { PrintfarmClient } from '../../service/client';
-import { cancelPrint, collect, helper, NODES, nodeTestFarm, printerCredentials, SERVICE_OPTIONS, simState, statusOf, tempDir, until, withRegisteredPrinter, type FlowNode, type TestNode } from '../helpers/node-red';
+import { cancelPrint, collect, helper, linkUp, NODES, nodeTestFarm, printerCredentials, SERVICE_OPTIONS, simState, statusOf, tempDir, until, withRegisteredPrinter, type FlowNode, type TestNode } from '../helpers/node-red';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -38,7 +38,7 @@ describe('printfarm-queue node', () => {
   async function deployed(node: Record<string, unknown> = {}) {
     deployedFlow = queueFlow(node);
     await helper.load(NODES, deployedFlow, credentials());
-    await collect(helper.getNode('online')).next((m) => m.payload.status === 'online', 20_000);
+    await linkUp(collect(helper.getNode('online')));
     await until(() => statusText('q') === '0 queued, 0 printing', 'the counts from the empty queue', 10_000);
     return collect(helper.getNode('out'));
   }
@@ -99,7 +99,7 @@ describe('printfarm-queue node', () => {
   test('a chosen printer the service does not know: red "unknown printer", and its items still come out', async () => {
     await helper.load(NODES, queueFlow({ printer: 'no-such-printer' }), credentials());
     const out = collect(helper.getNode('out'));
-    await collect(helper.getNode('online')).next((m) => m.payload.status === 'online', 20_000);
+    await linkUp(collect(helper.getNode('online')));
     await until(() => statusText('q') === 'unknown printer no-such-printer', 'the red light', 10_000);
     expect(statusOf(helper.getNode('q'))).toEqual({ fill: 'red', shape: 'ring', text: 'unknown printer no-such-printer' });
     const upload = await client().files.upload('Cube.gcode.3mf', bambu3mf({ model: 'X1C' }));
