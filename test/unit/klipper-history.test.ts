@@ -25,6 +25,7 @@ describe("Moonraker's job history", () => {
 
   test('a job in progress, an unknown status and malformed entries are nothing; texts and times are bounded', () => {
     expect(endedPrintOf(job({ status: 'in_progress' }))).toBeNull();
+    for (const status of ['toString', 'constructor', '__proto__', 'hasOwnProperty']) expect(endedPrintOf(job({ status }))).toBeNull();
     expect(endedPrintOf(job({ status: 'x'.repeat(100_000) }))).toBeNull();
     for (const bad of [null, 'job', [], {}, job({ filename: 42 }), job({ filename: '' }), job({ status: null })]) expect(endedPrintOf(bad)).toBeNull();
     const huge = endedPrintOf(job({ filename: 'f'.repeat(2_000_000), start_time: 1e300, end_time: 'soon' }))!;

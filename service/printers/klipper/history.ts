@@ -30,7 +30,8 @@ export function endedPrintOf(job: unknown): EndedPrint | null {
   const j = job as Record<string, unknown>;
   if (typeof j.filename !== 'string' || !j.filename || typeof j.status !== 'string') return null;
   const status = j.status.slice(0, 40);
-  const outcome = status === 'completed' ? 'completed' : status === 'cancelled' ? 'cancelled' : status in FAILED ? 'failed' : null;
+  // Own keys only: a status such as "toString" must not read as failed with a function as its reason.
+  const outcome = status === 'completed' ? 'completed' : status === 'cancelled' ? 'cancelled' : Object.hasOwn(FAILED, status) ? 'failed' : null;
   if (!outcome) return null;
   return { file: j.filename.slice(0, MAX_FILE), outcome, reason: outcome === 'failed' ? FAILED[status] : null, started_at: iso(j.start_time), ended_at: iso(j.end_time) };
 }
