@@ -6,9 +6,7 @@
  * printer, every printer's statements waited together and a request needing the database waited behind all.
  * Each printer's own steps stay in order: its end is recorded before its plate is marked and its item settled.
  */
-import type pg from 'pg';
 import pino from 'pino';
-import type { Store } from '../../service/db';
 import type { DispatchRecord } from '../../service/db/repositories/queue';
 import { EventBus, type JobUpdateEvent } from '../../service/events';
 import { JobTracker } from '../../service/monitoring/job-tracker';
@@ -19,6 +17,7 @@ import { newDispatch } from '../../service/queue/queued-start';
 import { SettingsService } from '../../service/settings';
 import { nowIso } from '../../service/util/time';
 import { dialectStore } from '../helpers/dialect-store';
+import { watchWaiting } from '../helpers/db-waiting';
 import { describeDialects } from '../helpers/dialects';
 import { queueItemRecord } from '../helpers/queue-records';
 
@@ -34,25 +33,6 @@ function report(state: MachineState, file: string | null): PrinterState {
     job: file === null ? null : { name: file, file, progress: 100, layer_current: 40, layer_total: 40, remaining_seconds: 0, started_at: null, printer_job_id: null, time_printing: null },
     firmware_version: null, model: 'MK4S', capabilities: null,
   };
-}
-
-/** The most statements waiting for the database at once from now on (SQLite's turns, or PostgreSQL's pool queue). */
-function watchWaiting(store: Store) {
-  const connection = store.connection;
-  if (connection.dialect === 'sqlite') {
-    connection.turns.mostWaiting = 0;
-    return { most: () => connection.turns.mostWaiting, stop: () => undefined };
-  }
-  // Read each time a connection is asked for (kysely asks once per query or transaction).
-  const pool = connection.pool as pg.Pool & { connect: () => Promise<pg.PoolClient> };
-  const connect = pool.connect.bind(pool);
-  let most = 0;
-  pool.connect = () => {
-    const asked = connect();
-    most = Math.max(most, pool.waitingCount);
-    return asked;
-  };
-  return { most: () => most, stop: () => void (pool.connect = connect) };
 }
 
 describeDialects('many printers\' prints ending at once', (db) => {

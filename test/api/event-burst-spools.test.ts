@@ -6,15 +6,14 @@
  * farm's first sync read the farm's spools once per tray). Then a burst of prints settled from those spools
  * reads no full slot map either.
  */
-import type pg from 'pg';
 import pino from 'pino';
-import type { Store } from '../../service/db';
 import { EventBus } from '../../service/events';
 import { Filament } from '../../service/filament';
 import type { PrinterState } from '../../service/printers/driver';
 import { SettingsService } from '../../service/settings';
 import { nowIso } from '../../service/util/time';
 import { dialectStore } from '../helpers/dialect-store';
+import { watchWaiting } from '../helpers/db-waiting';
 import { describeDialects } from '../helpers/dialects';
 
 // A burst's work takes 7 to 11 s alone and several times that beside the rest of the suite on two cores: its
@@ -35,25 +34,6 @@ function amsReport(printer: number): PrinterState {
     firmware_version: null, model: 'X1C', capabilities: null, active_slot: null,
     materials: Array.from({ length: TRAYS }, (_, slot) => ({ slot, type: 'PLA', color: '#FF0000', remaining_percent: 80, tray_uuid: tag(printer, slot), tray_weight_g: 1000 })),
   };
-}
-
-/** The most statements waiting for the database at once from now on (SQLite's turns, or PostgreSQL's pool queue). */
-function watchWaiting(store: Store) {
-  const connection = store.connection;
-  if (connection.dialect === 'sqlite') {
-    connection.turns.mostWaiting = 0;
-    return { most: () => connection.turns.mostWaiting, stop: () => undefined };
-  }
-  // Read each time a connection is asked for (kysely asks once per query or transaction).
-  const pool = connection.pool as pg.Pool & { connect: () => Promise<pg.PoolClient> };
-  const connect = pool.connect.bind(pool);
-  let most = 0;
-  pool.connect = () => {
-    const asked = connect();
-    most = Math.max(most, pool.waitingCount);
-    return asked;
-  };
-  return { most: () => most, stop: () => void (pool.connect = connect) };
 }
 
 describeDialects('spools under a burst', (db) => {
