@@ -111,6 +111,8 @@ export interface PrinterStatusData extends Partial<PrinterStatusEvent> {
 /** data of a job_update frame: the service's event. */
 export interface JobUpdateData extends JobUpdateEvent {
   job_name?: string;
+  /** On a failed end the printer recorded a reason for (a Klipper print lost to a crash or power loss). */
+  end_reason?: string;
 }
 
 /** data of a job_auto_created frame. */

@@ -389,11 +389,11 @@ export class JobTracker {
     this.current.set(printerId, null);
     if (!(await this.store.jobs.transition(tracked.jobId, ACTIVE_JOB, patch))) return;
     this.log.info({ printer_id: printerId, job_id: tracked.jobId, outcome, duration, ...(reason ? { reason } : {}) }, 'job ended');
-    // With its name: the notification of the end needs it, and need not read the job again for it.
-    this.publish(tracked.jobId, printerId, 'status', outcome, progress, job?.job_name ?? undefined);
+    // With its name and a lost print's reason: the notification of the end needs them, and need not read the job for them.
+    this.publish(tracked.jobId, printerId, 'status', outcome, progress, job?.job_name ?? undefined, reason);
   }
 
-  private publish(id: number, printerId: string, change: JobUpdateEvent['change'], status: string, progress: number, jobName?: string): void {
-    this.bus.emit('job_update', { id, job_id: id, printer_id: printerId, change, status, progress, ...(jobName ? { job_name: jobName } : {}) });
+  private publish(id: number, printerId: string, change: JobUpdateEvent['change'], status: string, progress: number, jobName?: string, endReason?: string | null): void {
+    this.bus.emit('job_update', { id, job_id: id, printer_id: printerId, change, status, progress, ...(jobName ? { job_name: jobName } : {}), ...(endReason ? { end_reason: endReason } : {}) });
   }
 }

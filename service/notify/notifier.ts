@@ -132,12 +132,17 @@ export class Notifier {
     if (this.closed || this.told.has(`job:${id}:${data.status}`)) return;
     // The event's name is the job's at its end; only an event without one (null is a name too) reads the job.
     const carried = 'job_name' in data || !lookups || !Number.isFinite(id);
-    const job = carried ? { job_name: typeof data.job_name === 'string' ? data.job_name : null } : await this.deps.store.jobs.get(id);
-    const why = failed ? this.deps.attentionOf(printerId)[0]?.message : undefined;
+    const job = carried ? { job_name: typeof data.job_name === 'string' ? data.job_name : null, customer_info: null } : await this.deps.store.jobs.get(id);
+    // Why a print lost to a Klipper crash or power loss failed: the end carries it (the job's end_reason), since the
+    // printer's attention is empty again once Klipper restarted or the power came back. A cause there is more specific.
+    const stored = job?.customer_info?.end_reason;
+    const reason = typeof data.end_reason === 'string' ? data.end_reason : typeof stored === 'string' ? stored : undefined;
+    const why = failed ? (this.deps.attentionOf(printerId)[0]?.message ?? reason) : undefined;
     await this.tell(lookups, failed ? 'print_failed' : 'print_finished', printerId, failed ? 'serious' : 'info', `job:${id}:${data.status}`, { job: job?.job_name ?? undefined, message: why }, {
       job_id: id,
       job_name: job?.job_name ?? null,
       status: data.status,
+      ...(failed && reason ? { end_reason: reason } : {}),
     });
   }
 

@@ -67,6 +67,8 @@ describeDialects('listeners of a burst of job ends', (db) => {
     bus.on('notification', (n) => told.push(n));
     const notifier = new Notifier({ bus, store, settings, log, attentionOf: () => [], attentionTexts: () => ({}), deliver: () => undefined });
     closing.push(() => notifier.close());
+    // The second job was lost to a power loss: the job tracker kept why in its customer_info.
+    await store.jobs.update(ids[1], { customer_info: { auto_created: true, end_reason: 'The print was interrupted' } });
     const statements = countStatements(store);
     try {
       for (const id of ids) bus.emit('job_update', ended(id));
@@ -83,10 +85,10 @@ describeDialects('listeners of a burst of job ends', (db) => {
       expect(told[N]).toMatchObject({ kind: 'print_failed', printer_name: 'MK4 by the door', data: { job_id: first, job_name: `Part ${first}` } });
       expect(statements.texts).toHaveLength(1);
 
-      // An event without the job's name (from elsewhere than the tracker or the jobs API) still reads it.
+      // An event without the job's name (from elsewhere than the tracker or the jobs API) still reads it, and the reason kept.
       bus.emit('job_update', { ...ended(second, false), status: 'failed' });
       await notifier.idle();
-      expect(told[N + 1]).toMatchObject({ kind: 'print_failed', data: { job_id: second, job_name: 'Part 1' } });
+      expect(told[N + 1]).toMatchObject({ kind: 'print_failed', message: 'Part 1 failed on MK4 by the door: The print was interrupted', data: { job_id: second, job_name: 'Part 1', end_reason: 'The print was interrupted' } });
       expect(statements.texts.slice(1)).toEqual([expect.stringMatching(/from "jobs"/)]);
     } finally {
       statements.stop();

@@ -5,6 +5,7 @@
  * cancelled; a Moonraker without the history component keeps the old rule. Over the simulated Moonraker's real
  * JSON-RPC WebSocket, through the service.
  */
+import type { Notification } from '../../service/notify/kinds';
 import { KlipperSimulator, type KlipperSimulatorOptions } from '../../service/simulators/klipper';
 import { klipperGcode } from '../../service/simulators/seed-files';
 import { control, until } from '../helpers/farm';
@@ -79,6 +80,25 @@ describe('a Klipper print lost to a crash or a power loss', () => {
     expect((await h.put(`/api/v1/jobs/${job.id}`, { customer_info: { order_id: 'A-17' } })).status).toBe(200);
     expect((await h.get(`/api/v1/jobs/${job.id}`)).body.customer_info).toMatchObject({ order_id: 'A-17', auto_created: true, end_reason: expect.stringMatching(/interrupted/) });
     expect(sim.history.list({ limit: 1 }).jobs[0]).toMatchObject({ filename: GCODE, status: 'interrupted' });
+  }, 60_000);
+
+  test('the print_failed notification of a print lost to a power loss says why (the attention is empty again by then)', async () => {
+    await start();
+    const told: Notification[] = [];
+    const off = h.service.context.bus.on('notification', (n) => void told.push(n));
+    try {
+      const job = await printing();
+      await control(printer.control, 'power-loss');
+      await connected(false);
+      await control(printer.control, 'online');
+      await ended();
+      const failed = await until(async () => told.find((n) => n.kind === 'print_failed'), 'print_failed notification', 10_000);
+      expect(failed).toMatchObject({ printer_name: 'Voron Lost', data: { job_id: job.id, end_reason: expect.stringMatching(/interrupted/) } });
+      expect(failed.message).toMatch(/failed on Voron Lost: The print was interrupted/);
+      expect(failed.texts.de.message).toMatch(/interrupted/);
+    } finally {
+      off();
+    }
   }, 60_000);
 
   test("a queued copy lost to a power loss: its dispatch fails with the reason, as its job does (one rule)", async () => {
