@@ -10,15 +10,11 @@
  * every entity unavailable.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
-import { Aedes } from 'aedes';
 import mqtt from 'mqtt';
-import { createService, type Service } from '../../service/app';
 import { PrintfarmClient, type CreatePrinterInput } from '../../service/client';
-import { startFarm, type SimulatedFarm } from '../../service/simulators';
 import { registerEditor } from '../helpers/editor-scripts';
-import { startNodeRed, type RunningNodeRed } from '../helpers/launcher';
+import { useHomeAssistantRig } from '../helpers/ha-rig';
 import { collect, control, helper, NODES, SERVICE_OPTIONS, simState, statusOf, tempDir, until, type FlowNode } from '../helpers/node-red';
 
 const root = path.join(__dirname, '..', '..');
@@ -130,48 +126,16 @@ describe('flows/farm.json in Node-RED', () => {
 });
 
 describe('flows/home-assistant.json in a real Node-RED with a real MQTT broker', () => {
-  let farm: SimulatedFarm;
-  let svc: Service;
-  let broker: Aedes;
-  let brokerServer: net.Server;
-  let nodeRed: RunningNodeRed | null = null;
-  let ha: mqtt.MqttClient;
-  const seen: { topic: string; payload: string; retain: boolean }[] = [];
-
-  beforeAll(async () => {
-    [farm, svc, broker] = await Promise.all([
-      startFarm({ bambu: 1, prusa: 0, speed: 100 }),
-      createService({ ...SERVICE_OPTIONS, host: '127.0.0.1', port: 0, dataDir: tempDir(), logLevel: 'silent' }),
-      Aedes.createBroker(),
-    ]);
-    brokerServer = net.createServer(broker.handle);
-    await new Promise<void>((r) => brokerServer.listen(0, '127.0.0.1', r));
-  }, 30_000);
-  afterAll(async () => {
-    await nodeRed?.stop();
-    await ha?.endAsync();
-    await new Promise<void>((r) => broker.close(() => r()));
-    await new Promise((r) => brokerServer.close(r));
-    await svc?.close();
-    await farm?.close();
-  });
+  const rig = useHomeAssistantRig({ bambu: 1 });
+  const seen = rig.seen;
 
   const next = (match: (m: (typeof seen)[number]) => boolean, what: string, ms = 15_000) => until(() => seen.find(match), what, ms);
 
   test('discovery configs and states arrive on the right topics; the pause button reaches the printer; a rename, a removal and an unreachable service reach Home Assistant', async () => {
-    const { port } = brokerServer.address() as net.AddressInfo;
-    // Home Assistant's side: a client on the broker that sees everything.
-    ha = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, { clientId: 'home-assistant' });
-    ha.on('message', (topic, payload, packet) => seen.push({ topic, payload: payload.toString(), retain: packet.retain }));
-    await ha.subscribeAsync(['homeassistant/#', 'printfarm/#']);
-
-    // The flow as shipped, pointed at this broker and this service.
-    const flow = readJson(path.join(root, 'flows', 'home-assistant.json'));
-    Object.assign(flow.find((n) => n.type === 'mqtt-broker')!, { broker: '127.0.0.1', port: String(port) });
-    Object.assign(flow.find((n) => n.type === 'printfarm-server')!, { mode: 'remote', url: svc.url });
-    const dir = tempDir();
-    fs.writeFileSync(path.join(dir, 'ha-flow.json'), JSON.stringify(flow));
-    nodeRed = await startNodeRed({ userDir: path.join(dir, 'user'), flows: path.join(dir, 'ha-flow.json') });
+    const { farm, svc, port } = rig;
+    // Home Assistant's side: a client on the broker that sees everything; the flow as shipped, pointed at this broker and this service.
+    const ha = await rig.connectHa();
+    await rig.startBridge();
     await next((m) => m.topic === 'printfarm/bridge/availability' && m.payload === 'online', 'the birth message');
 
     const { printer, control_url } = farm.printers[0];
@@ -258,8 +222,8 @@ describe('flows/home-assistant.json in a real Node-RED with a real MQTT broker',
     await next((m) => m.topic === 'printfarm/bridge/service' && m.payload === 'offline', 'the service unavailable');
 
     // Stopping Node-RED says the bridge is gone.
-    expect(await nodeRed.stop()).toBe(0);
-    nodeRed = null;
+    expect(await rig.nodeRed!.stop()).toBe(0);
+    rig.nodeRed = null;
     await next((m) => m.topic === 'printfarm/bridge/availability' && m.payload === 'offline', 'offline on close');
     await control(control_url, 'cancel');
   }, 60_000);
