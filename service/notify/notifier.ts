@@ -23,13 +23,14 @@ import { notifyText, type Notification, type NotifyFacts, type NotifyKind, type 
 const MAX_TOLD = 5000;
 /**
  * Notifications waiting for their names from the database. Beyond it a notification goes out at once with the
- * names its event carries (the printer's id for its name): every notification is kept, only its wording suffers.
+ * names its event carries and the printer names kept (the printer's id for one not kept): every notification is
+ * kept, only its wording may suffer.
  */
 const MAX_WAITING = 100_000;
 /** Printer names kept (a farm has fewer printers; beyond, the names are read again). */
 const MAX_NAMES = 10_000;
 
-/** Whether a task may read the database (false: the backlog was full, it uses what its event carries). */
+/** Whether a task may read the database (false: the backlog was full, it uses what its event carries and the names kept). */
 type Lookups = boolean;
 
 export interface NotifierDeps {
@@ -211,7 +212,8 @@ export class Notifier {
   ): Promise<void> {
     if (this.closed || this.told.has(cause)) return;
     this.remember(cause);
-    const printerName = (printerId && lookups ? await this.printerName(printerId) : null) ?? printerId;
+    // With the backlog full nothing is read, but a name kept from the printer's frames costs nothing.
+    const printerName = (printerId ? (lookups ? await this.printerName(printerId) : this.names.get(printerId)) : null) ?? printerId;
     if (this.closed) return;
     const factsIn = (language: NotifyLanguage) => ({ ...(typeof facts === 'function' ? facts(language) : facts), printer: printerName ?? '' });
     const texts = { en: notifyText(kind, factsIn('en'), 'en'), de: notifyText(kind, factsIn('de'), 'de') };

@@ -95,6 +95,24 @@ describeDialects('listeners of a burst of job ends', (db) => {
     }
   });
 
+  test("beyond the notifier's backlog: a printer whose name was announced is named by it (nothing read), one never announced by its id", async () => {
+    await seed(store, 0);
+    const bus = new EventBus();
+    const settings = await SettingsService.load(store.settings, {});
+    const logged: Array<{ msg?: string }> = [];
+    const logs = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
+    const told: Notification[] = [];
+    bus.on('notification', (n) => told.push(n));
+    const notifier = new Notifier({ bus, store, settings, log: logs, attentionOf: () => [], attentionTexts: () => ({}), deliver: () => undefined, maxWaiting: 1 });
+    closing.push(() => notifier.close());
+    bus.emit('printer_status', { printer_id: 'mk4-01', change: 'created', name: 'MK4 by the window', status: 'offline', connection_status: 'disconnected', progress: 0, temperatures: { nozzle: 0, bed: 0 } });
+    const ids = Array.from({ length: 10 }, (_, i) => i + 1);
+    for (const id of ids) bus.emit('job_update', { ...ended(id), printer_id: id % 2 ? 'mk4-01' : 'mk4-02' });
+    await notifier.idle();
+    expect(logged.some((l) => l.msg?.startsWith('background work backlog full'))).toBe(true);
+    expect(told.map((n) => [n.data.job_id, n.printer_name]).sort((a, b) => Number(a[0]) - Number(b[0]))).toEqual(ids.map((id) => [id, id % 2 ? 'MK4 by the window' : 'mk4-02']));
+  });
+
   test(`${N} job ends, then their filament usage updates (as filament usage sends them once settled): the ideas move in a few statements, none for the usage updates`, async () => {
     const { ids, ideaIds } = await seed(store, N);
     const bus = new EventBus();
