@@ -163,7 +163,27 @@ export function postgresPool(url: string, max: number, options: { readOnly?: boo
   // 'error' event without a listener would end the process. The query itself fails (DATABASE_ERROR) and the
   // pool drops the broken client when it comes back.
   pool.on('connect', (client) => client.on('error', () => {}));
+  // Every client until its socket is closed: see poolClosed.
+  const open = new Set<pg.Client>();
+  openClients.set(pool, open);
+  pool.on('connect', (client) => {
+    open.add(client);
+    client.once('end', () => open.delete(client));
+  });
   return pool;
+}
+
+const openClients = new WeakMap<pg.Pool, Set<pg.Client>>();
+
+/**
+ * Resolves once every connection of an ended pool has closed its socket. pg-pool's end() (kysely's destroy())
+ * resolves as soon as it has told each client to end: the clients have sent their Terminate and still wait
+ * for the server to close their sockets. A caller that stops the server or the process next would find
+ * those sockets still open (a jest worker kept past its exit limit).
+ */
+export async function poolClosed(pool: pg.Pool): Promise<void> {
+  const open = [...(openClients.get(pool) ?? [])];
+  await Promise.all(open.map((client) => new Promise<void>((resolve) => client.once('end', () => resolve()))));
 }
 
 /** Connects to PostgreSQL and applies pending migrations (under kysely's migration lock: several processes may start at once). */
@@ -180,7 +200,11 @@ export async function openPostgres<T>(url: string, migrations: Record<string, Mi
       return false;
     }
   };
-  return { dialect: 'postgres', db, pool, url, queryListeners, ping, close: () => db.destroy() };
+  const close = async () => {
+    await db.destroy();
+    await poolClosed(pool);
+  };
+  return { dialect: 'postgres', db, pool, url, queryListeners, ping, close };
 }
 
 /** Opens the database of `target` with `migrations`: PostgreSQL when it has a URL, else the SQLite file. */

@@ -11,7 +11,8 @@
  */
 import { Worker } from 'node:worker_threads';
 import { Kysely, PostgresDialect, type CompiledQuery } from 'kysely';
-import { postgresPool } from './connection';
+import type pg from 'pg';
+import { poolClosed, postgresPool } from './connection';
 
 /** Runs in the worker (plain JavaScript, evaluated: it must work from the TypeScript sources and from dist/). */
 const WORKER_SOURCE = `
@@ -103,9 +104,11 @@ export class ReadWorker {
  */
 export class PostgresReader {
   private readonly db: Kysely<unknown>;
+  private readonly pool: pg.Pool;
 
   constructor(url: string, connections = 2) {
-    this.db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: postgresPool(url, connections, { readOnly: true }) }) });
+    this.pool = postgresPool(url, connections, { readOnly: true });
+    this.db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: this.pool }) });
   }
 
   private closed = false;
@@ -116,8 +119,9 @@ export class PostgresReader {
     return (await this.db.executeQuery(query)).rows;
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
     this.closed = true;
-    return this.db.destroy();
+    await this.db.destroy();
+    await poolClosed(this.pool);
   }
 }

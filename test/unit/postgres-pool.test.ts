@@ -9,6 +9,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { openStore, type Store } from '../../service/db';
 import { isDatabaseError } from '../../service/db/connection';
+import { PostgresReader } from '../../service/db/read-worker';
 import { postgresUnavailable, usePostgres } from '../helpers/postgres';
 import { tempDir } from '../helpers/service';
 
@@ -62,5 +63,27 @@ const missing = postgresUnavailable();
     expect(outcomes.at(-1)).toBe('ok');
     expect(outcomes.filter((o) => o !== 'ok' && o !== 'database error')).toEqual([]);
     expect(await store.ping()).toBe(true);
+  });
+
+  test('a closed store and reader have closed every socket to the server: a server stopped next (or a jest worker exiting) finds none still open', async () => {
+    const sockets: { destroyed: boolean }[] = [];
+    const track = (client: pg.PoolClient) => sockets.push((client as unknown as { connection: { stream: { destroyed: boolean } } }).connection.stream);
+    const ownDir = tempDir('printfarm-pgclose-');
+    const own = await openStore(ownDir, { databaseUrl: url });
+    const reader = new PostgresReader(url, 3);
+    try {
+      if (own.connection.dialect !== 'postgres') throw new Error('a PostgreSQL store was opened');
+      own.connection.pool.on('connect', track);
+      (reader as unknown as { pool: pg.Pool }).pool.on('connect', track);
+      // Several connections at once in each pool.
+      await Promise.all(Array.from({ length: 6 }, () => sql`SELECT pg_sleep(0.05)`.execute(own.connection.db)));
+      await Promise.all(Array.from({ length: 3 }, () => reader.all(sql`SELECT pg_sleep(0.05)`.compile(own.connection.db))));
+    } finally {
+      await own.close();
+      await reader.close();
+      fs.rmSync(ownDir, { recursive: true, force: true });
+    }
+    expect(sockets.length).toBeGreaterThanOrEqual(6);
+    expect(sockets.filter((s) => !s.destroyed).length).toBe(0);
   });
 });
