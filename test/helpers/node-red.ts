@@ -56,6 +56,37 @@ export type FlowNode = { id: string; type: string; z?: string; wires?: string[][
 export const helper = require('node-red-node-test-helper') as NodeTestHelper;
 helper.init(require.resolve('node-red'));
 
+/**
+ * The test helper's setFlows waits 300 ms for Node-RED's flows:started, and starts listening only once the
+ * runtime's setFlows has resolved (the flows stop, then start on their own). On a loaded machine the start
+ * of a farm's flow takes longer and the deploy failed with "timeout waiting event". This deploys the same way
+ * (the runtime's setFlows, then its flows:started), listening from before the deploy and allowing as long as
+ * the flows' own start may take.
+ */
+const FLOWS_START_LIMIT_MS = 10_000;
+helper.setFlows = async function setFlows(flow, type, credentials) {
+  const internals = helper as unknown as {
+    _events: NodeJS.EventEmitter;
+    _redNodes: { setFlows(flow: FlowNode[], credentials: Record<string, unknown>, type: string): Promise<unknown> };
+  };
+  let onStarted: (() => void) | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const started = new Promise<void>((resolve, reject) => {
+    onStarted = resolve;
+    timer = setTimeout(() => reject(new Error(`flows:started not seen within ${FLOWS_START_LIMIT_MS} ms of a '${type}' deploy`)), FLOWS_START_LIMIT_MS);
+    internals._events.once('flows:started', onStarted);
+  });
+  // Awaited below; a limit passed while the runtime's setFlows still runs must not count as unhandled.
+  started.catch(() => {});
+  try {
+    await internals._redNodes.setFlows(flow, credentials ?? {}, type);
+    await started;
+  } finally {
+    clearTimeout(timer);
+    internals._events.off('flows:started', onStarted!);
+  }
+};
+
 const LOCALES = path.join(__dirname, '..', '..', 'locales');
 const catalogs = new Map<string, Record<string, unknown>>();
 /** Keys the nodes asked for that no catalog has. */
