@@ -25,7 +25,10 @@ describeDialects('aggregator: bounded version, mode and printer views', (db) => 
       const body = submission({ installation_id: randomUUID(), submitted_at: at, app_version: own ? `1.0.${pad(i)}` : '2.0.0', deployment_mode: own ? `mode-${pad(i)}` : 'docker', ...fleet });
       expect((await a.call('POST', '/submit', body)).status).toBe(201);
     }
-  });
+    // 70 submissions one after another over HTTPS, each stored in its own transaction: a few seconds alone,
+    // several times that beside the suite on two busy cores, where the default 20 s was passed. The work is
+    // bounded by its count (no wait inside), so a larger limit only gives a slow machine the time.
+  }, 60_000);
   afterAll(() => a.close());
 
   test('GET /stats/versions lists the 50 versions with the most installations and sums the rest in versions_other', async () => {
