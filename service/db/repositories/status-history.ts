@@ -36,7 +36,25 @@ export class StatusHistoryRepository {
    * the same: one statement, one index probe, so callers may call it on every persisted change without
    * reading first. True when a row was written.
    */
-  async record(printerId: string, status: string, connectionStatus: string, at: string): Promise<boolean> {
+  record(printerId: string, status: string, connectionStatus: string, at: string): Promise<boolean> {
+    // One printer's rows are written one after another. On PostgreSQL two statements on two connections of
+    // the pool both found no row saying the same (neither saw the other's uncommitted insert) and both
+    // inserted: the registry and the fleet record a deactivated printer's offline/disconnected at the same
+    // moment, and the history had it twice. SQLite's single connection already ran them in turn.
+    const previous = this.writing.get(printerId);
+    const next = (previous ? previous.catch(() => undefined) : Promise.resolve()).then(() => this.insert(printerId, status, connectionStatus, at));
+    this.writing.set(printerId, next);
+    const forget = () => {
+      if (this.writing.get(printerId) === next) this.writing.delete(printerId);
+    };
+    next.then(forget, forget);
+    return next;
+  }
+
+  /** Each printer's last record() still running. */
+  private readonly writing = new Map<string, Promise<boolean>>();
+
+  private async insert(printerId: string, status: string, connectionStatus: string, at: string): Promise<boolean> {
     const result = await sql`
       INSERT INTO printer_status_history (printer_id, status, connection_status, at)
       SELECT ${printerId}, ${status}, ${connectionStatus}, ${at}
