@@ -174,6 +174,8 @@ export function postgresPool(url: string, max: number, options: { readOnly?: boo
 }
 
 const openClients = new WeakMap<pg.Pool, Set<pg.Client>>();
+/** How long poolClosed waits for the server to close the sockets. */
+const POOL_CLOSE_WAIT_MS = 5000;
 
 /**
  * Resolves once every connection of an ended pool has closed its socket. pg-pool's end() (kysely's destroy())
@@ -181,9 +183,14 @@ const openClients = new WeakMap<pg.Pool, Set<pg.Client>>();
  * for the server to close their sockets. A caller that stops the server or the process next would find
  * those sockets still open (a jest worker kept past its exit limit).
  */
-export async function poolClosed(pool: pg.Pool): Promise<void> {
+export async function poolClosed(pool: pg.Pool, waitMs = POOL_CLOSE_WAIT_MS): Promise<void> {
   const open = [...(openClients.get(pool) ?? [])];
-  await Promise.all(open.map((client) => new Promise<void>((resolve) => client.once('end', () => resolve()))));
+  if (open.length === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  // A server that never answers the close (gone from the network) must not hold a shutdown: bounded.
+  const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)));
+  await Promise.race([Promise.all(open.map((client) => new Promise<void>((resolve) => client.once('end', () => resolve())))), waited]);
+  clearTimeout(timer);
 }
 
 /** Connects to PostgreSQL and applies pending migrations (under kysely's migration lock: several processes may start at once). */
